@@ -1,0 +1,190 @@
+#include "device/device.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#ifdef PIXFLOW_HOST_WITH_CUDA
+#include <cuda_runtime.h>
+
+#define CHECK(expr) check_cuda((expr), #expr, __FILE__, __LINE__)
+
+namespace pixflow::host {
+namespace {
+void check_cuda(cudaError_t e, const char* expr, const char* file, int line) {
+    if (e != cudaSuccess)
+        throw DeviceError(std::string("CUDA error: ") + expr + " failed with " +
+                          cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") at " + file +
+                          ":" + std::to_string(line));
+}
+cudaStream_t st(const Stream& s) { return static_cast<cudaStream_t>(s.get()); }
+} // namespace
+
+bool cuda_usable(std::string* why) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        if (why) *why = std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
+        cudaGetLastError();
+        return false;
+    }
+    if (n == 0) {
+        if (why) *why = "no CUDA device found";
+        return false;
+    }
+    return true;
+}
+
+int cuda_device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+std::string cuda_device_name(int device) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, device) != cudaSuccess) return "none";
+    return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) +
+           ", " + std::to_string(p.multiProcessorCount) + " SMs)";
+}
+
+Stream::Stream(int device) : m_device(device) {
+    CHECK(cudaSetDevice(device));
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    m_s = s;
+}
+Stream& Stream::operator=(Stream&& o) noexcept {
+    std::swap(m_s, o.m_s);
+    std::swap(m_device, o.m_device);
+    return *this;
+}
+Stream::~Stream() {
+    if (m_s) cudaStreamDestroy(static_cast<cudaStream_t>(m_s));
+}
+void Stream::synchronize() const { CHECK(cudaStreamSynchronize(st(*this))); }
+
+Event::Event(bool create) {
+    if (!create) return;
+    cudaEvent_t e;
+    CHECK(cudaEventCreate(&e));
+    m_e = e;
+}
+Event& Event::operator=(Event&& o) noexcept {
+    std::swap(m_e, o.m_e);
+    return *this;
+}
+Event::~Event() {
+    if (m_e) cudaEventDestroy(static_cast<cudaEvent_t>(m_e));
+}
+void Event::record(const Stream& s) { CHECK(cudaEventRecord(static_cast<cudaEvent_t>(m_e), st(s))); }
+void Event::synchronize() const { CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(m_e))); }
+void Event::wait_on(const Stream& s) const {
+    CHECK(cudaStreamWaitEvent(st(s), static_cast<cudaEvent_t>(m_e), 0));
+}
+float Event::elapsed_ms(const Event& a, const Event& b) {
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(a.m_e), static_cast<cudaEvent_t>(b.m_e)));
+    return ms;
+}
+
+void* device_alloc_async(std::size_t bytes, const Stream& s) {
+    void* p = nullptr;
+    CHECK(cudaMallocAsync(&p, std::max<std::size_t>(bytes, 1), st(s)));
+    return p;
+}
+void device_free_async(void* p, const Stream& s) {
+    if (p) CHECK(cudaFreeAsync(p, st(s)));
+}
+void* pinned_alloc(std::size_t bytes) {
+    void* p = nullptr;
+    CHECK(cudaMallocHost(&p, std::max<std::size_t>(bytes, 1)));
+    return p;
+}
+void pinned_free(void* p) {
+    if (p) CHECK(cudaFreeHost(p));
+}
+void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,
+                   std::size_t row_bytes, int rows, const Stream& s) {
+    if (rows == 0 || row_bytes == 0) return;
+    CHECK(cudaMemcpy2DAsync(dst, std::size_t(dst_pitch), src, std::size_t(src_pitch), row_bytes,
+                            std::size_t(rows), cudaMemcpyDefault, st(s)));
+}
+
+double measure_device_copy_bandwidth(int device) {
+    set_device(device);
+    Stream s(device);
+    const std::size_t bytes = std::size_t(256) << 20;
+    void* a = device_alloc_async(bytes, s);
+    void* b = device_alloc_async(bytes, s);
+    CHECK(cudaMemsetAsync(a, 1, bytes, st(s)));
+    Event e0(true), e1(true);
+    std::vector<float> ms;
+    for (int k = 0; k < 12; ++k) {
+        e0.record(s);
+        CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, st(s)));
+        e1.record(s);
+        e1.synchronize();
+        if (k >= 2) ms.push_back(Event::elapsed_ms(e0, e1));
+    }
+    device_free_async(a, s);
+    device_free_async(b, s);
+    s.synchronize();
+    std::sort(ms.begin(), ms.end());
+    return 2.0 * double(bytes) / (double(ms[ms.size() / 2]) * 1e-3);
+}
+
+void set_device(int device) { CHECK(cudaSetDevice(device)); }
+void device_synchronize(int device) {
+    set_device(device);
+    CHECK(cudaDeviceSynchronize());
+}
+
+} // namespace pixflow::host
+
+#else // without CUDA: nothing is usable, and nothing device-side may be called.
+
+namespace pixflow::host {
+namespace {
+[[noreturn]] void no_cuda() { throw DeviceError("pixflow was built without CUDA"); }
+} // namespace
+bool cuda_usable(std::string* why) {
+    if (why) *why = "pixflow was built without CUDA (PIXFLOW_WITH_CUDA=OFF)";
+    return false;
+}
+int cuda_device_count() { return 0; }
+std::string cuda_device_name(int) { return "none"; }
+Stream::Stream(int) { no_cuda(); }
+Stream& Stream::operator=(Stream&& o) noexcept {
+    std::swap(m_s, o.m_s);
+    return *this;
+}
+Stream::~Stream() = default;
+void Stream::synchronize() const {}
+Event::Event(bool create) {
+    if (create) no_cuda();
+}
+Event& Event::operator=(Event&& o) noexcept {
+    std::swap(m_e, o.m_e);
+    return *this;
+}
+Event::~Event() = default;
+void Event::record(const Stream&) { no_cuda(); }
+void Event::synchronize() const {}
+void Event::wait_on(const Stream&) const { no_cuda(); }
+float Event::elapsed_ms(const Event&, const Event&) { no_cuda(); }
+void* device_alloc_async(std::size_t, const Stream&) { no_cuda(); }
+void device_free_async(void*, const Stream&) { no_cuda(); }
+void* pinned_alloc(std::size_t) { no_cuda(); }
+void pinned_free(void*) { no_cuda(); }
+void copy_2d_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, int, const Stream&) {
+    no_cuda();
+}
+double measure_device_copy_bandwidth(int) { no_cuda(); }
+void set_device(int) { no_cuda(); }
+void device_synchronize(int) { no_cuda(); }
+} // namespace pixflow::host
+
+#endif

@@ -1,0 +1,86 @@
+// device/: the host's only contact with the CUDA runtime. Everything here compiles without CUDA
+// too (PIXFLOW_HOST_WITH_CUDA unset): then no device is ever usable and the CPU path runs.
+//
+// Resources are move-only RAII handles; every CUDA call is checked and a failure throws
+// pixflow::host::DeviceError naming the call and file:line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace pixflow::host {
+
+class DeviceError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Whether a CUDA device can be used; `why` says why not (built without CUDA, no driver...).
+bool cuda_usable(std::string* why = nullptr);
+/// Number of usable CUDA devices (0 without).
+int cuda_device_count();
+/// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" or "none".
+std::string cuda_device_name(int device);
+
+/// A CUDA stream (or nothing, without CUDA).
+class Stream {
+  public:
+    Stream() = default;
+    explicit Stream(int device);
+    Stream(Stream&& o) noexcept : m_s(o.m_s), m_device(o.m_device) { o.m_s = nullptr; }
+    Stream& operator=(Stream&& o) noexcept;
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    ~Stream();
+    void* get() const { return m_s; }
+    int device() const { return m_device; }
+    void synchronize() const;
+
+  private:
+    void* m_s = nullptr;
+    int m_device = 0;
+};
+
+/// A CUDA event with timing enabled.
+class Event {
+  public:
+    Event() = default;
+    explicit Event(bool create);
+    Event(Event&& o) noexcept : m_e(o.m_e) { o.m_e = nullptr; }
+    Event& operator=(Event&& o) noexcept;
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    ~Event();
+    void record(const Stream& s);
+    void synchronize() const;
+    /// Makes `s` wait for this event (no host blocking).
+    void wait_on(const Stream& s) const;
+    /// Milliseconds between two recorded, completed events.
+    static float elapsed_ms(const Event& start, const Event& end);
+    bool valid() const { return m_e != nullptr; }
+
+  private:
+    void* m_e = nullptr;
+};
+
+/// Stream-ordered device allocation from the device's default memory pool (cudaMallocAsync).
+void* device_alloc_async(std::size_t bytes, const Stream& s);
+void device_free_async(void* p, const Stream& s);
+/// Page-locked host memory, so transfers run at full speed and asynchronously.
+void* pinned_alloc(std::size_t bytes);
+void pinned_free(void* p);
+
+/// 2D copy between any two locations, ordered on `s`.
+void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,
+                   std::size_t row_bytes, int rows, const Stream& s);
+
+/// Device-to-device copy bandwidth in bytes/s, counting bytes read plus bytes written, measured
+/// now with events (median of several 256 MiB copies after a warm-up).
+double measure_device_copy_bandwidth(int device);
+
+void set_device(int device);
+void device_synchronize(int device);
+
+} // namespace pixflow::host

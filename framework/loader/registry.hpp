@@ -1,0 +1,68 @@
+// loader/: finds plugin files, loads them with Boost.DLL, checks the ABI handshake and indexes
+// their operators by name. A bad file never stops the others: it is kept with its reason.
+#pragma once
+
+#include <pixflow/abi.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pixflow::host {
+
+/// One plugin file on the search path, loaded or rejected.
+struct PluginRecord {
+    std::filesystem::path path;
+    bool loaded = false;
+    std::string reason; ///< why it was rejected (empty when loaded)
+    std::string name, version;
+    unsigned abi_major = 0, abi_minor = 0;
+    std::vector<std::string> ops;
+};
+
+/// An operator as the host sees it: the plugin's descriptor plus where it came from.
+struct OpInfo {
+    const pf_op_desc* desc = nullptr;
+    std::string plugin;
+    std::filesystem::path path;
+    bool has_cuda() const { return desc->run_cuda != nullptr; }
+};
+
+class Registry {
+  public:
+    Registry();
+    ~Registry();
+    Registry(const Registry&) = delete;
+    Registry& operator=(const Registry&) = delete;
+
+    /// The search path: explicit dirs, then $PIXFLOW_PLUGIN_PATH (':'-separated), then the
+    /// installation's plugin folder next to the executable (<exe>/../lib/pixflow/plugins).
+    static std::vector<std::filesystem::path> search_path(
+        const std::vector<std::filesystem::path>& explicit_dirs);
+    /// Loads every plugin file (*.so) of every folder on the path, in order; a file can also be
+    /// named directly.
+    void load_all(const std::vector<std::filesystem::path>& dirs);
+    /// Loads one plugin file; returns its record (rejected ones too).
+    const PluginRecord& load_file(const std::filesystem::path& file);
+
+    const OpInfo* find(const std::string& op) const;
+    const std::map<std::string, OpInfo>& ops() const { return m_ops; }
+    const std::vector<PluginRecord>& plugins() const { return m_plugins; }
+    /// The rejected plugin that claimed to provide `op`, if any (for error messages).
+    std::string rejected_reason_for(const std::string& op) const;
+    /// Up to 3 known op names closest to `name` (edit distance), for "did you mean".
+    std::vector<std::string> closest(const std::string& name) const;
+
+  private:
+    struct Library;
+    std::vector<std::unique_ptr<Library>> m_libs;
+    std::vector<PluginRecord> m_plugins;
+    std::map<std::string, OpInfo> m_ops;
+};
+
+/// Levenshtein distance, used for suggestions everywhere.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
+} // namespace pixflow::host

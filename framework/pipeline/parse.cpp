@@ -1,0 +1,280 @@
+// TOML -> PipelineSpec. Only the format is checked here; meaning is checked in validate.cpp.
+#include "pipeline/pipeline.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace pixflow::host {
+namespace {
+
+SourceLoc loc_of(const toml::source_region& r, const std::string& file) {
+    return SourceLoc{file, int(r.begin.line), int(r.begin.column)};
+}
+
+std::string type_name(const toml::node& n) {
+    switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    default: return "a date/time";
+    }
+}
+
+RawValue from_toml(const toml::node& n, SourceLoc loc) {
+    RawValue v;
+    v.loc = std::move(loc);
+    if (auto b = n.as_boolean()) {
+        v.kind = RawValue::Kind::boolean;
+        v.b = b->get();
+    } else if (auto i = n.as_integer()) {
+        v.kind = RawValue::Kind::integer;
+        v.i = i->get();
+    } else if (auto f = n.as_floating_point()) {
+        v.kind = RawValue::Kind::floating;
+        v.f = f->get();
+    } else if (auto s = n.as_string()) {
+        v.kind = RawValue::Kind::string;
+        v.s = s->get();
+    } else {
+        v.kind = RawValue::Kind::other;
+        v.s = type_name(n);
+    }
+    return v;
+}
+
+struct Override {
+    std::string node, key;
+    RawValue value;
+};
+
+Override parse_set(const std::string& arg) {
+    SourceLoc loc{"--set " + arg, 0, 0};
+    auto eq = arg.find('=');
+    auto dot = arg.find('.');
+    if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || dot + 1 == eq)
+        throw UserError(Diagnostic{loc, "", "expected --set node.key=value (or pipeline.key=value)"});
+    Override o{arg.substr(0, dot), arg.substr(dot + 1, eq - dot - 1), {}};
+    o.value = parse_value(arg.substr(eq + 1), loc);
+    return o;
+}
+
+PipelineSpec parse_table(const toml::table& root, const std::string& file,
+                         const std::vector<std::string>& sets) {
+    PipelineSpec spec;
+    spec.file = file;
+    std::vector<Diagnostic> errs;
+    auto err = [&](SourceLoc l, std::string node, std::string msg) {
+        errs.push_back(Diagnostic{std::move(l), std::move(node), std::move(msg)});
+    };
+
+    for (auto&& [key, value] : root) {
+        std::string k(key.str());
+        if (k != "pipeline" && k != "nodes")
+            err(loc_of(key.source(), file), "",
+                "unknown top-level key '" + k + "'; accepted: [pipeline], [nodes.<id>]");
+    }
+    if (const toml::node* p = root.get("pipeline")) {
+        if (!p->is_table()) {
+            err(loc_of(p->source(), file), "", "'pipeline' must be a table");
+        } else {
+            for (auto&& [key, value] : *p->as_table()) {
+                std::string k(key.str());
+                SourceLoc l = loc_of(value.source(), file);
+                if (k == "name") {
+                    if (auto s = value.value<std::string>()) spec.name = *s;
+                    else err(l, "", "pipeline.name must be a string");
+                } else if (k == "backend") {
+                    spec.backend_loc = l;
+                    if (auto s = value.value<std::string>()) spec.backend = *s;
+                    else err(l, "", "pipeline.backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
+                } else {
+                    err(loc_of(key.source(), file), "",
+                        "unknown key 'pipeline." + k + "'; accepted: name, backend");
+                }
+            }
+        }
+    }
+
+    const toml::node* nodes = root.get("nodes");
+    if (!nodes || !nodes->is_table() || nodes->as_table()->empty()) {
+        err(SourceLoc{file, 1, 1}, "", "the pipeline has no nodes; add tables like [nodes.src] with op = \"load\"");
+        throw UserError(errs);
+    }
+
+    for (auto&& [key, value] : *nodes->as_table()) {
+        NodeSpec n;
+        n.id = std::string(key.str());
+        n.loc = loc_of(key.source(), file);
+        if (!value.is_table()) {
+            err(n.loc, n.id, "must be a table ([nodes." + n.id + "])");
+            continue;
+        }
+        for (auto&& [pkey, pval] : *value.as_table()) {
+            std::string k(pkey.str());
+            SourceLoc l = loc_of(pval.source(), file);
+            if (k == "op") {
+                n.op_loc = l;
+                if (auto s = pval.value<std::string>()) n.op = *s;
+                else err(l, n.id, "op must be a string naming an operator");
+            } else if (k == "backend") {
+                n.backend_loc = l;
+                if (auto s = pval.value<std::string>()) n.backend = *s;
+                else err(l, n.id, "backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
+            } else if (k == "input") {
+                if (auto s = pval.value<std::string>()) n.inputs.push_back(InputSpec{"", *s, "", l});
+                else err(l, n.id, "input must be a string: \"node\" or \"node.port\"");
+            } else if (k == "inputs") {
+                n.inputs_as_table = true;
+                if (!pval.is_table()) {
+                    err(l, n.id, "inputs must be a table: inputs = { a = \"x\", b = \"y.mask\" }");
+                    continue;
+                }
+                for (auto&& [ikey, ival] : *pval.as_table()) {
+                    SourceLoc il = loc_of(ival.source(), file);
+                    if (auto s = ival.value<std::string>())
+                        n.inputs.push_back(InputSpec{std::string(ikey.str()), *s, "", il});
+                    else
+                        err(il, n.id, "inputs." + std::string(ikey.str()) +
+                                          " must be a string: \"node\" or \"node.port\"");
+                }
+            } else {
+                n.params.emplace_back(k, from_toml(pval, l));
+            }
+        }
+        if (n.op.empty() && !n.op_loc.line)
+            err(n.loc, n.id, "has no op; add op = \"<operator>\" (see `pixflow ops`)");
+        spec.nodes.push_back(std::move(n));
+    }
+
+    // --set overrides, applied in order; a later one wins.
+    for (const std::string& s : sets) {
+        Override o;
+        try {
+            o = parse_set(s);
+        } catch (const UserError& e) {
+            errs.insert(errs.end(), e.diagnostics().begin(), e.diagnostics().end());
+            continue;
+        }
+        SourceLoc l = o.value.loc;
+        if (o.node == "pipeline") {
+            if (o.key == "backend" && o.value.kind == RawValue::Kind::string) {
+                spec.backend = o.value.s;
+                spec.backend_loc = l;
+            } else if (o.key == "name" && o.value.kind == RawValue::Kind::string) {
+                spec.name = o.value.s;
+            } else {
+                err(l, "", "cannot set pipeline." + o.key + "; accepted: pipeline.name, pipeline.backend");
+            }
+            continue;
+        }
+        auto it = std::find_if(spec.nodes.begin(), spec.nodes.end(),
+                               [&](const NodeSpec& n) { return n.id == o.node; });
+        if (it == spec.nodes.end()) {
+            std::string ids;
+            for (const auto& n : spec.nodes) ids += (ids.empty() ? "" : ", ") + n.id;
+            err(l, "", "no node '" + o.node + "'; nodes: " + ids);
+            continue;
+        }
+        auto str_or_err = [&](const char* what) -> std::optional<std::string> {
+            if (o.value.kind == RawValue::Kind::string) return o.value.s;
+            err(l, it->id, std::string(what) + " must be a string");
+            return std::nullopt;
+        };
+        if (o.key == "op") {
+            if (auto v = str_or_err("op")) it->op = *v, it->op_loc = l;
+        } else if (o.key == "backend") {
+            if (auto v = str_or_err("backend")) it->backend = *v, it->backend_loc = l;
+        } else if (o.key == "input") {
+            if (auto v = str_or_err("input")) it->inputs = {InputSpec{"", *v, "", l}}, it->inputs_as_table = false;
+        } else if (o.key.rfind("inputs.", 0) == 0) {
+            if (auto v = str_or_err("inputs.<port>")) {
+                std::string port = o.key.substr(7);
+                auto& ins = it->inputs;
+                ins.erase(std::remove_if(ins.begin(), ins.end(), [&](auto& i) { return i.port == port; }),
+                          ins.end());
+                ins.push_back(InputSpec{port, *v, "", l});
+                it->inputs_as_table = true;
+            }
+        } else {
+            auto& ps = it->params;
+            auto p = std::find_if(ps.begin(), ps.end(), [&](auto& kv) { return kv.first == o.key; });
+            if (p != ps.end()) p->second = o.value;
+            else ps.emplace_back(o.key, o.value);
+        }
+    }
+
+    // "node.port" references
+    for (NodeSpec& n : spec.nodes)
+        for (InputSpec& in : n.inputs)
+            if (auto dot = in.node.find('.'); dot != std::string::npos) {
+                in.out_port = in.node.substr(dot + 1);
+                in.node = in.node.substr(0, dot);
+            }
+
+    std::stable_sort(spec.nodes.begin(), spec.nodes.end(), [](const NodeSpec& a, const NodeSpec& b) {
+        return a.loc.line < b.loc.line;
+    });
+    if (!errs.empty()) throw UserError(errs);
+    return spec;
+}
+
+} // namespace
+
+std::string RawValue::to_toml() const {
+    switch (kind) {
+    case Kind::boolean: return b ? "true" : "false";
+    case Kind::integer: return std::to_string(i);
+    case Kind::floating: {
+        std::ostringstream o;
+        o << f;
+        return o.str();
+    }
+    case Kind::string: return "\"" + s + "\"";
+    default: return s;
+    }
+}
+
+RawValue parse_value(const std::string& text, SourceLoc loc) {
+    // Read it as a TOML value when it is one (1.5, true, "x"), else as a bare string (zero).
+    try {
+        toml::table t = toml::parse("v = " + text);
+        if (const toml::node* n = t.get("v")) return from_toml(*n, loc);
+    } catch (const toml::parse_error&) {
+    }
+    RawValue v;
+    v.kind = RawValue::Kind::string;
+    v.s = text;
+    v.loc = std::move(loc);
+    return v;
+}
+
+PipelineSpec parse_pipeline_text(const std::string& text, const std::string& file,
+                                 const std::vector<std::string>& sets) {
+    toml::table root;
+    try {
+        root = toml::parse(text, file);
+    } catch (const toml::parse_error& e) {
+        throw UserError(Diagnostic{loc_of(e.source(), file), "",
+                                   "TOML syntax error: " + std::string(e.description())});
+    }
+    return parse_table(root, file, sets);
+}
+
+PipelineSpec parse_pipeline_file(const std::filesystem::path& file,
+                                 const std::vector<std::string>& sets) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        throw UserError(Diagnostic{SourceLoc{file.string(), 0, 0}, "",
+                                   "cannot open the pipeline file (does it exist?)"});
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return parse_pipeline_text(ss.str(), file.string(), sets);
+}
+
+} // namespace pixflow::host

@@ -1,0 +1,113 @@
+// pipeline/: the TOML pipeline as written (PipelineSpec), then checked against the loaded
+// operators and turned into a Graph: every parameter resolved, every input wired, every output
+// shape inferred. Nothing runs here; every user error is collected with its file:line:col.
+#pragma once
+
+#include "loader/registry.hpp"
+#include "pipeline/diagnostic.hpp"
+
+#include <pixflow/abi.h>
+
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pixflow::host {
+
+/// A value as written in TOML or --set, before it meets a schema.
+struct RawValue {
+    enum class Kind { boolean, integer, floating, string, other } kind = Kind::other;
+    bool b = false;
+    std::int64_t i = 0;
+    double f = 0;
+    std::string s;       ///< the string, or for `other` the TOML type name
+    SourceLoc loc;
+    std::string to_toml() const; ///< as it would be written back: 1.5, true, "zero"
+};
+
+struct InputSpec {
+    std::string port;     ///< the consumer's input port
+    std::string node;     ///< producer node id
+    std::string out_port; ///< producer port; empty = its default (first) output
+    SourceLoc loc;
+};
+
+struct NodeSpec {
+    std::string id;
+    SourceLoc loc;
+    std::string op;
+    SourceLoc op_loc;
+    std::optional<std::string> backend;
+    SourceLoc backend_loc;
+    std::vector<std::pair<std::string, RawValue>> params; ///< in file order
+    std::vector<InputSpec> inputs;
+    bool inputs_as_table = false;          ///< `inputs = {...}` rather than `input = "..."`
+    std::optional<pf_image> external;      ///< an image handed in by the caller (tests, batch)
+};
+
+struct PipelineSpec {
+    std::string file;
+    std::string name;
+    std::string backend = "auto";
+    SourceLoc backend_loc;
+    std::vector<NodeSpec> nodes; ///< in file order
+};
+
+/// Parses a pipeline file and applies `--set node.key=value` overrides (a value is read as a
+/// TOML value when it parses as one, else as a string). Throws UserError.
+PipelineSpec parse_pipeline_file(const std::filesystem::path& file,
+                                 const std::vector<std::string>& sets = {});
+PipelineSpec parse_pipeline_text(const std::string& text, const std::string& file_name,
+                                 const std::vector<std::string>& sets = {});
+/// Reads one --set style value.
+RawValue parse_value(const std::string& text, SourceLoc loc);
+
+/// A validated node. `op == nullptr` marks an external input (spec.external).
+struct Node {
+    std::string id;
+    const OpInfo* op = nullptr;
+    SourceLoc loc;
+    std::vector<pf_value> params; ///< one per schema parameter, in schema order
+    std::deque<std::string> strings; ///< storage behind params[k].s
+    struct Input {
+        int node = -1;
+        int port = 0;
+        SourceLoc loc;
+    };
+    std::vector<Input> inputs;        ///< one per input port of the op
+    std::vector<pf_image> outputs;    ///< inferred shapes (data == nullptr)
+    std::string backend;              ///< "auto" | "cpu" | "cuda" as requested
+    SourceLoc backend_loc;
+    bool backend_explicit = false;    ///< set on the node itself
+    std::map<std::string, SourceLoc> param_locs;
+
+    bool is_external() const { return op == nullptr; }
+    bool is_source() const { return op && (op->desc->flags & PF_OP_SOURCE); }
+    bool is_sink() const { return op && (op->desc->flags & PF_OP_SINK); }
+    /// The string value of a parameter with `flag`, e.g. PF_PARAM_OUTPUT_PATH, if any.
+    std::vector<std::pair<std::string, std::string>> paths(std::uint32_t flag) const;
+};
+
+struct Graph {
+    std::string file;
+    std::string name;
+    std::vector<Node> nodes;
+    std::vector<int> order; ///< topological
+    int find(const std::string& id) const;
+    /// Consumers of (node, port): pairs of (consumer node, consumer input index).
+    std::vector<std::pair<int, int>> consumers(int node, int port) const;
+};
+
+/// Checks the spec against the registry; throws UserError listing every problem found.
+Graph build_graph(const PipelineSpec& spec, const Registry& reg);
+
+/// "a float in [0.1, 100]", "one of zero, replicate, reflect101"...
+std::string describe_accepted(const pf_param_desc& d);
+std::string describe_ports(std::uint32_t dtypes, std::uint32_t channels);
+std::string format_value(const pf_value& v);
+std::string format_shape(const pf_image& im);
+
+} // namespace pixflow::host

@@ -1,0 +1,155 @@
+#include "planner/plan.hpp"
+
+#include <pixflow/image.hpp>
+
+#include <sstream>
+
+namespace pixflow::host {
+
+int Plan::uploads() const {
+    int n = 0;
+    for (const auto& t : transfers) n += t.to_device;
+    return n;
+}
+int Plan::downloads() const {
+    int n = 0;
+    for (const auto& t : transfers) n += !t.to_device;
+    return n;
+}
+
+Plan make_plan(const Graph& g, const PlanOptions& opt) {
+    Plan p;
+    p.device = opt.device;
+    std::size_t N = g.nodes.size();
+    p.backend.assign(N, Backend::cpu);
+    p.stream.assign(N, -1);
+    p.input_transfer.resize(N);
+    std::vector<Diagnostic> errs;
+    bool noted_fallback = false;
+
+    for (std::size_t k = 0; k < N; ++k) {
+        const Node& n = g.nodes[k];
+        if (!n.op) continue; // external inputs live on the host
+        std::string want = n.backend;
+        if (!n.backend_explicit && !opt.backend_override.empty()) want = opt.backend_override;
+        bool has_cuda = n.op->has_cuda();
+        if (want == "cuda") {
+            if (!has_cuda)
+                errs.push_back({n.backend_loc.line ? n.backend_loc : n.loc, n.id,
+                                std::string("backend = \"cuda\" but op ") + n.op->desc->name +
+                                    " has no CUDA implementation; accepted: \"cpu\" or \"auto\""});
+            else if (!opt.cuda_usable)
+                errs.push_back({n.backend_loc.line ? n.backend_loc : n.loc, n.id,
+                                "backend = \"cuda\" but " + opt.cuda_why + "; accepted: \"cpu\" or \"auto\""});
+            else
+                p.backend[k] = Backend::cuda;
+        } else if (want == "auto") {
+            if (has_cuda && opt.cuda_usable) p.backend[k] = Backend::cuda;
+            else if (has_cuda && !noted_fallback) {
+                p.notes.push_back("backend auto: " + opt.cuda_why + "; running on the CPU");
+                noted_fallback = true;
+            }
+        }
+    }
+    if (!errs.empty()) throw UserError(errs);
+
+    // transfers
+    for (int v : g.order) {
+        const Node& n = g.nodes[std::size_t(v)];
+        p.input_transfer[std::size_t(v)].assign(n.inputs.size(), -1);
+        for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+            const auto& in = n.inputs[i];
+            bool want_dev = p.on_device(v), have_dev = p.on_device(in.node);
+            if (want_dev == have_dev) continue;
+            int t = -1;
+            for (std::size_t j = 0; j < p.transfers.size(); ++j)
+                if (p.transfers[j].node == in.node && p.transfers[j].port == in.port &&
+                    p.transfers[j].to_device == want_dev)
+                    t = int(j);
+            if (t < 0) {
+                t = int(p.transfers.size());
+                p.transfers.push_back(Transfer{in.node, in.port, want_dev, opt.device, -1, {}});
+            }
+            p.transfers[std::size_t(t)].consumers.emplace_back(v, int(i));
+            p.input_transfer[std::size_t(v)][i] = t;
+        }
+    }
+
+    // streams, in topological order
+    std::vector<bool> handed_on(N, false), transfer_handed_on(p.transfers.size(), false);
+    for (int v : g.order) {
+        if (!p.on_device(v)) continue;
+        const Node& n = g.nodes[std::size_t(v)];
+        int s = -1;
+        for (std::size_t i = 0; i < n.inputs.size() && s < 0; ++i) {
+            int t = p.input_transfer[std::size_t(v)][i];
+            if (t >= 0) {
+                Transfer& tr = p.transfers[std::size_t(t)];
+                if (tr.stream < 0) tr.stream = p.n_streams++;
+                if (!transfer_handed_on[std::size_t(t)]) {
+                    transfer_handed_on[std::size_t(t)] = true;
+                    s = tr.stream;
+                }
+            } else {
+                int u = n.inputs[i].node;
+                if (p.on_device(u) && !handed_on[std::size_t(u)]) {
+                    handed_on[std::size_t(u)] = true;
+                    s = p.stream[std::size_t(u)];
+                }
+            }
+        }
+        p.stream[std::size_t(v)] = s >= 0 ? s : p.n_streams++;
+    }
+    for (Transfer& t : p.transfers) {
+        if (t.stream >= 0) continue;
+        t.stream = t.to_device ? p.n_streams++ : p.stream[std::size_t(t.node)];
+    }
+    return p;
+}
+
+std::string plan_to_dot(const Graph& g, const Plan& p) {
+    std::ostringstream o;
+    auto bytes = [](const pf_image& im) {
+        double b = double(im.width) * im.height * im.channels * double(dtype_size(DType(im.dtype)));
+        std::ostringstream s;
+        s.precision(3);
+        if (b >= 1e6) s << b / 1e6 << " MB";
+        else s << b / 1e3 << " kB";
+        return s.str();
+    };
+    o << "digraph \"" << (g.name.empty() ? "pipeline" : g.name) << "\" {\n"
+      << "  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n"
+      << "  edge [fontname=\"Helvetica\", fontsize=10];\n";
+    o << "  subgraph cluster_legend { label=\"legend\"; fontsize=10; "
+         "legend_cpu [label=\"cpu\", fillcolor=\"#cfe2ff\"]; "
+         "legend_cuda [label=\"cuda\", fillcolor=\"#c7f0c2\"]; }\n";
+    for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+        const Node& n = g.nodes[k];
+        bool dev = p.on_device(int(k));
+        std::string op = n.op ? n.op->desc->name : "input";
+        std::string shape = n.outputs.empty() ? "" : "\\n" + format_shape(n.outputs[0]);
+        o << "  \"" << n.id << "\" [label=\"" << n.id << "\\n" << op << " (" << (dev ? "cuda" : "cpu") << ")"
+          << shape << "\", fillcolor=\"" << (dev ? "#c7f0c2" : "#cfe2ff") << "\"];\n";
+    }
+    for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+        const Node& n = g.nodes[k];
+        for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+            const auto& in = n.inputs[i];
+            int t = p.input_transfer[k][i];
+            std::string port = n.op ? n.op->desc->inputs[i].name : "in";
+            if (t < 0) {
+                o << "  \"" << g.nodes[std::size_t(in.node)].id << "\" -> \"" << n.id << "\" [label=\"" << port << "\"];\n";
+            } else {
+                const Transfer& tr = p.transfers[std::size_t(t)];
+                const pf_image& im = g.nodes[std::size_t(in.node)].outputs[std::size_t(in.port)];
+                o << "  \"" << g.nodes[std::size_t(in.node)].id << "\" -> \"" << n.id
+                  << "\" [color=\"#d62728\", penwidth=2, fontcolor=\"#d62728\", label=\""
+                  << (tr.to_device ? "upload H2D " : "download D2H ") << bytes(im) << "\"];\n";
+            }
+        }
+    }
+    o << "}\n";
+    return o.str();
+}
+
+} // namespace pixflow::host

@@ -1,0 +1,59 @@
+// planner/: decides where each node runs and where data must move.
+//
+//   backend: the node's own, else the pipeline's (or --backend), else auto = CUDA when a device
+//            is usable and the op has a CUDA implementation.
+//   transfers: exactly where a consumer's location differs from its producer's, one per
+//            (producer output, destination), shared by every consumer there. A chain of CUDA
+//            nodes therefore costs one upload where it starts and one download where it ends.
+//   streams: a CUDA node continues the stream of its first device-side producer that has not
+//            handed it on yet; siblings get new streams, so independent branches overlap.
+#pragma once
+
+#include "pipeline/pipeline.hpp"
+
+#include <string>
+#include <vector>
+
+namespace pixflow::host {
+
+enum class Backend { cpu, cuda };
+inline const char* backend_name(Backend b) { return b == Backend::cuda ? "cuda" : "cpu"; }
+
+struct PlanOptions {
+    std::string backend_override; ///< replaces the pipeline's default backend ("" = keep)
+    bool cuda_usable = false;
+    std::string cuda_why;         ///< why CUDA is not usable
+    int device = 0;
+};
+
+struct Transfer {
+    int node = -1, port = 0; ///< the producer's output
+    bool to_device = true;   ///< upload (host -> device) or download
+    int device = 0;
+    int stream = -1;         ///< stream the copy is ordered on
+    std::vector<std::pair<int, int>> consumers; ///< (node, input index)
+};
+
+struct Plan {
+    std::vector<Backend> backend;    ///< per node
+    std::vector<int> stream;         ///< per node: stream index, -1 on the CPU
+    int n_streams = 0;
+    int device = 0;
+    std::vector<Transfer> transfers;
+    /// per node, per input: index into transfers, or -1 when read in place
+    std::vector<std::vector<int>> input_transfer;
+    std::vector<std::string> notes;  ///< e.g. "auto: no usable CUDA device (...); running on CPU"
+
+    bool on_device(int node) const { return backend[std::size_t(node)] == Backend::cuda; }
+    int uploads() const;
+    int downloads() const;
+};
+
+/// Throws UserError for impossible requests (backend = "cuda" without a device or without a
+/// CUDA implementation).
+Plan make_plan(const Graph& g, const PlanOptions& opt);
+
+/// Graphviz dot of the planned graph: nodes coloured by backend, transfers as labelled edges.
+std::string plan_to_dot(const Graph& g, const Plan& p);
+
+} // namespace pixflow::host
