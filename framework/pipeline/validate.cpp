@@ -377,10 +377,16 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
         int32_t st = d.infer(n.params.data(), d.n_params, ins.data(), int32_t(ins.size()),
                              n.outputs.data(), d.n_outputs, buf, sizeof buf);
         if (st != PF_OK) {
-            // Point at the parameter the message names, if any.
             SourceLoc l = n.loc;
-            for (const auto& [pname, ploc] : n.param_locs)
-                if (std::string(buf).find(pname) != std::string::npos) l = ploc;
+            // Point at the parameter the message names or quotes, if any.
+            std::string msg(buf);
+            for (int k = 0; k < d.n_params; ++k) {
+                auto it = n.param_locs.find(d.params[k].name);
+                if (it == n.param_locs.end()) continue;
+                const char* val = n.params[std::size_t(k)].s;
+                if (msg.find(d.params[k].name) != std::string::npos || (val && *val && msg.find(val) != std::string::npos))
+                    l = it->second;
+            }
             err(l, n.id, buf[0] ? buf : "shape inference failed");
             n.outputs.clear();
             continue;

@@ -2,6 +2,7 @@
 
 #include "device/device.hpp"
 #include "executor/run_op.hpp"
+#include "support/paths.hpp"
 
 #include <cstring>
 #include <memory>
@@ -14,7 +15,7 @@ const host::Registry& registry() {
     // The plugins the build produced, and nothing from the environment.
     static std::unique_ptr<host::Registry> reg = [] {
         auto r = std::make_unique<host::Registry>();
-        r->load_all({PIXFLOW_PLUGIN_DIR});
+        r->load_all({plugin_dir()});
         return r;
     }();
     return *reg;

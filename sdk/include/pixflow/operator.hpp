@@ -271,7 +271,8 @@ int32_t infer_thunk(const pf_value* params, int32_t, const pf_image* inputs, int
     return guarded(err, n, [&] {
         const Schema& s = schema_of<T>();
         Params p(params, s.params());
-        Shapes in, out(std::size_t(n_outputs));
+        Shapes in;
+        Shapes out(static_cast<std::size_t>(n_outputs));
         for (int k = 0; k < n_inputs; ++k) in.emplace_back(inputs[k]);
         if constexpr (requires(const Params& pp, const Shapes& i, Shapes& o) { T::infer(pp, i, o); })
             T::infer(p, in, out);

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what pixflow needs to build on Debian 12 (as root, or with sudo), skipping what is
+# already there. The CUDA Toolkit is not a Debian package: when nvcc is found (on PATH or in
+# /usr/local/cuda/bin), the CUDA implementations are built too.
+set -euo pipefail
+packages=(cmake ninja-build g++ pkg-config libopenimageio-dev libtbb-dev libboost-dev
+          libboost-filesystem-dev libtomlplusplus-dev libgtest-dev libcli11-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,111 @@
+// The `pixflow` executable end to end: exit codes, messages, files.
+#include "support/paths.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using pixflow::testing::run_pixflow;
+using pixflow::testing::TempDir;
+namespace fs = std::filesystem;
+
+TEST(Cli, OpsListsBackendsAndDocs) {
+    auto r = run_pixflow("ops");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("gauss5x5"), std::string::npos);
+    EXPECT_NE(r.out.find("synth"), std::string::npos);
+}
+
+TEST(Cli, DescribeShowsPortsAndParameters) {
+    auto r = run_pixflow("describe gauss5x5");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("sigma (float, default 1.5"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("one of reflect101, replicate, zero"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("u8, u16, f32 with 1 to 4 channels"), std::string::npos) << r.out;
+}
+
+TEST(Cli, DescribeUnknownOpSuggests) {
+    auto r = run_pixflow("describe gaus5x5");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("did you mean gauss5x5"), std::string::npos) << r.err;
+}
+
+TEST(Cli, PluginsListsRejectedFilesWithTheirReasons) {
+    auto r = run_pixflow("--plugin-path '" + pixflow::testing::test_plugin_dir().string() + "' plugins");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("rejected  " + pixflow::testing::test_plugin("abi_major").string()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ABI major version differs"), std::string::npos);
+    EXPECT_NE(r.out.find("loaded    " + (pixflow::testing::plugin_dir() / "pixflow_gauss5x5.so").string()), std::string::npos)
+        << r.out;
+}
+
+TEST(Cli, ValidateReportsFileLineColumnAndExitsOne) {
+    auto r = run_pixflow("validate tests/errors/bad_choice.toml");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("error: tests/errors/bad_choice.toml:7:10: node 'blur': border = \"mirror\" is not one of"),
+              std::string::npos)
+        << r.err;
+}
+
+TEST(Cli, RunWritesOutputsAndAJsonReport) {
+    TempDir t;
+    auto r = run_pixflow("run pipelines/blur.toml --set src.width=64 --set src.height=48 --set out.path='" + (t / "b.png") +
+                         "' --backend cpu --report '" + (t / "r.json") + "' --profile");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(t / "b.png"));
+    std::ifstream in(t / "r.json");
+    auto j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["nodes"].size(), 3u);
+    EXPECT_NE(r.out.find("transfers:"), std::string::npos) << r.out;
+}
+
+TEST(Cli, InvalidRunWritesNothingAndExitsOne) {
+    TempDir t;
+    auto r = run_pixflow("run pipelines/blur.toml --set blur.sigma=-3 --set out.path='" + (t / "b.png") + "'");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--set blur.sigma=-3: node 'blur': sigma = -3 is out of range"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_empty(t.path));
+}
+
+TEST(Cli, RefusesToOverwriteTheInput) {
+    TempDir t;
+    pixflow::testing::write_text(t / "in.pgm", "P5\n2 2\n255\nabcd");
+    auto r = run_pixflow("run tests/data/copy.toml --set src.path='" + (t / "in.pgm") + "' --set out.path='" + (t / "in.pgm") + "'");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("would overwrite the file that node 'src' reads"), std::string::npos) << r.err;
+    std::ifstream in(t / "in.pgm");
+    std::string content((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(content, "P5\n2 2\n255\nabcd");
+}
+
+TEST(Cli, CorruptInputFailsWithTheFileNameAndWritesNothing) {
+    TempDir t;
+    pixflow::testing::write_text(t / "in.pgm", "P5\n200 200\n255\nshort");
+    auto r = run_pixflow("run tests/data/copy.toml --set src.path='" + (t / "in.pgm") + "' --set out.path='" + (t / "o.pgm") + "'");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("in.pgm"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(t / "o.pgm"));
+}
+
+TEST(Cli, GraphPrintsDot) {
+    auto r = run_pixflow("graph pipelines/blur.toml --backend cpu");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("digraph", 0), 0u);
+    EXPECT_NE(r.out.find("gauss5x5 (cpu)"), std::string::npos);
+}
+
+TEST(Cli, BenchPrintsMedianAndFloorPerNode) {
+    auto r = run_pixflow("bench pipelines/blur.toml --set src.width=128 --set src.height=64 --repeat 3 --backend cpu");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("x floor"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("gauss5x5"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CudaBackendWithoutAGpuIsAClearError) {
+    if (pixflow::testing::run_pixflow("validate pipelines/blur.toml --backend cuda").exit_code == 0)
+        GTEST_SKIP() << "a GPU is present";
+    auto r = run_pixflow("run pipelines/blur.toml --backend cuda");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("backend = \"cuda\" but"), std::string::npos) << r.err;
+}

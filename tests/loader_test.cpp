@@ -1,0 +1,98 @@
+// The loader keeps going past bad plugin files and says why each was rejected.
+#include "loader/registry.hpp"
+#include "support/paths.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace pixflow::host;
+using pixflow::testing::test_plugin;
+
+namespace {
+const PluginRecord* record_of(const Registry& reg, const std::string& stem) {
+    for (const auto& p : reg.plugins())
+        if (p.path.stem() == stem) return &p;
+    return nullptr;
+}
+
+/// The real plugins, then every test plugin (planner_ops first, so the duplicate comes second).
+Registry& everything() {
+    static Registry reg;
+    static bool loaded = (reg.load_all({pixflow::testing::plugin_dir(), test_plugin("planner_ops"),
+                                        pixflow::testing::test_plugin_dir()}),
+                          true);
+    (void)loaded;
+    return reg;
+}
+} // namespace
+
+TEST(Loader, RejectsAPluginWithAnUnresolvedSymbol) {
+    const PluginRecord* r = record_of(everything(), "pixflow_test_missing_symbol");
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(r->loaded);
+    EXPECT_NE(r->reason.find("cannot be loaded"), std::string::npos) << r->reason;
+    EXPECT_NE(r->reason.find("pixflow_test_function_that_does_not_exist"), std::string::npos) << r->reason;
+}
+
+TEST(Loader, RejectsAnotherAbiMajorNamingBothVersions) {
+    const PluginRecord* r = record_of(everything(), "pixflow_test_abi_major");
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(r->loaded);
+    std::string want = "ABI major version differs (plugin ABI " + std::to_string(PIXFLOW_ABI_MAJOR + 1) + "." +
+                       std::to_string(PIXFLOW_ABI_MINOR) + ", pixflow ABI " + std::to_string(PIXFLOW_ABI_MAJOR) +
+                       "." + std::to_string(PIXFLOW_ABI_MINOR) + ")";
+    EXPECT_NE(r->reason.find(want), std::string::npos) << r->reason;
+}
+
+TEST(Loader, RejectsANewerAbiMinor) {
+    const PluginRecord* r = record_of(everything(), "pixflow_test_abi_newer_minor");
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(r->loaded);
+    EXPECT_NE(r->reason.find("built for a newer ABI"), std::string::npos) << r->reason;
+}
+
+TEST(Loader, RejectsAPluginWhoseInitFails) {
+    const PluginRecord* r = record_of(everything(), "pixflow_test_init_fails");
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(r->loaded);
+    EXPECT_NE(r->reason.find("its init failed: license file not found"), std::string::npos) << r->reason;
+}
+
+TEST(Loader, RejectsADuplicateOperatorAndKeepsTheFirst) {
+    const PluginRecord* r = record_of(everything(), "pixflow_test_duplicate_op");
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(r->loaded);
+    EXPECT_NE(r->reason.find("duplicate operator 'tp_src', already provided by"), std::string::npos) << r->reason;
+    ASSERT_NE(everything().find("tp_src"), nullptr);
+    EXPECT_EQ(everything().find("tp_src")->plugin, "planner_ops");
+}
+
+TEST(Loader, RejectsALibraryThatIsNotAPlugin) {
+    const PluginRecord* r = record_of(everything(), "pixflow_test_no_entry");
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(r->loaded);
+    EXPECT_NE(r->reason.find("not a pixflow plugin"), std::string::npos) << r->reason;
+}
+
+TEST(Loader, BadFilesDoNotStopTheOthers) {
+    for (const char* op : {"gauss5x5", "load", "save", "synth", "convert", "grayscale", "tp_dual"})
+        EXPECT_NE(everything().find(op), nullptr) << op;
+    for (const auto& p : everything().plugins())
+        if (p.path.parent_path() == pixflow::testing::plugin_dir()) EXPECT_TRUE(p.loaded) << p.path << ": " << p.reason;
+}
+
+TEST(Loader, SuggestsCloseOperatorNames) {
+    auto close = everything().closest("gaus5x5");
+    ASSERT_FALSE(close.empty());
+    EXPECT_EQ(close.front(), "gauss5x5");
+}
+
+TEST(Loader, SearchPathPutsExplicitThenEnvironmentThenInstallation) {
+    setenv("PIXFLOW_PLUGIN_PATH", "/env/a:/env/b", 1);
+    auto path = Registry::search_path({"/explicit"});
+    unsetenv("PIXFLOW_PLUGIN_PATH");
+    ASSERT_EQ(path.size(), 4u);
+    EXPECT_EQ(path[0], "/explicit");
+    EXPECT_EQ(path[1], "/env/a");
+    EXPECT_EQ(path[2], "/env/b");
+    EXPECT_EQ(path[3].filename(), "plugins");
+}
