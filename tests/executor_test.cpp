@@ -60,7 +60,7 @@ TEST(Executor, RunsIndependentBranchesAndJoinsThem) {
 TEST(Executor, AFailingNodeWritesNoOutputFileAndNamesTheNode) {
     pixflow::testing::TempDir dir;
     std::string text = "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
-                       "[nodes.good]\nop = \"save\"\ninput = \"src\"\npath = \"" + (dir / "good.pgm") + "\"\n"
+                       "[nodes.good]\nop = \"save\"\ninput = \"src\"\npath = \"" + (dir / "good.ppm") + "\"\n"
                        "[nodes.gray]\nop = \"grayscale\"\ninput = \"src\"\n"
                        "[nodes.f]\nop = \"tp_fail\"\ninput = \"gray\"\n"
                        "[nodes.bad]\nop = \"save\"\ninput = \"f\"\npath = \"" + (dir / "bad.pgm") + "\"\n";
@@ -70,7 +70,7 @@ TEST(Executor, AFailingNodeWritesNoOutputFileAndNamesTheNode) {
         ex.run();
         FAIL() << "the run should fail";
     } catch (const RunError& e) {
-        EXPECT_NE(std::string(e.what()).find("p.toml:14:7: node 'f' (tp_fail on cpu): tp_fail failed on purpose"),
+        EXPECT_NE(std::string(e.what()).find("p.toml:12:8: node 'f' (tp_fail on cpu): tp_fail failed on purpose"),
                   std::string::npos)
             << e.what();
     }

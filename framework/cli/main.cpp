@@ -101,6 +101,22 @@ void describe_markdown(const OpInfo& op, std::ostream& o) {
     }
 }
 
+/// Writes a small text file atomically (temporary + rename); throws RunError on failure.
+void write_file(const std::string& path, const std::string& text) {
+    fs::path tmp = fs::path(path).parent_path() / ("." + fs::path(path).filename().string() + ".tmp");
+    {
+        std::ofstream o(tmp, std::ios::binary);
+        o << text;
+        if (!o.flush()) throw RunError("cannot write " + path);
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw RunError("cannot write " + path + ": " + ec.message());
+    }
+}
+
 int report_user_error(const UserError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << "error: " << d.str() << "\n";
     return 1;
@@ -176,7 +192,11 @@ int main(int argc, char** argv) {
     bench->add_option("--repeat", repeat, "Timed runs per node (after 2 warm-up runs)")->check(CLI::Range(1, 100000));
     bench->add_option("--report", bench_report, "Write the results as JSON");
 
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 1; // usage errors exit 1, like every invalid input
+    }
 
     Registry reg;
     load_plugins(reg, common);
@@ -241,7 +261,7 @@ int main(int argc, char** argv) {
             Loaded l = load_pipeline(reg, ga);
             std::string dot = plan_to_dot(l.graph, l.plan);
             if (dot_out.empty()) std::cout << dot;
-            else std::ofstream(dot_out) << dot;
+            else write_file(dot_out, dot);
             return 0;
         }
         if (*run) {
@@ -253,7 +273,7 @@ int main(int argc, char** argv) {
                 for (const auto& [k, v] : n.metrics) std::printf("%s: %s = %g\n", n.id.c_str(), k.c_str(), v);
             for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
             if (profile) std::cout << r.table();
-            if (!report_path.empty()) std::ofstream(report_path) << r.to_json().dump(2) << "\n";
+            if (!report_path.empty()) write_file(report_path, r.to_json().dump(2) + "\n");
             return 0;
         }
         if (*bench) {
@@ -274,6 +294,7 @@ int main(int argc, char** argv) {
             std::printf("%-14s %-14s %-7s %11s %10s %11s %9s\n", "node", "op", "backend", "median ms", "GB/s",
                         "floor ms", "x floor");
             nlohmann::json j;
+            j["nodes"] = nlohmann::json::array();
             j["pipeline"] = l.graph.name;
             j["repeat"] = repeat;
             j["device"] = any_cuda ? cuda_device_name(l.plan.device) : "none";
@@ -286,7 +307,7 @@ int main(int argc, char** argv) {
                                       {"bytes", r.bytes}, {"gbps", r.gbps}, {"floor_ms", r.floor_ms},
                                       {"x_floor", r.x_floor}});
             }
-            if (!bench_report.empty()) std::ofstream(bench_report) << j.dump(2) << "\n";
+            if (!bench_report.empty()) write_file(bench_report, j.dump(2) + "\n");
             return 0;
         }
     } catch (const UserError& e) {

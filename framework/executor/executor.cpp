@@ -60,6 +60,7 @@ struct Executor::Impl {
     std::vector<std::vector<pf_value>> params;           ///< per node, output paths replaced
     std::deque<std::string> strings;
     std::vector<std::pair<std::string, std::string>> pending_files; ///< (temp, final)
+    std::vector<fs::path> created_dirs; ///< output folders this run created, removed on failure
     std::vector<Event> ev_start, ev_end; ///< per node, CUDA nodes only
     std::vector<double> cpu_ms;
     std::vector<std::map<std::string, double>> metrics;
@@ -157,7 +158,12 @@ struct Executor::Impl {
         int node;
         int stream;
         std::mutex mu;
-        std::vector<std::pair<void*, bool>> scratch;
+        struct Scratch {
+            void* ptr;
+            bool device;
+            std::size_t bytes;
+        };
+        std::vector<Scratch> scratch;
     };
     static void* cb_alloc(void* self, int32_t device, size_t bytes) {
         auto* c = static_cast<StepCtx*>(self);
@@ -168,17 +174,16 @@ struct Executor::Impl {
                 ptr = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
                 if (!ptr) return nullptr;
             } else {
+                if (c->stream < 0) return nullptr; // a CPU node gets no device memory
                 ptr = device_alloc_async(bytes, c->impl->streams[std::size_t(c->stream)]);
                 c->impl->note_device((long long)bytes);
             }
-            c->scratch.emplace_back(ptr, device != PF_HOST);
-            if (device != PF_HOST) c->impl->scratch_sizes[ptr] = bytes;
+            c->scratch.push_back({ptr, device != PF_HOST, bytes});
             return ptr;
         } catch (...) {
             return nullptr;
         }
     }
-    std::map<void*, std::size_t> scratch_sizes;
     static void cb_log(void* self, int32_t level, const char* msg) {
         auto* c = static_cast<StepCtx*>(self);
         c->impl->log(level, "[" + c->impl->g.nodes[std::size_t(c->node)].id + "] " + msg);
@@ -189,13 +194,18 @@ struct Executor::Impl {
         std::lock_guard lk(c->impl->metrics_mu);
         c->impl->metrics[std::size_t(c->node)][key] = value;
     }
+    /// Device scratch is freed in stream order; host scratch of a CUDA node may still be read
+    /// by its queued work (an async copy from it, say), so the host waits for the stream first.
     void free_scratch(StepCtx& c) {
-        for (auto& [ptr, dev] : c.scratch) {
-            if (dev) {
-                device_free_async(ptr, streams[std::size_t(c.stream)]);
-                note_device(-(long long)scratch_sizes[ptr]);
+        bool host_scratch_on_stream = false;
+        for (auto& s : c.scratch) host_scratch_on_stream |= !s.device && c.stream >= 0;
+        if (host_scratch_on_stream) streams[std::size_t(c.stream)].synchronize();
+        for (auto& s : c.scratch) {
+            if (s.device) {
+                device_free_async(s.ptr, streams[std::size_t(c.stream)]);
+                note_device(-(long long)s.bytes);
             } else {
-                std::free(ptr);
+                std::free(s.ptr);
             }
         }
         c.scratch.clear();
@@ -340,6 +350,7 @@ struct Executor::Impl {
         // Parameters, with every output path replaced by a temporary next to it.
         params.assign(N, {});
         pending_files.clear();
+        created_dirs.clear();
         static std::atomic<int> counter{0};
         for (std::size_t v = 0; v < N; ++v) {
             const Node& n = g.nodes[v];
@@ -348,7 +359,16 @@ struct Executor::Impl {
             for (int k = 0; k < n.op->desc->n_params; ++k) {
                 if (!(n.op->desc->params[k].flags & PF_PARAM_OUTPUT_PATH) || !n.params[std::size_t(k)].s) continue;
                 fs::path final_path = n.params[std::size_t(k)].s;
-                if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path());
+                // Create missing folders one by one, remembering them to remove after a failure.
+                std::vector<fs::path> missing;
+                for (fs::path d = final_path.parent_path(); !d.empty() && !fs::exists(d); d = d.parent_path())
+                    missing.push_back(d);
+                for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+                    std::error_code ec;
+                    if (!fs::create_directory(*it, ec) && ec)
+                        throw RunError(where(int(v)) + ": cannot create the folder " + it->string() + ": " + ec.message());
+                    created_dirs.push_back(*it);
+                }
                 fs::path tmp = final_path.parent_path() /
                                ("." + final_path.stem().string() + ".pixflow-tmp-" + std::to_string(getpid()) + "-" +
                                 std::to_string(counter++) + final_path.extension().string());
@@ -385,7 +405,15 @@ RunReport Executor::run(const RunOptions& opt) {
     I.cancelled = false;
     I.first_error.clear();
     auto t0 = Clock::now();
-    I.prepare();
+    try {
+        I.prepare();
+    } catch (...) {
+        for (auto it = I.created_dirs.rbegin(); it != I.created_dirs.rend(); ++it) {
+            std::error_code ec;
+            fs::remove(*it, ec);
+        }
+        throw;
+    }
 
     // Steps: nodes 0..N-1, transfers N..N+T-1; each waits for the steps that feed it.
     std::size_t S = I.N + I.T;
@@ -437,6 +465,10 @@ RunReport Executor::run(const RunOptions& opt) {
         for (auto& [tmp, fin] : I.pending_files) {
             std::error_code ec;
             fs::remove(tmp, ec);
+        }
+        for (auto it = I.created_dirs.rbegin(); it != I.created_dirs.rend(); ++it) {
+            std::error_code ec;
+            fs::remove(*it, ec); // only if still empty
         }
         try {
             I.free_all();

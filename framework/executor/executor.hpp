@@ -2,7 +2,8 @@
 //
 // Every node and every transfer is a step; a step starts (as a TBB task) when the steps it
 // depends on are done, so independent branches run concurrently. A CUDA step only enqueues work
-// on its stream and records an event; the host blocks only where a download must land.
+// on its stream and records an event; the host blocks only on transfers (a download must land
+// before a CPU consumer reads it; an upload's staging buffer must be read before it is reused).
 // Memory: device buffers come from the stream-ordered pool (cudaMallocAsync) and host buffers
 // that cross to or from the device are pinned; every buffer is released after its last consumer.
 // Files: each output path is written under a temporary name and renamed only when the whole run

@@ -85,7 +85,7 @@ const PluginRecord& Registry::load_file(const fs::path& file) {
         return reject("ABI major version differs (" + versions + "); rebuild it against this SDK");
     if (d->abi_minor > PIXFLOW_ABI_MINOR)
         return reject("built for a newer ABI (" + versions + "); upgrade pixflow");
-    if (d->struct_size < offsetof(pf_plugin_desc, init))
+    if (d->struct_size < offsetof(pf_plugin_desc, init) + sizeof(d->init))
         return reject("descriptor too small (struct_size " + std::to_string(d->struct_size) + ")");
     rec.name = d->name ? d->name : "";
     rec.version = d->version ? d->version : "";
@@ -124,7 +124,9 @@ std::string Registry::rejected_reason_for(const std::string& op) const {
     // A rejected plugin's ops are unknown; guess from the file name (pixflow_<op>.so).
     for (const PluginRecord& p : m_plugins)
         if (!p.loaded && p.path.stem().string().find(op) != std::string::npos)
-            return p.path.string() + " was rejected: " + p.reason;
+            return "its plugin " + p.path.string() + " was rejected: " + p.reason;
+    for (const PluginRecord& p : m_plugins)
+        if (!p.loaded) return "no loaded plugin provides it, and " + p.path.string() + " was rejected (" + p.reason + ")";
     return {};
 }
 

@@ -147,8 +147,6 @@ PipelineSpec parse_table(const toml::table& root, const std::string& file,
                 n.params.emplace_back(k, from_toml(pval, l));
             }
         }
-        if (n.op.empty() && !n.op_loc.line)
-            err(n.loc, n.id, "has no op; add op = \"<operator>\" (see `pixflow ops`)");
         spec.nodes.push_back(std::move(n));
     }
 
@@ -166,8 +164,8 @@ PipelineSpec parse_table(const toml::table& root, const std::string& file,
             if (o.key == "backend" && o.value.kind == RawValue::Kind::string) {
                 spec.backend = o.value.s;
                 spec.backend_loc = l;
-            } else if (o.key == "name" && o.value.kind == RawValue::Kind::string) {
-                spec.name = o.value.s;
+            } else if (o.key == "name") {
+                spec.name = o.value.kind == RawValue::Kind::string ? o.value.s : o.value.to_toml();
             } else {
                 err(l, "", "cannot set pipeline." + o.key + "; accepted: pipeline.name, pipeline.backend");
             }
@@ -208,6 +206,10 @@ PipelineSpec parse_table(const toml::table& root, const std::string& file,
             else ps.emplace_back(o.key, o.value);
         }
     }
+
+    for (const NodeSpec& n : spec.nodes)
+        if (n.op.empty() && !n.external)
+            err(n.op_loc.line ? n.op_loc : n.loc, n.id, "has no op; add op = \"<operator>\" (see `pixflow ops`)");
 
     // "node.port" references
     for (NodeSpec& n : spec.nodes)

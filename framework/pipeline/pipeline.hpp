@@ -11,6 +11,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,7 +72,8 @@ struct Node {
     const OpInfo* op = nullptr;
     SourceLoc loc;
     std::vector<pf_value> params; ///< one per schema parameter, in schema order
-    std::deque<std::string> strings; ///< storage behind params[k].s
+    /// Storage behind params[k].s, shared by copies so the pointers stay valid.
+    std::shared_ptr<std::deque<std::string>> strings = std::make_shared<std::deque<std::string>>();
     struct Input {
         int node = -1;
         int port = 0;

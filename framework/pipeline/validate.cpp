@@ -53,15 +53,17 @@ std::string describe_ports(std::uint32_t dtypes, std::uint32_t channels) {
     std::string s;
     for (int d = PF_U8; d <= PF_F64; ++d)
         if (dtypes & PF_DTYPE_BIT(d)) s += (s.empty() ? "" : ", ") + std::string(dtype_name(DType(d)));
-    int lo = 0, hi = 0;
+    std::vector<int> cs;
     for (int c = 1; c <= 4; ++c)
-        if (channels & PF_CHANNELS_BIT(c)) {
-            if (!lo) lo = c;
-            hi = c;
-        }
-    s += lo == hi ? " with " + std::to_string(lo) + (lo == 1 ? " channel" : " channels")
-                  : " with " + std::to_string(lo) + " to " + std::to_string(hi) + " channels";
-    return s;
+        if (channels & PF_CHANNELS_BIT(c)) cs.push_back(c);
+    if (cs.empty()) return s + " with no channel count";
+    bool contiguous = cs.back() - cs.front() + 1 == int(cs.size());
+    if (cs.size() == 1) return s + " with " + std::to_string(cs[0]) + (cs[0] == 1 ? " channel" : " channels");
+    if (contiguous) return s + " with " + std::to_string(cs.front()) + " to " + std::to_string(cs.back()) + " channels";
+    s += " with ";
+    for (std::size_t k = 0; k < cs.size(); ++k)
+        s += std::to_string(cs[k]) + (k + 2 < cs.size() ? ", " : k + 2 == cs.size() ? " or " : "");
+    return s + " channels";
 }
 
 std::string format_shape(const pf_image& im) {
@@ -192,7 +194,7 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
         if (!n.op) {
             std::string msg = "unknown op '" + ns.op + "'";
             if (auto why = reg.rejected_reason_for(ns.op); !why.empty())
-                msg += "; its plugin " + why;
+                msg += "; " + why;
             else {
                 auto close = reg.closest(ns.op);
                 msg += close.empty() ? "; see `pixflow ops` for the list"
@@ -222,11 +224,11 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
                 }
                 n.params[std::size_t(k)] = pd.default_value;
                 n.params[std::size_t(k)].type = pd.type;
-                if (pd.default_value.s) n.params[std::size_t(k)].s = n.strings.emplace_back(pd.default_value.s).c_str();
+                if (pd.default_value.s) n.params[std::size_t(k)].s = n.strings->emplace_back(pd.default_value.s).c_str();
                 continue;
             }
             n.param_locs[pd.name] = it->second.loc;
-            if (auto e = resolve_param(pd, it->second, n.params[std::size_t(k)], n.strings); !e.empty())
+            if (auto e = resolve_param(pd, it->second, n.params[std::size_t(k)], *n.strings); !e.empty())
                 err(it->second.loc, n.id, e);
         }
     }
@@ -305,7 +307,6 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
     // 3. cycles and topological order (Kahn); what is left over lies on or behind a cycle.
     std::size_t N = g.nodes.size();
     std::vector<int> indeg(N, 0);
-    for (const Node& n : g.nodes) (void)n;
     for (std::size_t k = 0; k < N; ++k)
         for (const auto& in : g.nodes[k].inputs) indeg[k] += in.node >= 0;
     std::vector<int> ready;
@@ -361,9 +362,10 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
             pf_image s = pn.outputs[std::size_t(in.port)];
             const pf_port_desc& port = d.inputs[p];
             if (!(port.dtypes & PF_DTYPE_BIT(s.dtype)) || !(port.channels & PF_CHANNELS_BIT(s.channels))) {
-                std::string hint = !(port.channels & PF_CHANNELS_BIT(s.channels)) && (port.channels & PF_CHANNELS_BIT(1))
-                                       ? " (insert a grayscale or convert node)"
-                                       : " (insert a convert node)";
+                bool dtype_ok = port.dtypes & PF_DTYPE_BIT(s.dtype);
+                std::string hint = !dtype_ok ? " (insert a convert node)"
+                                   : (port.channels & PF_CHANNELS_BIT(1)) && s.channels >= 3 ? " (insert a grayscale node)"
+                                                                                               : "";
                 err(in.loc, n.id, std::string("input '") + port.name + "' gets " + format_shape(s) +
                                       " from '" + pn.id + "'; op " + d.name + " accepts " +
                                       describe_ports(port.dtypes, port.channels) + hint);

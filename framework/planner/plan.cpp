@@ -33,7 +33,10 @@ Plan make_plan(const Graph& g, const PlanOptions& opt) {
         std::string want = n.backend;
         if (!n.backend_explicit && !opt.backend_override.empty()) want = opt.backend_override;
         bool has_cuda = n.op->has_cuda();
-        if (want == "cuda") {
+        if (want == "cuda" && !has_cuda && !n.backend_explicit) {
+            // A pipeline-wide or --backend "cuda" means CUDA wherever the op has it; I/O and
+            // other CPU-only ops stay on the CPU.
+        } else if (want == "cuda") {
             if (!has_cuda)
                 errs.push_back({n.backend_loc.line ? n.backend_loc : n.loc, n.id,
                                 std::string("backend = \"cuda\" but op ") + n.op->desc->name +

@@ -1,7 +1,9 @@
 // planner/: decides where each node runs and where data must move.
 //
-//   backend: the node's own, else the pipeline's (or --backend), else auto = CUDA when a device
-//            is usable and the op has a CUDA implementation.
+//   backend: the node's own, else --backend, else the pipeline's; auto = CUDA when a device is
+//            usable and the op has a CUDA implementation. A pipeline-wide "cuda" puts every op
+//            that has a CUDA implementation there (CPU-only ops such as load stay on the CPU);
+//            "cuda" on a node whose op has none, or without a usable device, is an error.
 //   transfers: exactly where a consumer's location differs from its producer's, one per
 //            (producer output, destination), shared by every consumer there. A chain of CUDA
 //            nodes therefore costs one upload where it starts and one download where it ends.
