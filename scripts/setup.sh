@@ -4,7 +4,8 @@
 # /usr/local/cuda/bin), the CUDA implementations are built too.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libopenimageio-dev libtbb-dev libboost-dev
-          libboost-filesystem-dev libtomlplusplus-dev libgtest-dev libcli11-dev nlohmann-json3-dev)
+          libboost-filesystem-dev libtomlplusplus-dev libgtest-dev libcli11-dev nlohmann-json3-dev
+          clang libc++-dev libc++abi-dev)  # clang + libc++: the SDK test builds a plugin with them
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -90,7 +90,7 @@ TEST(Loader, SearchPathPutsExplicitThenEnvironmentThenInstallation) {
     setenv("PIXFLOW_PLUGIN_PATH", "/env/a:/env/b", 1);
     auto path = Registry::search_path({"/explicit"});
     unsetenv("PIXFLOW_PLUGIN_PATH");
-    ASSERT_EQ(path.size(), 4u);
+    ASSERT_GE(path.size(), 4u);
     EXPECT_EQ(path[0], "/explicit");
     EXPECT_EQ(path[1], "/env/a");
     EXPECT_EQ(path[2], "/env/b");

@@ -30,8 +30,15 @@ std::vector<fs::path> Registry::search_path(const std::vector<fs::path>& explici
             start = end + 1;
         }
     }
+    // The installation's plugin folder, relative to the executable (build tree and install
+    // tree have the same layout), and relative to this library for programs elsewhere that
+    // link it (an author's test binary).
     fs::path exe_dir = boost::dll::program_location().parent_path().string();
-    out.push_back((exe_dir / ".." / PIXFLOW_PLUGIN_SUBDIR).lexically_normal());
+    fs::path from_exe = (exe_dir / ".." / PIXFLOW_PLUGIN_SUBDIR).lexically_normal();
+    out.push_back(from_exe);
+    fs::path lib_dir = boost::dll::this_line_location().parent_path().string();
+    fs::path from_lib = (lib_dir / ".." / PIXFLOW_PLUGIN_SUBDIR).lexically_normal();
+    if (from_lib != from_exe) out.push_back(from_lib);
     return out;
 }
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The SDK from a user's point of view (CTest runs this): install pixflow into a temporary
+# prefix, build sdk/examples/sobel out of tree against it with g++ (CUDA too when nvcc exists)
+# and run its own tests, run its pipeline with the installed pixflow, then build the same plugin
+# with clang++ and libc++ and check that the g++-built pixflow loads it and gets the same image.
+# usage: sdk_example.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+example="$src/sdk/examples/sobel"
+[ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
+
+echo "== install into a temporary prefix"
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+px="$tmp/prefix/bin/pixflow"
+env -u PIXFLOW_PLUGIN_PATH "$px" ops | grep -q '^gauss5x5' || { echo "installed pixflow does not find its plugins"; exit 1; }
+
+echo "== g++ build of the example, out of tree"
+cmake -S "$example" -B "$tmp/gcc" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/gcc"
+(cd "$tmp/gcc" && ctest --output-on-failure)
+
+echo "== its pipeline, with the installed pixflow"
+cd "$tmp"
+"$px" --plugin-path "$tmp/gcc/plugins" run "$example/sobel.toml" --backend cpu --set out.path="$tmp/gcc.pgm"
+
+echo "== clang++ and libc++ build of the same plugin, loaded by the g++-built pixflow"
+CXX=clang++ cmake -S "$example" -B "$tmp/clang" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_CXX_FLAGS="-stdlib=libc++" \
+  -DCMAKE_MODULE_LINKER_FLAGS="-stdlib=libc++" -DSOBEL_WITH_CUDA=OFF -DSOBEL_BUILD_TESTS=OFF >/dev/null
+cmake --build "$tmp/clang"
+plugin="$tmp/clang/plugins/pixflow_sobel.so"
+ldd "$plugin" | grep -q 'libc++' || { echo "the clang plugin does not use libc++"; exit 1; }
+"$px" --plugin-path "$plugin" plugins | grep -A1 "$plugin" | grep -q 'sobel 1.0.0' || { "$px" --plugin-path "$plugin" plugins; exit 1; }
+"$px" --plugin-path "$plugin" run "$example/sobel.toml" --backend cpu --set out.path="$tmp/clang.pgm"
+cmp "$tmp/gcc.pgm" "$tmp/clang.pgm"
+echo "sdk example: g++ and clang++/libc++ plugins agree byte for byte"
