@@ -35,3 +35,13 @@ ldd "$plugin" | grep -q 'libc++' || { echo "the clang plugin does not use libc++
 "$px" --plugin-path "$plugin" run "$example/sobel.toml" --backend cpu --set out.path="$tmp/clang.pgm"
 cmp "$tmp/gcc.pgm" "$tmp/clang.pgm"
 echo "sdk example: g++ and clang++/libc++ plugins agree byte for byte"
+
+echo "== pixflow new-operator: the skeleton builds, its tests pass, its pipeline runs"
+"$px" new-operator my_gain --dir "$tmp/my_gain"
+cmake -S "$tmp/my_gain" -B "$tmp/my_gain/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+cmake --build "$tmp/my_gain/build"
+(cd "$tmp/my_gain/build" && ctest --output-on-failure)
+(cd "$tmp/my_gain" && "$px" --plugin-path build/plugins run my_gain.toml --backend cpu)
+[ -s "$tmp/my_gain/out/my_gain.pfm" ] || { echo "the skeleton's pipeline wrote nothing"; exit 1; }
+echo "sdk example: new-operator skeleton builds and runs"

@@ -1,6 +1,7 @@
 // The `pixflow` command line: thin wiring of loader -> pipeline -> planner -> executor.
 // Exit codes: 0 success, 1 invalid pipeline or command line (nothing ran, nothing written),
 // 2 a failure while running (nothing written).
+#include "cli/new_operator.hpp"
 #include "device/device.hpp"
 #include "executor/executor.hpp"
 #include "loader/registry.hpp"
@@ -192,10 +193,29 @@ int main(int argc, char** argv) {
     bench->add_option("--repeat", repeat, "Timed runs per node (after 2 warm-up runs)")->check(CLI::Range(1, 100000));
     bench->add_option("--report", bench_report, "Write the results as JSON");
 
+    auto* new_op = app.add_subcommand("new-operator", "Write a compile-ready operator folder (CPU, CUDA, test, pipeline)");
+    std::string new_name, new_dir;
+    new_op->add_option("name", new_name, "Operator name (lower case, digits, _)")->required();
+    new_op->add_option("--dir", new_dir, "Folder to create (default: ./NAME)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 1; // usage errors exit 1, like every invalid input
+    }
+
+    if (*new_op) {
+        try {
+            for (const auto& f : write_operator_skeleton(new_name, new_dir.empty() ? new_name : new_dir))
+                std::printf("wrote %s\n", f.string().c_str());
+            std::printf("next: cmake -S %s -B %s/build -DCMAKE_PREFIX_PATH=<pixflow prefix> && cmake --build %s/build\n",
+                        (new_dir.empty() ? new_name : new_dir).c_str(), (new_dir.empty() ? new_name : new_dir).c_str(),
+                        (new_dir.empty() ? new_name : new_dir).c_str());
+            return 0;
+        } catch (const std::exception& e) {
+            std::cerr << "error: " << e.what() << "\n";
+            return 1;
+        }
     }
 
     Registry reg;
