@@ -13,7 +13,9 @@ example="$src/sdk/examples/sobel"
 echo "== install into a temporary prefix"
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 px="$tmp/prefix/bin/pixflow"
-env -u PIXFLOW_PLUGIN_PATH "$px" ops | grep -q '^gauss5x5' || { echo "installed pixflow does not find its plugins"; exit 1; }
+# (output captured first: grep -q closing a pipe early would fail the pipeline under pipefail)
+ops=$(env -u PIXFLOW_PLUGIN_PATH "$px" ops)
+grep -q '^gauss5x5' <<<"$ops" || { echo "installed pixflow does not find its plugins: $ops"; exit 1; }
 
 echo "== g++ build of the example, out of tree"
 cmake -S "$example" -B "$tmp/gcc" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
@@ -30,8 +32,10 @@ CXX=clang++ cmake -S "$example" -B "$tmp/clang" -G Ninja -DCMAKE_BUILD_TYPE=Rele
   -DCMAKE_MODULE_LINKER_FLAGS="-stdlib=libc++" -DSOBEL_WITH_CUDA=OFF -DSOBEL_BUILD_TESTS=OFF >/dev/null
 cmake --build "$tmp/clang"
 plugin="$tmp/clang/plugins/pixflow_sobel.so"
-ldd "$plugin" | grep -q 'libc++' || { echo "the clang plugin does not use libc++"; exit 1; }
-"$px" --plugin-path "$plugin" plugins | grep -A1 "$plugin" | grep -q 'sobel 1.0.0' || { "$px" --plugin-path "$plugin" plugins; exit 1; }
+libs=$(ldd "$plugin")
+grep -q 'libc++' <<<"$libs" || { echo "the clang plugin does not use libc++: $libs"; exit 1; }
+listing=$("$px" --plugin-path "$plugin" plugins)
+grep -A1 "loaded    $plugin" <<<"$listing" | grep -q 'sobel 1.0.0' || { echo "$listing"; exit 1; }
 "$px" --plugin-path "$plugin" run "$example/sobel.toml" --backend cpu --set out.path="$tmp/clang.pgm"
 cmp "$tmp/gcc.pgm" "$tmp/clang.pgm"
 echo "sdk example: g++ and clang++/libc++ plugins agree byte for byte"
