@@ -12,7 +12,7 @@ mode=${1:-}
 
 if [ "$mode" = pack ]; then
   [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIXFLOW_WITH_OIIO=OFF \
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIXFLOW_WITH_OIIO=OFF "${@:2}" \
         -DPIXFLOW_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
   cmake --build build-gpu -j"$(nproc)"
   rm -rf gpu-pack && mkdir -p gpu-pack/lib gpu-pack/build/tests

@@ -1,4 +1,5 @@
 // The `pixflow` executable end to end: exit codes, messages, files.
+#include "support/op_harness.hpp"
 #include "support/paths.hpp"
 
 #include <gtest/gtest.h>
@@ -50,10 +51,10 @@ TEST(Cli, ValidateReportsFileLineColumnAndExitsOne) {
 
 TEST(Cli, RunWritesOutputsAndAJsonReport) {
     TempDir t;
-    auto r = run_pixflow("run pipelines/blur.toml --set src.width=64 --set src.height=48 --set out.path='" + (t / "b.png") +
+    auto r = run_pixflow("run pipelines/blur.toml --set src.width=64 --set src.height=48 --set out.path='" + (t / "b.ppm") +
                          "' --backend cpu --report '" + (t / "r.json") + "' --profile");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(fs::exists(t / "b.png"));
+    EXPECT_TRUE(fs::exists(t / "b.ppm"));
     std::ifstream in(t / "r.json");
     auto j = nlohmann::json::parse(in);
     EXPECT_EQ(j["nodes"].size(), 3u);
@@ -62,7 +63,7 @@ TEST(Cli, RunWritesOutputsAndAJsonReport) {
 
 TEST(Cli, InvalidRunWritesNothingAndExitsOne) {
     TempDir t;
-    auto r = run_pixflow("run pipelines/blur.toml --set blur.sigma=-3 --set out.path='" + (t / "b.png") + "'");
+    auto r = run_pixflow("run pipelines/blur.toml --set blur.sigma=-3 --set out.path='" + (t / "b.ppm") + "'");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("--set blur.sigma=-3: node 'blur': sigma = -3 is out of range"), std::string::npos) << r.err;
     EXPECT_TRUE(fs::is_empty(t.path));
@@ -89,23 +90,23 @@ TEST(Cli, CorruptInputFailsWithTheFileNameAndWritesNothing) {
 }
 
 TEST(Cli, GraphPrintsDot) {
-    auto r = run_pixflow("graph pipelines/blur.toml --backend cpu");
+    auto r = run_pixflow("graph pipelines/blur.toml --backend cpu --set out.path=b.ppm");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out.rfind("digraph", 0), 0u);
     EXPECT_NE(r.out.find("gauss5x5 (cpu)"), std::string::npos);
 }
 
 TEST(Cli, BenchPrintsMedianAndFloorPerNode) {
-    auto r = run_pixflow("bench pipelines/blur.toml --set src.width=128 --set src.height=64 --repeat 3 --backend cpu");
+    auto r = run_pixflow("bench pipelines/blur.toml --set src.width=128 --set src.height=64 --repeat 3 --backend cpu"
+                         " --set out.path=b.ppm");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("x floor"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("gauss5x5"), std::string::npos) << r.out;
 }
 
 TEST(Cli, CudaBackendWithoutAGpuIsAClearError) {
-    if (pixflow::testing::run_pixflow("validate pipelines/blur.toml --backend cuda").exit_code == 0)
-        GTEST_SKIP() << "a GPU is present";
-    auto r = run_pixflow("run pipelines/blur.toml --backend cuda");
+    if (pixflow::testing::cuda_available()) GTEST_SKIP() << "a GPU is present";
+    auto r = run_pixflow("run pipelines/blur.toml --backend cuda --set out.path=b.ppm");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("backend = \"cuda\" but"), std::string::npos) << r.err;
 }

@@ -57,6 +57,30 @@ TEST(Executor, RunsIndependentBranchesAndJoinsThem) {
     EXPECT_EQ(int(out.bytes[9]), 2 * (1 + 1) + 3); // x=1, y=1: (2+2) + (2+1)
 }
 
+TEST(Executor, RunsEveryNodeExactlyOnceInWideGraphs) {
+    // Regression: the first ready steps were started while scanning for them, so a step made
+    // ready by an already started one could be started twice.
+    std::string text;
+    const int chains = 48;
+    // Sources first, consumers after them: by the time the scan reaches a consumer, its source
+    // has often finished.
+    for (int k = 0; k < chains; ++k) text += "[nodes.s" + std::to_string(k) + "]\nop = \"tp_src\"\n";
+    for (int k = 0; k < chains; ++k)
+        text += "[nodes.c" + std::to_string(k) + "]\nop = \"tp_count\"\ninput = \"s" + std::to_string(k) + "\"\n";
+    Planned r = prepare(text);
+    double last = -1;
+    for (int rep = 0; rep < 40; ++rep) {
+        Executor ex(r.g, r.p);
+        RunReport rep_ = ex.run();
+        double lo = 1e300, hi = -1;
+        for (const auto& n : rep_.nodes)
+            if (n.op == "tp_count") lo = std::min(lo, n.metrics.at("call")), hi = std::max(hi, n.metrics.at("call"));
+        ASSERT_EQ(hi - lo, chains - 1) << "a node ran twice or not at all";
+        if (last >= 0) ASSERT_EQ(hi - last, chains) << "a node ran twice";
+        last = hi;
+    }
+}
+
 TEST(Executor, AFailingNodeWritesNoOutputFileAndNamesTheNode) {
     pixflow::testing::TempDir dir;
     std::string text = "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"

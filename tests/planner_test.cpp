@@ -129,3 +129,11 @@ TEST(Planner, DotShowsBackendsAndTransfers) {
     EXPECT_NE(dot.find("tp_dual (cuda)"), std::string::npos);
     EXPECT_NE(dot.find("tp_src (cpu)"), std::string::npos);
 }
+
+TEST(Sdk, SchemaBuiltOnATemporaryKeepsItsStrings) {
+    const pf_op_desc* d = reg().find("tp_src")->desc;
+    ASSERT_EQ(d->n_params, 4);
+    EXPECT_EQ(describe_accepted(d->params[2]), "one of ramp, flat");
+    EXPECT_STREQ(d->params[2].default_value.s, "ramp");
+    EXPECT_STREQ(d->params[3].default_value.s, "a label longer than the small-string buffer");
+}

@@ -446,8 +446,12 @@ RunReport Executor::run(const RunOptions& opt) {
         for (int n : succ[std::size_t(s)])
             if (--deps[std::size_t(n)] == 0) tg.run([&step, n] { step(n); });
     };
+    // Collect the initially ready steps before starting any: a started step may bring another
+    // step's count to zero and start it, which this loop must then not start a second time.
+    std::vector<int> ready;
     for (std::size_t s = 0; s < S; ++s)
-        if (deps[s] == 0) tg.run([&step, s] { step(int(s)); });
+        if (deps[s] == 0) ready.push_back(int(s));
+    for (int s : ready) tg.run([&step, s] { step(s); });
     tg.wait();
     try {
         for (auto& s : I.streams) s.synchronize();

@@ -2,6 +2,7 @@
 // function standing in for it), so plans can be checked on machines without a GPU.
 #include <pixflow/operator.hpp>
 
+#include <atomic>
 #include <cstring>
 
 using namespace pixflow;
@@ -20,7 +21,10 @@ struct TpSource {
             .flags(PF_OP_SOURCE)
             .output("out", dtypes({DType::u8}), channels(1, 4))
             .param_int("width", 8, 1, 4096, "width")
-            .param_int("height", 4, 1, 4096, "height");
+            .param_int("height", 4, 1, 4096, "height")
+            // Built on a temporary and copied out: its strings must survive the copy.
+            .param_choice("mode", {"ramp", "flat"}, "ramp", "test choice")
+            .param_string("label", "a label longer than the small-string buffer", "test string");
     }
     static void infer(const Params& p, const Shapes&, Shapes& out) {
         out[0].width = int(p.i("width"));
@@ -79,4 +83,18 @@ struct TpTwo {
     static void run_cuda(Context&) { throw Error("no real CUDA implementation"); }
 };
 
-PIXFLOW_PLUGIN("planner_ops", "0.0.1", TpSource, TpDual, TpCpu, TpFail, TpTwo)
+/// Numbers its calls across the process: a run that executes a node twice shows as a gap.
+struct TpCount {
+    static Schema schema() {
+        return Schema("tp_count", "test op: copies its input and records a process-wide call number")
+            .input("in", dtypes({DType::u8}), channels(1, 4))
+            .output("out", dtypes({DType::u8}), channels(1, 4));
+    }
+    static void run_cpu(Context& ctx) {
+        static std::atomic<long> calls{0};
+        copy_plus(ctx, 0);
+        ctx.metric("call", double(++calls));
+    }
+};
+
+PIXFLOW_PLUGIN("planner_ops", "0.0.1", TpSource, TpDual, TpCpu, TpFail, TpTwo, TpCount)

@@ -37,6 +37,7 @@
 #include <deque>
 #include <exception>
 #include <initializer_list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -112,9 +113,9 @@ class Schema {
     Schema& param_choice(const char* name, std::initializer_list<const char*> choices,
                          const char* def, const char* doc) {
         pf_param_desc p = base(name, doc, PF_PARAM_CHOICE);
-        m_choice_lists.emplace_back(choices);
-        p.choices = m_choice_lists.back().data();
-        p.n_choices = int32_t(m_choice_lists.back().size());
+        m_store->choice_lists.emplace_back(choices);
+        p.choices = m_store->choice_lists.back().data();
+        p.n_choices = int32_t(m_store->choice_lists.back().size());
         p.default_value.s = keep(def);
         m_params.push_back(p);
         return *this;
@@ -141,15 +142,21 @@ class Schema {
         p.default_value.type = t;
         return p;
     }
-    const char* keep(const char* s) { return m_strings.emplace_back(s).c_str(); }
+    const char* keep(const char* s) { return m_store->strings.emplace_back(s).c_str(); }
 
     const char* m_name;
     const char* m_doc;
     std::uint32_t m_flags = 0;
     std::vector<pf_port_desc> m_inputs, m_outputs;
     std::vector<pf_param_desc> m_params;
-    std::deque<std::vector<const char*>> m_choice_lists; // deque: addresses stay put
-    std::deque<std::string> m_strings;
+    // The strings and choice lists the descriptors point into. Shared, so that a copy of the
+    // schema (`return Schema(...).input(...)` copies from the temporary) keeps them alive;
+    // deques, so that their addresses stay put as they grow.
+    struct Store {
+        std::deque<std::vector<const char*>> choice_lists;
+        std::deque<std::string> strings;
+    };
+    std::shared_ptr<Store> m_store = std::make_shared<Store>();
 };
 
 /// Parameter values by name, as the host resolved them (defaults filled in, ranges checked).

@@ -1,0 +1,42 @@
+// convert.cpp: CPU kernel of convert; TBB over rows, SIMD within a row.
+#include "convert.hpp"
+
+#include "convert_sample.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+namespace pixflow::basic {
+namespace {
+
+template <class Ti, class To, bool Exact>
+void convert_rows(const ImageView& in, const ImageView& out, double scale, double offset) {
+    const std::size_t n = in.row_samples();
+    tbb::parallel_for(tbb::blocked_range<int>(0, in.height), [&](const tbb::blocked_range<int>& r) {
+        for (int y = r.begin(); y < r.end(); ++y) {
+            const Ti* src = in.row<Ti>(y);
+            To* dst = out.row<To>(y);
+#pragma omp simd
+            for (std::size_t i = 0; i < n; ++i)
+                dst[i] = convert_sample<To, Ti, Exact>(src[i], scale, offset);
+        }
+    });
+}
+
+} // namespace
+
+void convert_cpu(const ImageView& in, const ImageView& out, double scale, double offset) {
+    const bool exact = convert_is_exact(in.dtype, out.dtype, scale, offset);
+    visit_dtype(in.dtype, [&](auto ti) {
+        visit_dtype(out.dtype, [&](auto to) {
+            using Ti = decltype(ti);
+            using To = decltype(to);
+            if constexpr (!is_float_sample<Ti> && !is_float_sample<To>) {
+                if (exact) return convert_rows<Ti, To, true>(in, out, scale, offset);
+            }
+            convert_rows<Ti, To, false>(in, out, scale, offset);
+        });
+    });
+}
+
+} // namespace pixflow::basic
