@@ -110,3 +110,18 @@ TEST(Cli, CudaBackendWithoutAGpuIsAClearError) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("backend = \"cuda\" but"), std::string::npos) << r.err;
 }
+
+TEST(Docs, OperatorsPageCoversEveryOperatorAndParameter) {
+    // docs/operators.md is generated: pixflow describe --markdown > docs/operators.md
+    std::ifstream in(pixflow::testing::source_dir() / "docs/operators.md");
+    std::string doc((std::istreambuf_iterator<char>(in)), {});
+    auto r = run_pixflow("describe --markdown");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("## ", 0) == 0 || line.rfind("| `", 0) == 0) {
+            std::string key = line.substr(0, line.find(" |", 3));
+            EXPECT_NE(doc.find(key), std::string::npos)
+                << "docs/operators.md lacks '" << key << "'; regenerate it with pixflow describe --markdown";
+        }
+}
