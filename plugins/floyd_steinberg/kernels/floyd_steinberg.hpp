@@ -1,0 +1,51 @@
+// floyd_steinberg.hpp: error-diffusion halftoning, bit-exact with Pillow's Image.convert('1').
+//
+// u8 in, 1 to 4 interleaved channels, each channel halftoned on its own; out: same shape, u8,
+// every sample 0 or 255. Errors are integers in units of 1/16 and every row is scanned left to
+// right (no serpentine):
+//
+//            x-1     x      x+1
+//   y-1   [  1   ][  5  ][  3  ]      v(y,x)   = clamp(in(y,x) + trunc(sum / 16), 0, 255)
+//   y     [  7   ][  *  ]             out(y,x) = v > 128 ? 255 : 0,   e(y,x) = v - out
+//
+// where sum is the weighted errors of the four causal neighbours shown, trunc is C integer
+// division (toward zero) and e outside the image is 0: the error pushed left of column 0 or right
+// of the last column is dropped, as is the remainder of the division.
+//
+// Pixel (y,x) depends on (y,x-1) and (y-1,x+1), so row y+1 may compute column x once row y has
+// finished column x+1: a wavefront, (y,x) at step x + 2y. Every implementation below gives the
+// same bytes as the sequential scan.
+#pragma once
+
+#include <pixflow/image.hpp>
+
+#include <cstddef>
+#include <functional>
+
+namespace pixflow::floyd_steinberg {
+
+/// The reference: one thread, channel by channel, row by row. `scratch` holds
+/// sequential_scratch_bytes(in) bytes (host).
+void dither_sequential(const ImageView& in, const ImageView& out, void* scratch);
+std::size_t sequential_scratch_bytes(const ImageView& in);
+
+/// The CPU operator: channels in parallel and, within a channel, groups of rows as a wavefront
+/// over TBB workers (see the design note in floyd_steinberg.cpp). `workers` is the most threads
+/// that will run it (tbb::this_task_arena::max_concurrency()); `scratch` holds
+/// wavefront_scratch_bytes(in, workers) bytes of host memory aligned to 64. `cancelled` is polled
+/// between row groups; returns false when it said so (the output is then incomplete).
+bool dither_wavefront(const ImageView& in, const ImageView& out, int workers, void* scratch,
+                      const std::function<bool()>& cancelled);
+std::size_t wavefront_scratch_bytes(const ImageView& in, int workers);
+
+/// The CUDA operator (floyd_steinberg.cu): images in device memory, launched on `stream` (a
+/// cudaStream_t), never synchronised. `scratch` is cuda_scratch_bytes(in) bytes of device
+/// memory; the kernel zeroes what it needs on the stream.
+void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream);
+std::size_t cuda_scratch_bytes(const ImageView& in);
+
+/// Throws pixflow::Error unless in/out are u8, 1..4 channels, of one shape, and on the host
+/// (on_host) or on one CUDA device.
+void check_views(const ImageView& in, const ImageView& out, bool on_host);
+
+} // namespace pixflow::floyd_steinberg

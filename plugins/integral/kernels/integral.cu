@@ -1,0 +1,674 @@
+// integral.cu: CUDA kernels of integral.
+//
+// Integer outputs (u32, u64): "reduce, then scan", over tiles of tile_w x tile_h = 512 x 128
+// pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
+// of its tile (K = 4 * C consecutive samples), so a row of a tile is 128 * K samples.
+//   1. tile_sums:  each block walks down its tile once and writes, for each column of the tile,
+//                  the column's sum over the tile's rows (d_col[ty][x]) and, for each row, the
+//                  row's sum over the tile's columns (d_row[tx][y]). Reads the input once.
+//   2. scan_col_rows: one block per row of d_col: inclusive prefix sum along x, per channel.
+//   3. carry_scan: one thread per column of d_col and of d_row: exclusive prefix sum down it.
+//                  Now d_col[ty][x] is the integral of everything above tile row ty at x
+//                  ("top"), and d_row[tx][y] the sum of row y left of tile column tx ("left").
+//   4. integral_tiles: each block walks down its tile again: per row, a block-wide scan along
+//                  the row (plus "left"), added into per-thread column sums that start at "top";
+//                  writes each output sample once.
+// Bytes moved: input read twice, output written once, plus d_col (1/128 of the output: written,
+// read and written, read) and d_row (1/512). For 8192 x 8192 x 3 u8 -> u32: 2 * 201 + 805 +
+// about 30 MB = 1.24 GB against a floor (input read once, output written once) of 1.01 GB, 1.23x.
+// Measured on an H100 (gpu_check harness, median of 20, floor = 1.01 GB at the 3.0 TB/s of a
+// device-to-device copy, 0.335 ms): 0.52 ms, 1.55x the floor; u8 -> u64 0.86 ms, 1.43x. Kernel
+// times under ncu: tile_sums 107 us (1.9 TB/s: latency-bound, few loads in flight), scan 18 us,
+// carry 10 us, integral_tiles 387 us (2.6 TB/s).
+// Any order of integer additions gives the same bits (modulo 2^32 or 2^64), so this matches the
+// CPU's order exactly.
+//
+// f64 outputs: the additions must happen in the order integral.hpp defines (along each row,
+// then down each column), so the tile decomposition above, which regroups them, cannot be used:
+//   1. row_scan_seq: one block per 32 rows; chunks of 32 x 32 pixels go through shared memory
+//      (coalesced loads and stores), where thread (row, channel) continues its running sum
+//      across the chunk, left to right.
+//   2. col_scan_seq: one thread per column (sample), walking down the rows with a running sum;
+//      a warp's loads and stores are 32 consecutive samples of a row.
+// Bytes moved: input read once, output written, then read and written again: 3x the output.
+// Measured on an H100 for 8192 x 8192 x 3: f32 -> f64 2.09 ms, 2.6x the floor; u8 -> f64
+// 1.92 ms, 3.2x.
+#include "integral.hpp"
+
+#include <pixflow/cuda.hpp>
+
+#include <cub/block/block_scan.cuh>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace pixflow::integral {
+namespace {
+
+// ---- integer outputs: reduce, then scan ------------------------------------------------------
+
+constexpr int block_threads = 128;
+constexpr int warps = block_threads / 32;
+constexpr int px_per_thread = 4;
+constexpr int tile_w = block_threads * px_per_thread; // pixels
+constexpr int tile_h = 128;                           // rows
+
+/// One pixel's worth of running sums: C channels. BlockScan scans these.
+template <class U, int C> struct Vec {
+    U v[C];
+};
+template <class U, int C>
+__device__ __forceinline__ Vec<U, C> operator+(const Vec<U, C>& a, const Vec<U, C>& b) {
+    Vec<U, C> r;
+#pragma unroll
+    for (int c = 0; c < C; ++c) r.v[c] = a.v[c] + b.v[c];
+    return r;
+}
+
+/// Per-thread sizes for input T, output U and C channels: K samples, and the 32-bit words they
+/// occupy in the input (in_words) and the output (out_words). K * sizeof(T) is a multiple of 4
+/// for every T since K = 4 * C.
+template <class T, class U, int C> struct Shape {
+    static constexpr int K = px_per_thread * C;
+    static constexpr int in_words = K * int(sizeof(T)) / 4;
+    static constexpr int out_words = K * int(sizeof(U)) / 4;
+    static constexpr int max_words = in_words > out_words ? in_words : out_words;
+    /// Words of a warp's staging area: 32 * max_words plus one pad word per 32 (see stage_at).
+    static constexpr int stage_words = 33 * max_words;
+};
+
+/// Index into a warp's staging area with one pad word after every 32: the striped side (word
+/// lane + 32 j) is conflict-free and the blocked side (word lane * n + j) at most 2-way.
+__device__ __forceinline__ int stage_at(int w) { return w + (w >> 5); }
+
+/// Starts loading the K samples of this thread from a tile row `seg` (of which `valid`
+/// samples exist) into raw 32-bit words. When the input is 4-byte aligned and the warp's whole
+/// span is valid, the warp loads its span as consecutive words (fully coalesced), which
+/// finish_fetch later transposes; returns true then. Otherwise each thread loads its own
+/// samples, guarded, packed little-endian into the same words; returns false.
+template <class T, class U, int C>
+__device__ __forceinline__ bool start_fetch(const T* seg, int valid, bool aligned,
+                                            std::uint32_t (&raw)[Shape<T, U, C>::in_words]) {
+    using S = Shape<T, U, C>;
+    const int lane = threadIdx.x & 31;
+    const int warp_base = (threadIdx.x >> 5) * 32 * S::K;
+    if (aligned && warp_base + 32 * S::K <= valid) {
+        const std::uint32_t* words = reinterpret_cast<const std::uint32_t*>(seg + warp_base);
+#pragma unroll
+        for (int j = 0; j < S::in_words; ++j) raw[j] = __ldg(words + lane + 32 * j);
+        return true;
+    }
+    const int base = threadIdx.x * S::K;
+#pragma unroll
+    for (int j = 0; j < S::in_words; ++j) raw[j] = 0;
+#pragma unroll
+    for (int k = 0; k < S::K; ++k) {
+        constexpr int per_word = 4 / int(sizeof(T));
+        if (base + k < valid)
+            raw[k / per_word] |= std::uint32_t(seg[base + k]) << (8 * sizeof(T) * (k % per_word));
+    }
+    return false;
+}
+
+/// Completes start_fetch: transposes striped words through the warp's staging area into this
+/// thread's own words, then unpacks them into K samples of type U.
+template <class T, class U, int C>
+__device__ __forceinline__ void finish_fetch(std::uint32_t (&raw)[Shape<T, U, C>::in_words],
+                                             bool striped, std::uint32_t* stage,
+                                             U (&v)[Shape<T, U, C>::K]) {
+    using S = Shape<T, U, C>;
+    if (striped) {
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int j = 0; j < S::in_words; ++j) stage[stage_at(lane + 32 * j)] = raw[j];
+        __syncwarp();
+#pragma unroll
+        for (int j = 0; j < S::in_words; ++j) raw[j] = stage[stage_at(lane * S::in_words + j)];
+        __syncwarp(); // the staging area is reused by the next transpose
+    }
+#pragma unroll
+    for (int k = 0; k < S::K; ++k) {
+        constexpr int per_word = 4 / int(sizeof(T));
+        v[k] = U(T(raw[k / per_word] >> (8 * sizeof(T) * (k % per_word))));
+    }
+}
+
+/// Stores this thread's K output samples into a tile row `seg` (`valid` samples exist). When
+/// the output is 4-byte aligned and the warp's span is whole, the warp transposes through its
+/// staging area and stores consecutive words (fully coalesced); otherwise each thread stores
+/// its own valid samples.
+template <class T, class U, int C>
+__device__ __forceinline__ void put_row(U* seg, int valid, bool aligned, std::uint32_t* stage,
+                                        const U (&v)[Shape<T, U, C>::K]) {
+    using S = Shape<T, U, C>;
+    const int lane = threadIdx.x & 31;
+    const int warp_base = (threadIdx.x >> 5) * 32 * S::K;
+    if (aligned && warp_base + 32 * S::K <= valid) {
+        constexpr int per_sample = int(sizeof(U)) / 4; // 1 or 2 words, little-endian
+#pragma unroll
+        for (int k = 0; k < S::K; ++k)
+#pragma unroll
+            for (int h = 0; h < per_sample; ++h)
+                stage[stage_at(lane * S::out_words + k * per_sample + h)] =
+                    std::uint32_t(std::uint64_t(v[k]) >> (32 * h));
+        __syncwarp();
+        std::uint32_t* words = reinterpret_cast<std::uint32_t*>(seg + warp_base);
+#pragma unroll
+        for (int j = 0; j < S::out_words; ++j) words[lane + 32 * j] = stage[stage_at(lane + 32 * j)];
+        __syncwarp();
+        return;
+    }
+    const int base = threadIdx.x * S::K;
+#pragma unroll
+    for (int k = 0; k < S::K; ++k)
+        if (base + k < valid) seg[base + k] = v[k];
+}
+
+/// Tile geometry shared by tile_sums and integral_tiles.
+struct Tile {
+    int x0, y0;  // first pixel
+    int rows;    // rows of the tile inside the image
+    int valid;   // samples of a tile row inside the image
+    __device__ Tile(int width, int height, int channels) {
+        x0 = blockIdx.x * tile_w;
+        y0 = blockIdx.y * tile_h;
+        rows = min(tile_h, height - y0);
+        valid = min(tile_w, width - x0) * channels;
+    }
+};
+
+// Kernel 1, for u16 and u32 inputs (u8 has its own, below). Block (tx, ty) reads its tile once,
+// top to bottom, prefetching row r + 1 while it adds row r. Each thread keeps K column sums in
+// registers. Row sums: each thread adds its
+// pixels per channel, a warp shuffle reduces them, and lane 0 leaves the warp's sum in shared
+// memory (part[32 rows][warps][C]); every 32 rows the block adds the warps' sums and writes
+// d_row. Shared memory: part, and a staging area per warp for the transposing loads.
+template <class T, class U, int C>
+__global__ void __launch_bounds__(block_threads)
+    tile_sums_kernel(ImageView in, U* d_col, U* d_row, bool aligned) {
+    using S = Shape<T, U, C>;
+    __shared__ std::uint32_t stage[warps][S::stage_words];
+    __shared__ U part[32][warps][C];
+    const Tile t(in.width, in.height, C);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const std::size_t seg_offset = std::size_t(t.x0) * C;
+
+    U col[S::K];
+#pragma unroll
+    for (int k = 0; k < S::K; ++k) col[k] = 0;
+    std::uint32_t raw[S::in_words];
+    bool striped = start_fetch<T, U, C>(in.row<T>(t.y0) + seg_offset, t.valid, aligned, raw);
+    for (int r0 = 0; r0 < t.rows; r0 += 32) {
+        const int n = min(32, t.rows - r0);
+        for (int r = 0; r < n; ++r) {
+            U v[S::K];
+            finish_fetch<T, U, C>(raw, striped, stage[warp], v);
+            if (r0 + r + 1 < t.rows)
+                striped = start_fetch<T, U, C>(in.row<T>(t.y0 + r0 + r + 1) + seg_offset,
+                                               t.valid, aligned, raw);
+            U sum[C];
+#pragma unroll
+            for (int c = 0; c < C; ++c) sum[c] = 0;
+#pragma unroll
+            for (int k = 0; k < S::K; ++k) {
+                col[k] += v[k];
+                sum[k % C] += v[k];
+            }
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+#pragma unroll
+                for (int d = 16; d > 0; d >>= 1) sum[c] += __shfl_xor_sync(0xFFFFFFFFu, sum[c], d);
+                if (lane == 0) part[r][warp][c] = sum[c];
+            }
+        }
+        __syncthreads();
+        const std::size_t hc = std::size_t(in.height) * C;
+        for (int i = threadIdx.x; i < n * C; i += block_threads) {
+            const int r = i / C, c = i - r * C;
+            U total = 0;
+#pragma unroll
+            for (int w = 0; w < warps; ++w) total += part[r][w][c];
+            d_row[blockIdx.x * hc + std::size_t(t.y0 + r0 + r) * C + c] = total;
+        }
+        __syncthreads(); // part is overwritten by the next 32 rows
+    }
+    U* dst = d_col + blockIdx.y * std::size_t(in.width) * C + seg_offset;
+    const int base = threadIdx.x * S::K;
+#pragma unroll
+    for (int k = 0; k < S::K; ++k)
+        if (base + k < t.valid) dst[base + k] = col[k];
+}
+
+/// The byte mask selecting, of word j of a thread's K = 4C bytes (u8 input), the bytes of
+/// channel c: byte b of word j is sample 4j + b, of channel (4j + b) % C.
+template <int C> __host__ __device__ constexpr unsigned channel_mask(int j, int c) {
+    unsigned m = 0;
+    for (int b = 0; b < 4; ++b)
+        if ((4 * j + b) % C == c) m |= 1u << (8 * b);
+    return m;
+}
+
+// Kernel 1 for u8 input, the common case, with half the instructions per byte of the generic
+// kernel above (which is issue-bound on u8: 129 us under ncu on an H100 for 8192 x 8192 x 3,
+// against 107 us for this one). Each thread loads its own C words (4 pixels; the warp's loads
+// cover one contiguous span, through L1) without a transpose through shared memory. Column
+// sums: two samples per register in 16-bit halves (even bytes and odd bytes of each word; at
+// most tile_h * 255 < 2^16). Row sums per channel: __dp4a of each word with a byte mask per
+// channel, packed two channels per register (a warp's sum is at most 128 * 255 < 2^16) for the
+// warp shuffle reduction. Shared memory: part[32 rows][warps][C].
+template <class U, int C>
+__global__ void __launch_bounds__(block_threads)
+    tile_sums_u8_kernel(ImageView in, U* d_col, U* d_row, bool aligned) {
+    static_assert(tile_h * 255 < 65536, "16-bit column sums would overflow");
+    static_assert(32 * px_per_thread * 255 < 65536, "16-bit warp row sums would overflow");
+    constexpr int K = px_per_thread * C; // bytes = samples of a thread
+    constexpr int pairs = (C + 1) / 2;   // registers of packed channel sums
+    __shared__ U part[32][warps][C];
+    const Tile t(in.width, in.height, C);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int base = threadIdx.x * K;
+    const std::size_t seg_offset = std::size_t(t.x0) * C;
+    const bool whole = aligned && base + K <= t.valid; // this thread's 4 pixels, as C words
+
+    auto fetch = [&](int y, std::uint32_t (&w)[C]) {
+        const std::uint8_t* seg = in.row<std::uint8_t>(y) + seg_offset + base;
+        if (whole) {
+#pragma unroll
+            for (int j = 0; j < C; ++j) w[j] = __ldg(reinterpret_cast<const std::uint32_t*>(seg) + j);
+            return;
+        }
+#pragma unroll
+        for (int j = 0; j < C; ++j) w[j] = 0;
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+            if (base + k < t.valid) w[k / 4] |= std::uint32_t(seg[k]) << (8 * (k % 4));
+    };
+
+    std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
+    std::uint32_t next[C];
+    fetch(t.y0, next);
+    for (int r0 = 0; r0 < t.rows; r0 += 32) {
+        const int n = min(32, t.rows - r0);
+        for (int r = 0; r < n; ++r) {
+            std::uint32_t w[C];
+#pragma unroll
+            for (int j = 0; j < C; ++j) w[j] = next[j];
+            if (r0 + r + 1 < t.rows) fetch(t.y0 + r0 + r + 1, next);
+            std::uint32_t sum[2 * pairs] = {};
+#pragma unroll
+            for (int j = 0; j < C; ++j) {
+                even[j] += w[j] & 0x00FF00FFu;
+                odd[j] += (w[j] >> 8) & 0x00FF00FFu;
+#pragma unroll
+                for (int c = 0; c < C; ++c) // unrolled: the masks are constants
+                    if (const unsigned m = channel_mask<C>(j, c)) sum[c] = __dp4a(w[j], m, sum[c]);
+            }
+            std::uint32_t packed[pairs];
+#pragma unroll
+            for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
+#pragma unroll
+            for (int p = 0; p < pairs; ++p)
+#pragma unroll
+                for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
+            if (lane == 0)
+#pragma unroll
+                for (int c = 0; c < C; ++c) part[r][warp][c] = U((packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu);
+        }
+        __syncthreads();
+        const std::size_t hc = std::size_t(in.height) * C;
+        for (int i = threadIdx.x; i < n * C; i += block_threads) {
+            const int r = i / C, c = i - r * C;
+            U total = 0;
+#pragma unroll
+            for (int w = 0; w < warps; ++w) total += part[r][w][c];
+            d_row[blockIdx.x * hc + std::size_t(t.y0 + r0 + r) * C + c] = total;
+        }
+        __syncthreads(); // part is overwritten by the next 32 rows
+    }
+    U* dst = d_col + blockIdx.y * std::size_t(in.width) * C + seg_offset + base;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const std::uint32_t pair = k % 2 ? odd[k / 4] : even[k / 4];
+        if (base + k < t.valid) dst[k] = U((pair >> (16 * ((k % 4) / 2))) & 0xFFFFu);
+    }
+}
+
+/// Per-thread inclusive scan of the thread's px_per_thread pixels, per channel; returns the
+/// thread's totals.
+template <class U, int C> __device__ __forceinline__ Vec<U, C> scan_own(U (&v)[px_per_thread * C]) {
+#pragma unroll
+    for (int p = 1; p < px_per_thread; ++p)
+#pragma unroll
+        for (int c = 0; c < C; ++c) v[p * C + c] += v[(p - 1) * C + c];
+    Vec<U, C> total;
+#pragma unroll
+    for (int c = 0; c < C; ++c) total.v[c] = v[(px_per_thread - 1) * C + c];
+    return total;
+}
+
+template <class U, int C>
+using BlockScanT = cub::BlockScan<Vec<U, C>, block_threads, cub::BLOCK_SCAN_WARP_SCANS>;
+
+// Kernel 2. Block ty makes row ty of d_col (width * C samples) an inclusive prefix sum per
+// channel, in chunks of tile_w pixels, loading the next chunk while it scans the current one:
+// per-thread scan of its 4 pixels, block-wide exclusive scan of the thread totals
+// (cub::BlockScan over C-vectors: warp shuffles, then the warp totals through shared memory),
+// plus the running total of the chunks before. d_col is small (1/64 of the output), so plain
+// per-thread loads and stores do.
+template <class U, int C>
+__global__ void __launch_bounds__(block_threads) scan_col_rows_kernel(U* d_col, int width) {
+    constexpr int K = px_per_thread * C;
+    __shared__ typename BlockScanT<U, C>::TempStorage scan[2];
+    U* row = d_col + blockIdx.x * std::size_t(width) * C;
+    const int base = threadIdx.x * K;
+    auto fetch = [&](int x0, U (&v)[K]) {
+        const int valid = min(tile_w, width - x0) * C;
+        const U* seg = row + std::size_t(x0) * C;
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = base + k < valid ? seg[base + k] : U(0);
+    };
+    U next[K];
+    fetch(0, next);
+    Vec<U, C> carry{};
+    int parity = 0;
+    for (int x0 = 0; x0 < width; x0 += tile_w, parity ^= 1) {
+        const int valid = min(tile_w, width - x0) * C;
+        U v[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = next[k];
+        if (x0 + tile_w < width) fetch(x0 + tile_w, next);
+        Vec<U, C> before, chunk;
+        // Two temp storages, alternating: the barrier inside the next scan separates this
+        // scan's shared-memory reads from the writes of the scan after it.
+        BlockScanT<U, C>(scan[parity]).ExclusiveSum(scan_own<U, C>(v), before, chunk);
+        U* seg = row + std::size_t(x0) * C;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            v[k] += carry.v[k % C] + before.v[k % C];
+            if (base + k < valid) seg[base + k] = v[k];
+        }
+        carry = carry + chunk;
+    }
+}
+
+// Kernel 3. Exclusive prefix sums down the columns of two small row-major arrays: thread i < m_a
+// takes column i of a (n_a rows), the next m_b threads the columns of b. Consecutive threads
+// touch consecutive words (coalesced); each thread loads 16 rows before it adds and stores
+// them, so that the walk costs n / 16 memory latencies rather than n.
+template <class U>
+__global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b, std::size_t m_b) {
+    constexpr int batch = 16;
+    std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    U* p;
+    int n;
+    std::size_t m;
+    if (i < m_a) {
+        p = a + i, n = n_a, m = m_a;
+    } else if ((i -= m_a) < m_b) {
+        p = b + i, n = n_b, m = m_b;
+    } else {
+        return;
+    }
+    U run = 0;
+    for (int r0 = 0; r0 < n; r0 += batch) {
+        U v[batch];
+#pragma unroll
+        for (int j = 0; j < batch; ++j)
+            if (r0 + j < n) v[j] = p[(r0 + j) * m];
+#pragma unroll
+        for (int j = 0; j < batch; ++j)
+            if (r0 + j < n) {
+                p[(r0 + j) * m] = run;
+                run += v[j];
+            }
+    }
+}
+
+// Kernel 4. Block (tx, ty) walks down its tile, prefetching row r + 1 while it works on row r.
+// Per row: per-thread scan of its 4 pixels, block-wide exclusive scan of the thread totals
+// (cub::BlockScan, two temp storages alternating), plus d_row's "left" of the row: the row's
+// inclusive prefix sum. Each thread adds it into its K column sums, which started at d_col's
+// "top" of its columns, and those are the output samples. Shared memory: the scan's warp
+// totals and a staging area per warp for the transposing loads and stores.
+template <class T, class U, int C>
+__global__ void __launch_bounds__(block_threads)
+    integral_tiles_kernel(ImageView in, ImageView out, const U* d_top, const U* d_left,
+                          bool in_aligned, bool out_aligned) {
+    using S = Shape<T, U, C>;
+    __shared__ std::uint32_t stage[warps][S::stage_words];
+    __shared__ typename BlockScanT<U, C>::TempStorage scan[2];
+    const Tile t(in.width, in.height, C);
+    const int warp = threadIdx.x >> 5;
+    const int base = threadIdx.x * S::K;
+    const std::size_t seg_offset = std::size_t(t.x0) * C;
+    const U* left = d_left + blockIdx.x * std::size_t(in.height) * C;
+
+    U col[S::K];
+    const U* top = d_top + blockIdx.y * std::size_t(in.width) * C + seg_offset;
+#pragma unroll
+    for (int k = 0; k < S::K; ++k) col[k] = base + k < t.valid ? top[base + k] : U(0);
+
+    std::uint32_t raw[S::in_words];
+    bool striped = start_fetch<T, U, C>(in.row<T>(t.y0) + seg_offset, t.valid, in_aligned, raw);
+    for (int r = 0; r < t.rows; ++r) {
+        const int y = t.y0 + r;
+        U v[S::K];
+        finish_fetch<T, U, C>(raw, striped, stage[warp], v);
+        if (r + 1 < t.rows)
+            striped = start_fetch<T, U, C>(in.row<T>(y + 1) + seg_offset, t.valid, in_aligned, raw);
+        U carry[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) carry[c] = left[std::size_t(y) * C + c];
+        Vec<U, C> before;
+        BlockScanT<U, C>(scan[r & 1]).ExclusiveSum(scan_own<U, C>(v), before);
+#pragma unroll
+        for (int k = 0; k < S::K; ++k) col[k] += v[k] + carry[k % C] + before.v[k % C];
+        put_row<T, U, C>(out.row<U>(y) + seg_offset, t.valid, out_aligned, stage[warp], col);
+    }
+}
+
+template <class U>
+std::size_t scratch_elements(const ImageView& in, int& n_tx, int& n_ty) {
+    n_tx = int(cuda::div_up(in.width, tile_w));
+    n_ty = int(cuda::div_up(in.height, tile_h));
+    return std::size_t(n_ty) * in.row_samples() + std::size_t(n_tx) * in.height * in.channels;
+}
+
+bool aligned4(const ImageView& v) {
+    return reinterpret_cast<std::uintptr_t>(v.data) % 4 == 0 && v.pitch % 4 == 0;
+}
+
+template <class T, class U, int C>
+void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, cudaStream_t s) {
+    int n_tx = 0, n_ty = 0;
+    scratch_elements<U>(in, n_tx, n_ty);
+    if (n_ty > 65535)
+        throw Error("integral: image of height " + std::to_string(in.height) +
+                        " is taller than the CUDA kernel's " + std::to_string(65535 * tile_h),
+                    PF_ERR_UNSUPPORTED);
+    const std::size_t row_samples = in.row_samples();
+    const std::size_t column_samples = std::size_t(in.height) * C;
+    U* d_col = d_scratch;                                    // [n_ty][width * C]
+    U* d_row = d_scratch + std::size_t(n_ty) * row_samples; // [n_tx][height * C]
+    const dim3 tiles{unsigned(n_tx), unsigned(n_ty)};
+
+    if constexpr (sizeof(T) == 1)
+        tile_sums_u8_kernel<U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, aligned4(in));
+    else
+        tile_sums_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, aligned4(in));
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+    scan_col_rows_kernel<U, C><<<unsigned(n_ty), block_threads, 0, s>>>(d_col, in.width);
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+    constexpr int carry_threads = 256;
+    carry_scan_kernel<U><<<cuda::div_up(static_cast<long long>(row_samples + column_samples),
+                                        carry_threads),
+                           carry_threads, 0, s>>>(d_col, n_ty, row_samples, d_row, n_tx,
+                                                  column_samples);
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+    integral_tiles_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, out, d_col, d_row,
+                                                                    aligned4(in), aligned4(out));
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+}
+
+// ---- f64 outputs: the fixed summation order --------------------------------------------------
+
+constexpr int seq_threads = 256;
+constexpr int seq_rows = 32; // rows per block
+constexpr int seq_px = 32;   // pixels per chunk
+
+// Kernel F1. Block b owns rows 32b .. 32b+31 and walks along them in chunks of 32 pixels
+// (32C samples a row). Warp w moves rows w, w+8, w+16 and w+24 of a chunk, lane l samples l,
+// l+32, .. of each (coalesced), loading the next chunk into registers while the current one is
+// scanned. The chunk goes through shared memory as doubles, where threads 0 .. 32C-1, thread t
+// owning row t % 32 and channel t / 32, continue their running sums along it, in place.
+// Shared memory: tile[32][32C + 1] doubles (the +1 spreads a column's rows over the banks).
+template <class T, int C>
+__global__ void __launch_bounds__(seq_threads) row_scan_seq_kernel(ImageView in, ImageView out) {
+    constexpr int chunk = seq_px * C;                  // samples of a row per chunk
+    constexpr int row_steps = seq_rows / (seq_threads / 32); // rows per warp: 4
+    __shared__ double tile[seq_rows][chunk + 1];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int y0 = blockIdx.x * seq_rows;
+    const int own_row = threadIdx.x % seq_rows, own_c = threadIdx.x / seq_rows;
+    const bool scans = threadIdx.x < seq_rows * C && y0 + own_row < in.height;
+    double acc = 0.0;
+
+    T next[row_steps][C];
+    auto fetch = [&](int x0) {
+        const int ns = min(seq_px, in.width - x0) * C;
+#pragma unroll
+        for (int jr = 0; jr < row_steps; ++jr) {
+            const int y = y0 + warp + jr * (seq_threads / 32);
+            if (y >= in.height) continue;
+            const T* src = in.row<T>(y) + std::size_t(x0) * C;
+#pragma unroll
+            for (int jc = 0; jc < C; ++jc)
+                if (lane + 32 * jc < ns) next[jr][jc] = src[lane + 32 * jc];
+        }
+    };
+    fetch(0);
+    for (int x0 = 0; x0 < in.width; x0 += seq_px) {
+        const int npx = min(seq_px, in.width - x0), ns = npx * C;
+#pragma unroll
+        for (int jr = 0; jr < row_steps; ++jr)
+#pragma unroll
+            for (int jc = 0; jc < C; ++jc)
+                if (y0 + warp + jr * (seq_threads / 32) < in.height && lane + 32 * jc < ns)
+                    tile[warp + jr * (seq_threads / 32)][lane + 32 * jc] = double(next[jr][jc]);
+        __syncthreads();
+        if (x0 + seq_px < in.width) fetch(x0 + seq_px); // in flight during the scan
+        if (scans)
+            for (int p = 0; p < npx; ++p) {
+                acc += tile[own_row][p * C + own_c];
+                tile[own_row][p * C + own_c] = acc;
+            }
+        __syncthreads();
+#pragma unroll
+        for (int jr = 0; jr < row_steps; ++jr) {
+            const int r = warp + jr * (seq_threads / 32);
+            if (y0 + r >= in.height) continue;
+            double* dst = out.row<double>(y0 + r) + std::size_t(x0) * C;
+#pragma unroll
+            for (int jc = 0; jc < C; ++jc)
+                if (lane + 32 * jc < ns) dst[lane + 32 * jc] = tile[r][lane + 32 * jc];
+        }
+        __syncthreads(); // tile is overwritten by the next chunk
+    }
+}
+
+constexpr int col_threads = 64;
+constexpr int col_batch = 16; // rows loaded ahead by each thread
+
+// Kernel F2. Thread i owns sample column i and walks down the rows keeping the running sum:
+// out(y) = out(y-1) + out(y), loading 16 rows ahead so that enough loads are in flight.
+// Consecutive threads take consecutive samples (coalesced). No shared memory.
+__global__ void __launch_bounds__(col_threads) col_scan_seq_kernel(ImageView out) {
+    const std::size_t i = std::size_t(blockIdx.x) * col_threads + threadIdx.x;
+    if (i >= out.row_samples()) return;
+    double acc = out.row<double>(0)[i];
+    for (int y0 = 1; y0 < out.height; y0 += col_batch) {
+        double v[col_batch];
+#pragma unroll
+        for (int j = 0; j < col_batch; ++j)
+            if (y0 + j < out.height) v[j] = out.row<double>(y0 + j)[i];
+#pragma unroll
+        for (int j = 0; j < col_batch; ++j)
+            if (y0 + j < out.height) {
+                acc = acc + v[j];
+                out.row<double>(y0 + j)[i] = acc;
+            }
+    }
+}
+
+template <class T, int C> void launch_seq(const ImageView& in, const ImageView& out, cudaStream_t s) {
+    row_scan_seq_kernel<T, C>
+        <<<cuda::div_up(in.height, seq_rows), seq_threads, 0, s>>>(in, out);
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+    col_scan_seq_kernel<<<cuda::div_up(static_cast<long long>(out.row_samples()), col_threads),
+                          col_threads, 0, s>>>(out);
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+}
+
+// ---- dispatch --------------------------------------------------------------------------------
+
+/// Calls f(std::integral_constant<int, C>{}) for the image's channel count.
+template <class F> void visit_channels(int channels, F&& f) {
+    switch (channels) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default:
+        throw Error("integral: " + std::to_string(channels) + " channels; accepted: 1 to 4");
+    }
+}
+
+/// Calls f(T{}) for the input dtype.
+template <class F> void visit_input(DType d, F&& f) {
+    switch (d) {
+    case DType::u8: return f(std::uint8_t{});
+    case DType::u16: return f(std::uint16_t{});
+    case DType::u32: return f(std::uint32_t{});
+    case DType::f32: return f(float{});
+    default:
+        throw Error(std::string("integral: dtype ") + dtype_name(d) + " is not u8, u16, u32 or f32",
+                    PF_ERR_UNSUPPORTED);
+    }
+}
+
+} // namespace
+
+std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
+    int n_tx = 0, n_ty = 0;
+    switch (out.dtype) {
+    case DType::u32: return scratch_elements<std::uint32_t>(in, n_tx, n_ty) * 4;
+    case DType::u64: return scratch_elements<std::uint64_t>(in, n_tx, n_ty) * 8;
+    default: return 0; // f64 needs none
+    }
+}
+
+void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream) {
+    if (in.width <= 0 || in.height <= 0) return;
+    const cudaStream_t s = cuda::stream_of(stream);
+    visit_input(in.dtype, [&](auto in_tag) {
+        using T = decltype(in_tag);
+        visit_channels(in.channels, [&](auto channels) {
+            constexpr int C = decltype(channels)::value;
+            if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, s);
+            if constexpr (std::is_integral_v<T>) {
+                if (out.dtype == DType::u32)
+                    return launch_tiles<T, std::uint32_t, C>(
+                        in, out, static_cast<std::uint32_t*>(scratch), s);
+                if (out.dtype == DType::u64)
+                    return launch_tiles<T, std::uint64_t, C>(
+                        in, out, static_cast<std::uint64_t*>(scratch), s);
+            }
+            throw Error(std::string("integral: no CUDA kernel from ") + dtype_name(in.dtype) +
+                            " to " + dtype_name(out.dtype),
+                        PF_ERR_RUNTIME);
+        });
+    });
+}
+
+} // namespace pixflow::integral

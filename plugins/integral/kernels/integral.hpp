@@ -1,0 +1,42 @@
+// integral.hpp: inclusive integral image (summed-area table), per channel.
+//
+//     out(x, y, c) = sum of in(i, j, c) over i <= x, j <= y
+//
+// Same size and channels as the input. Inputs u8, u16, u32 or f32; outputs u32, u64 or f64 (the
+// operator picks one, see integral.cpp; an f32 input goes to f64 only). 1 to 4 channels.
+//
+// u32 and u64 outputs are computed modulo 2^32 or 2^64, so the order of the additions does not
+// matter and every backend gives the same bits. A u32 output of a large image wraps; a box sum
+// out(x1,y1) - out(x0-1,y1) - out(x1,y0-1) + out(x0-1,y0-1) computed in u32 is still exact
+// while the true box sum is below 2^32.
+//
+// f64 outputs are summed in double in one fixed order, on every backend:
+//   1. each row's inclusive prefix sum, left to right: r(x, y) = r(x-1, y) + in(x, y);
+//   2. then down each column:                        out(x, y) = out(x, y-1) + r(x, y).
+// Both backends perform exactly these additions, so they agree bit for bit (a NaN's payload
+// excepted: x86 keeps it, CUDA makes it canonical).
+#pragma once
+
+#include <pixflow/image.hpp>
+
+#include <cstddef>
+
+namespace pixflow::integral {
+
+/// Bytes of host scratch that integral_cpu needs for these views (0 for f64 outputs).
+std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out);
+
+/// in: u8, u16, u32 or f32; out: same size and channels, u32, u64 or f64 (f64 only for f32);
+/// host memory. `scratch` holds integral_cpu_scratch_bytes(in, out) bytes of host memory.
+void integral_cpu(const ImageView& in, const ImageView& out, void* scratch);
+
+#ifdef PIXFLOW_WITH_CUDA
+/// Bytes of device scratch that integral_cuda needs for these views.
+std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out);
+
+/// Same as integral_cpu on device memory; `scratch` holds integral_cuda_scratch_bytes(in, out)
+/// bytes of device memory. Launches on `stream` (a cudaStream_t); does not synchronise.
+void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream);
+#endif
+
+} // namespace pixflow::integral

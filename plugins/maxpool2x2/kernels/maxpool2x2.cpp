@@ -1,0 +1,55 @@
+// maxpool2x2.cpp: CPU kernel of maxpool2x2; TBB over output rows, SIMD along a row.
+#include "maxpool2x2.hpp"
+
+#include <pixflow/error.hpp>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <cstdint>
+#include <string>
+
+namespace pixflow::maxpool2x2 {
+namespace {
+
+// C is a template parameter so that the window's sample offsets are constants and the loop over
+// output pixels vectorises (interleaved loads of a fixed group size).
+template <class T, int C> void pool_rows(const ImageView& in, const ImageView& out) {
+    const int ow = out.width;
+    tbb::parallel_for(tbb::blocked_range<int>(0, out.height), [&](const tbb::blocked_range<int>& r) {
+        for (int oy = r.begin(); oy < r.end(); ++oy) {
+            const T* top = in.row<T>(2 * oy);
+            const T* bottom = in.row<T>(2 * oy + 1);
+            T* dst = out.row<T>(oy);
+#pragma omp simd
+            for (int ox = 0; ox < ow; ++ox)
+                for (int c = 0; c < C; ++c) {
+                    const std::size_t i = std::size_t(2 * ox) * C + c;
+                    dst[std::size_t(ox) * C + c] =
+                        pool_window(top[i], top[i + C], bottom[i], bottom[i + C]);
+                }
+        }
+    });
+}
+
+template <class T> void pool_typed(const ImageView& in, const ImageView& out) {
+    switch (in.channels) {
+    case 1: return pool_rows<T, 1>(in, out);
+    case 2: return pool_rows<T, 2>(in, out);
+    case 3: return pool_rows<T, 3>(in, out);
+    case 4: return pool_rows<T, 4>(in, out);
+    default:
+        throw Error("maxpool2x2: " + std::to_string(in.channels) + " channels; accepted: 1 to 4");
+    }
+}
+
+} // namespace
+
+void maxpool2x2_cpu(const ImageView& in, const ImageView& out) {
+    if (in.width < 2 || in.height < 2)
+        throw Error("maxpool2x2 needs at least 2x2 pixels; got " + std::to_string(in.width) + "x" +
+                    std::to_string(in.height));
+    visit_dtype(in.dtype, [&](auto tag) { pool_typed<decltype(tag)>(in, out); });
+}
+
+} // namespace pixflow::maxpool2x2
