@@ -6,42 +6,49 @@
 #   scripts/gpu-check.sh run    on the GPU machine, from the repository root, with gpu-pack/
 #                               carried along: every test (the CUDA ones must not skip) and every
 #                               benchmark in pipelines/bench/; logs and JSON go to $OUT (or out/).
+# Environment, both halves:
+#   PIXFLOW_GPU_TAG=x     use build-gpu-x/ and gpu-pack-x/ (several packs side by side)
+#   GTEST_FILTER=...      run only these tests (GoogleTest reads it itself)
+#   PIXFLOW_BENCH='pipelines/bench/a*.toml'   the benchmarks to run (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
+tag=${PIXFLOW_GPU_TAG:+-$PIXFLOW_GPU_TAG}
+build=build-gpu$tag
+pack=gpu-pack$tag
 
 if [ "$mode" = pack ]; then
   [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIXFLOW_WITH_OIIO=OFF "${@:2}" \
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIXFLOW_WITH_OIIO=OFF "${@:2}" \
         -DPIXFLOW_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
-  cmake --build build-gpu -j"$(nproc)"
-  rm -rf gpu-pack && mkdir -p gpu-pack/lib gpu-pack/build/tests
-  cp -r build-gpu/bin build-gpu/lib gpu-pack/build/
-  cp -r build-gpu/tests/test_plugins gpu-pack/build/tests/
-  find gpu-pack/build/tests/test_plugins -type f ! -name '*.so' -delete
-  find gpu-pack/build/tests/test_plugins -type d -empty -delete
+  cmake --build "$build" -j"$(nproc)"
+  rm -rf "$pack" && mkdir -p "$pack/lib" "$pack/build/tests"
+  cp -r "$build/bin" "$build/lib" "$pack/build/"
+  cp -r "$build/tests/test_plugins" "$pack/build/tests/"
+  find "$pack/build/tests"/test_plugins -type f ! -name '*.so' -delete
+  find "$pack/build/tests"/test_plugins -type d -empty -delete
   # Every shared library the binaries need, except the C/C++ runtime the other machine has.
-  find gpu-pack/build -type f \( -name '*.so' -o -perm -u+x \) -print0 | xargs -0 ldd 2>/dev/null |
+  find "$pack/build" -type f \( -name '*.so' -o -perm -u+x \) -print0 | xargs -0 ldd 2>/dev/null |
     awk '/=> \// {print $3}' | sort -u |
     grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
-    grep -v "$PWD/build-gpu" | while read -r lib; do cp -L "$lib" gpu-pack/lib/; done
-  du -sh gpu-pack; ls gpu-pack/lib
+    grep -v "$PWD/$build" | while read -r lib; do cp -L "$lib" "$pack/lib/"; done
+  du -sh "$pack"; ls "$pack/lib"
   exit 0
 fi
 
 if [ "$mode" = run ]; then
   out=${OUT:-out/gpu}
   mkdir -p "$out"
-  export LD_LIBRARY_PATH="$PWD/gpu-pack/lib:$PWD/gpu-pack/build/lib:${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH="$PWD/$pack/lib:$PWD/$pack/build/lib:${LD_LIBRARY_PATH:-}"
   export PIXFLOW_SOURCE_DIR="$PWD" PIXFLOW_PLUGIN_PATH=
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-  bin=gpu-pack/build/bin
+  bin=$pack/build/bin
   status=0
   "$bin/pixflow_tests" --gtest_brief=1 2>&1 | tee "$out/tests.log" || status=1
   skipped=$(grep -c '^\[  SKIPPED \]' "$out/tests.log" || true)
   echo "tests: exit status $status, $skipped skipped (a CUDA test must not skip here)"
   "$bin/pixflow" plugins | tee "$out/plugins.txt"
-  for p in pipelines/bench/*.toml; do
+  for p in ${PIXFLOW_BENCH:-pipelines/bench/*.toml}; do
     name=$(basename "$p" .toml)
     echo "== bench $name (cuda)"
     "$bin/pixflow" bench "$p" --backend cuda --repeat 20 --report "$out/bench-$name.json" 2>&1 | tee -a "$out/bench.txt" || status=1

@@ -96,3 +96,32 @@ TEST(Loader, SearchPathPutsExplicitThenEnvironmentThenInstallation) {
     EXPECT_EQ(path[2], "/env/b");
     EXPECT_EQ(path[3].filename(), "plugins");
 }
+
+TEST(Loader, LoadsAPluginBuiltForAnOlderAbiMinorAndRunsIt) {
+    const PluginRecord* r = record_of(everything(), "pixflow_test_abi_older_minor");
+    ASSERT_NE(r, nullptr);
+    ASSERT_TRUE(r->loaded) << r->reason;
+    EXPECT_EQ(r->abi_minor, 0u);
+    ASSERT_LT(r->abi_minor, unsigned(PIXFLOW_ABI_MINOR));
+    const OpInfo* op = everything().find("tp_v10_invert");
+    ASSERT_NE(op, nullptr);
+    // Its descriptor ends before `fusions`: the poison behind it must not have been read.
+    for (const FusionInfo& f : everything().fusions()) EXPECT_NE(f.fused->plugin, "abi_older_minor");
+    unsigned char in[6] = {0, 1, 2, 200, 254, 255}, out[6] = {};
+    pf_image iv{sizeof(pf_image), 3, 2, 1, PF_U8, PF_HOST, 3, in};
+    pf_image ov = iv;
+    ov.data = out;
+    char err[256] = {};
+    pf_run_args a{};
+    a.struct_size = sizeof a;
+    a.inputs = &iv;
+    a.n_inputs = 1;
+    a.outputs = &ov;
+    a.n_outputs = 1;
+    a.error = err;
+    a.error_size = sizeof err;
+    ASSERT_EQ(op->desc->run_cpu(&a), PF_OK) << err;
+    EXPECT_EQ(int(out[0]), 255);
+    EXPECT_EQ(int(out[3]), 55);
+    EXPECT_EQ(int(out[5]), 0);
+}

@@ -108,6 +108,37 @@ const PluginRecord& Registry::load_file(const fs::path& file) {
             if (std::string(d->ops[j].name) == op.name)
                 return reject("declares operator '" + std::string(op.name) + "' twice");
     }
+    // ABI 1.1: fusions, only when the plugin's descriptor is long enough to have them.
+    std::vector<FusionInfo> fusions;
+    if (d->struct_size >= offsetof(pf_plugin_desc, n_fusions) + sizeof(d->n_fusions) && d->abi_minor >= 1) {
+        for (int k = 0; k < d->n_fusions; ++k) {
+            const pf_fusion_desc& f = d->fusions[k];
+            std::string where = "fusion #" + std::to_string(k);
+            const pf_op_desc* fused = nullptr;
+            for (int j = 0; j < d->n_ops; ++j)
+                if (f.fused_op && std::string(d->ops[j].name) == f.fused_op) fused = &d->ops[j];
+            if (!fused)
+                return reject(where + " names fused operator '" + (f.fused_op ? f.fused_op : "(null)") +
+                              "', which this plugin does not declare");
+            if (f.n_chain < 2) return reject(where + " ('" + f.fused_op + "') has a chain of fewer than 2 operators");
+            FusionInfo info;
+            info.desc = &f;
+            for (int j = 0; j < f.n_chain; ++j) info.chain.emplace_back(f.chain[j] ? f.chain[j] : "");
+            for (int j = 0; j < f.n_binds; ++j) {
+                const pf_fusion_bind& b = f.binds[j];
+                bool known = false;
+                for (int q = 0; q < fused->n_params; ++q)
+                    known |= b.fused_param && std::string(fused->params[q].name) == b.fused_param;
+                if (!known || b.node < 0 || b.node >= f.n_chain || !b.param)
+                    return reject(where + " ('" + f.fused_op + "') binds an unknown parameter or node");
+            }
+            for (int j = 0; j < f.n_same; ++j)
+                if (f.same[j].node_a < 0 || f.same[j].node_a >= f.n_chain || f.same[j].node_b < 0 ||
+                    f.same[j].node_b >= f.n_chain || !f.same[j].param_a || !f.same[j].param_b)
+                    return reject(where + " ('" + f.fused_op + "') has a bad `same` constraint");
+            fusions.push_back(std::move(info));
+        }
+    }
     if (d->init) {
         char err[512] = {0};
         if (int32_t s = d->init(err, sizeof err); s != PF_OK)
@@ -117,6 +148,10 @@ const PluginRecord& Registry::load_file(const fs::path& file) {
         m_ops[d->ops[k].name] = OpInfo{&d->ops[k], rec.name, file};
         rec.ops.emplace_back(d->ops[k].name);
     }
+    for (FusionInfo& f : fusions) {
+        f.fused = &m_ops[f.desc->fused_op];
+        m_fusions.push_back(std::move(f));
+    }
     rec.loaded = true;
     m_libs.push_back(std::move(lib));
     return rec;
@@ -125,6 +160,18 @@ const PluginRecord& Registry::load_file(const fs::path& file) {
 const OpInfo* Registry::find(const std::string& op) const {
     auto it = m_ops.find(op);
     return it == m_ops.end() ? nullptr : &it->second;
+}
+
+const FusionInfo* Registry::fusion_of(const std::string& op) const {
+    for (const FusionInfo& f : m_fusions)
+        if (f.desc->fused_op == op) return &f;
+    return nullptr;
+}
+
+std::string FusionInfo::text() const {
+    std::string s;
+    for (const std::string& c : chain) s += (s.empty() ? "" : " -> ") + c;
+    return s;
 }
 
 std::string Registry::rejected_reason_for(const std::string& op) const {

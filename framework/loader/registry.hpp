@@ -30,6 +30,14 @@ struct OpInfo {
     bool has_cuda() const { return desc->run_cuda != nullptr; }
 };
 
+/// A chain of operators that a plugin implements as one fused operator (ABI 1.1).
+struct FusionInfo {
+    const pf_fusion_desc* desc = nullptr;
+    const OpInfo* fused = nullptr;
+    std::vector<std::string> chain;
+    std::string text() const; ///< "dct8x8 -> quantize -> ..."
+};
+
 class Registry {
   public:
     Registry();
@@ -50,6 +58,9 @@ class Registry {
     const OpInfo* find(const std::string& op) const;
     const std::map<std::string, OpInfo>& ops() const { return m_ops; }
     const std::vector<PluginRecord>& plugins() const { return m_plugins; }
+    const std::vector<FusionInfo>& fusions() const { return m_fusions; }
+    /// The fusion whose fused operator is `op`, if any.
+    const FusionInfo* fusion_of(const std::string& op) const;
     /// The rejected plugin that claimed to provide `op`, if any (for error messages).
     std::string rejected_reason_for(const std::string& op) const;
     /// Up to 3 known op names closest to `name` (edit distance), for "did you mean".
@@ -60,6 +71,7 @@ class Registry {
     std::vector<std::unique_ptr<Library>> m_libs;
     std::vector<PluginRecord> m_plugins;
     std::map<std::string, OpInfo> m_ops;
+    std::vector<FusionInfo> m_fusions;
 };
 
 /// Levenshtein distance, used for suggestions everywhere.

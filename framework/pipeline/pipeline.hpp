@@ -85,6 +85,7 @@ struct Node {
     SourceLoc backend_loc;
     bool backend_explicit = false;    ///< set on the node itself
     std::map<std::string, SourceLoc> param_locs;
+    std::vector<std::string> replaced; ///< a fused node: the ids of the nodes it stands for
 
     bool is_external() const { return op == nullptr; }
     bool is_source() const { return op && (op->desc->flags & PF_OP_SOURCE); }

@@ -131,8 +131,11 @@ std::string plan_to_dot(const Graph& g, const Plan& p) {
         bool dev = p.on_device(int(k));
         std::string op = n.op ? n.op->desc->name : "input";
         std::string shape = n.outputs.empty() ? "" : "\\n" + format_shape(n.outputs[0]);
+        std::string fused;
+        for (const std::string& r : n.replaced) fused += (fused.empty() ? "\\nfused: " : " + ") + r;
         o << "  \"" << n.id << "\" [label=\"" << n.id << "\\n" << op << " (" << (dev ? "cuda" : "cpu") << ")"
-          << shape << "\", fillcolor=\"" << (dev ? "#c7f0c2" : "#cfe2ff") << "\"];\n";
+          << shape << fused << "\", fillcolor=\"" << (dev ? "#c7f0c2" : "#cfe2ff") << "\""
+          << (fused.empty() ? "" : ", peripheries=2") << "];\n";
     }
     for (std::size_t k = 0; k < g.nodes.size(); ++k) {
         const Node& n = g.nodes[k];

@@ -59,3 +59,14 @@ Plan make_plan(const Graph& g, const PlanOptions& opt);
 std::string plan_to_dot(const Graph& g, const Plan& p);
 
 } // namespace pixflow::host
+
+namespace pixflow::host {
+
+/// Fusion: replaces each chain of nodes that a plugin declared a fused operator for (see
+/// pf_fusion_desc) by one node of that operator, when every intermediate output has no other
+/// consumer and the chain shares one backend that the fused operator also has. The fused node
+/// keeps the last node's id and lists the nodes it replaced; the plan is redone for the new graph.
+/// Returns the number of chains fused.
+int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg);
+
+} // namespace pixflow::host

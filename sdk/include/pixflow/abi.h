@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define PIXFLOW_ABI_MAJOR 1
-#define PIXFLOW_ABI_MINOR 0
+#define PIXFLOW_ABI_MINOR 1 /* 1.1: pf_plugin_desc.fusions */
 
 /* The one symbol every plugin exports. */
 #define PIXFLOW_ENTRY_SYMBOL "pixflow_plugin_entry"
@@ -169,6 +169,7 @@ typedef int32_t (*pf_infer_fn)(const pf_value* params, int32_t n_params, const p
 
 #define PF_OP_SOURCE 0x1u /* no inputs: produces an image (load, synth) */
 #define PF_OP_SINK 0x2u   /* has side effects (save, compare): always runs, even with no consumer */
+#define PF_OP_FUSED 0x4u  /* implements a chain of other operators (see pf_fusion_desc) */
 
 typedef struct pf_op_desc {
     uint32_t struct_size;
@@ -187,6 +188,36 @@ typedef struct pf_op_desc {
                            without CUDA */
 } pf_op_desc;
 
+/* ABI 1.1. A fused implementation of a chain of operators: the planner replaces the nodes
+ * chain[0] -> chain[1] -> ... (each one's first output feeding the next one's first input, no
+ * other consumer of those intermediate outputs, one backend for all) by one node of `fused_op`,
+ * an operator of the same plugin whose inputs are chain[0]'s and whose outputs are the last
+ * one's. Its parameters take their values from the chain's nodes through `binds`; `same` lists
+ * parameters that must be equal for the chain to be fused (else the nodes run one by one). */
+typedef struct pf_fusion_bind {
+    const char* fused_param; /* a parameter of fused_op ... */
+    int32_t node;            /* ... takes the value of chain[node]'s ... */
+    const char* param;       /* ... parameter `param` */
+} pf_fusion_bind;
+
+typedef struct pf_fusion_same {
+    int32_t node_a;
+    const char* param_a;
+    int32_t node_b;
+    const char* param_b;
+} pf_fusion_same;
+
+typedef struct pf_fusion_desc {
+    uint32_t struct_size;
+    const char* fused_op;
+    const char* const* chain; /* operator names, in data-flow order; at least 2 */
+    int32_t n_chain;
+    const pf_fusion_bind* binds;
+    int32_t n_binds;
+    const pf_fusion_same* same;
+    int32_t n_same;
+} pf_fusion_desc;
+
 typedef struct pf_plugin_desc {
     uint32_t struct_size;
     uint32_t abi_major;
@@ -197,6 +228,9 @@ typedef struct pf_plugin_desc {
     int32_t n_ops;
     /* Called once after loading; a failure rejects the plugin with the message. May be NULL. */
     int32_t (*init)(char* error, size_t error_size);
+    /* ABI 1.1 (read only when struct_size covers them): fused chains this plugin implements. */
+    const pf_fusion_desc* fusions;
+    int32_t n_fusions;
 } pf_plugin_desc;
 
 typedef const pf_plugin_desc* (*pf_entry_fn)(void);

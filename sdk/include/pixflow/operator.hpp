@@ -17,6 +17,20 @@
 //   };
 //   PIXFLOW_PLUGIN("invert", "1.0.0", Invert)
 //
+// A fused implementation of a chain of operators is an operator like any other, plus a static
+// `fusion()` naming the chain it replaces and where its parameters come from:
+//
+//   struct BlurThenPool {                      // inputs of gauss5x5, outputs of maxpool2x2
+//       static pixflow::Schema schema();       // params: sigma, border
+//       static pixflow::Fusion fusion() {
+//           return pixflow::Fusion({"gauss5x5", "maxpool2x2"}).bind("sigma", 0).bind("border", 0);
+//       }
+//       static void run_cpu(pixflow::Context&);
+//   };
+//
+// The planner uses it when the intermediate outputs have no other consumer and all nodes share a
+// backend the fused operator has; `--no-fuse` turns it off. Its result must equal the chain's.
+//
 // Rules for run functions:
 //  - Report user errors by throwing pixflow::Error (or any std::exception): the thunk turns it
 //    into a status and message; nothing unwinds across the C ABI.
@@ -157,6 +171,36 @@ class Schema {
         std::deque<std::string> strings;
     };
     std::shared_ptr<Store> m_store = std::make_shared<Store>();
+};
+
+/// The chain a fused operator replaces (see the top of this file and pf_fusion_desc).
+class Fusion {
+  public:
+    Fusion(std::initializer_list<const char*> chain) : m_chain(chain) {}
+
+    /// The fused operator's parameter `fused_param` takes chain[node]'s parameter `param`.
+    Fusion& bind(const char* fused_param, int node, const char* param) {
+        m_binds.push_back({fused_param, int32_t(node), param});
+        return *this;
+    }
+    /// Same, when the parameter has the same name on both.
+    Fusion& bind(const char* param, int node) { return bind(param, node, param); }
+    /// Fuse only when chain[a]'s `param_a` equals chain[b]'s `param_b`.
+    Fusion& same(int a, const char* param_a, int b, const char* param_b) {
+        m_same.push_back({int32_t(a), param_a, int32_t(b), param_b});
+        return *this;
+    }
+    Fusion& same(const char* param, int a, int b) { return same(a, param, b, param); }
+
+    pf_fusion_desc to_c(const char* fused_op) const {
+        return {sizeof(pf_fusion_desc), fused_op,          m_chain.data(),        int32_t(m_chain.size()),
+                m_binds.data(),         int32_t(m_binds.size()), m_same.data(), int32_t(m_same.size())};
+    }
+
+  private:
+    std::vector<const char*> m_chain;
+    std::vector<pf_fusion_bind> m_binds;
+    std::vector<pf_fusion_same> m_same;
 };
 
 /// Parameter values by name, as the host resolved them (defaults filled in, ranges checked).
@@ -313,6 +357,7 @@ template <class T> pf_op_desc make_op() {
     d.name = s.name();
     d.doc = s.doc();
     d.flags = s.op_flags();
+    if constexpr (requires { T::fusion(); }) d.flags |= PF_OP_FUSED;
     d.inputs = s.inputs().data();
     d.n_inputs = int32_t(s.inputs().size());
     d.outputs = s.outputs().data();
@@ -330,6 +375,19 @@ template <class T> pf_op_desc make_op() {
 
 template <class... Ts> std::array<pf_op_desc, sizeof...(Ts)> make_ops() { return {make_op<Ts>()...}; }
 
+template <class T> void add_fusion(std::vector<pf_fusion_desc>& out) {
+    if constexpr (requires { T::fusion(); }) {
+        static const Fusion f = T::fusion();
+        out.push_back(f.to_c(schema_of<T>().name()));
+    }
+}
+
+template <class... Ts> std::vector<pf_fusion_desc> make_fusions() {
+    std::vector<pf_fusion_desc> out;
+    (add_fusion<Ts>(out), ...);
+    return out;
+}
+
 } // namespace detail
 } // namespace pixflow
 
@@ -338,9 +396,11 @@ template <class... Ts> std::array<pf_op_desc, sizeof...(Ts)> make_ops() { return
 #define PIXFLOW_PLUGIN(NAME, VERSION, ...)                                                         \
     extern "C" PIXFLOW_EXPORT const pf_plugin_desc* pixflow_plugin_entry(void) {                   \
         static const auto ops = ::pixflow::detail::make_ops<__VA_ARGS__>();                        \
+        static const auto fusions = ::pixflow::detail::make_fusions<__VA_ARGS__>();                \
         static const pf_plugin_desc desc{sizeof(pf_plugin_desc), PIXFLOW_ABI_MAJOR,                \
                                          PIXFLOW_ABI_MINOR,     NAME,                              \
                                          VERSION,               ops.data(),                        \
-                                         int32_t(ops.size()),   nullptr};                          \
+                                         int32_t(ops.size()),   nullptr,                           \
+                                         fusions.data(),        int32_t(fusions.size())};          \
         return &desc;                                                                              \
     }

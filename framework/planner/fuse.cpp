@@ -1,0 +1,178 @@
+// Fusion: a graph rewrite between planning and running. A plugin declares (pf_fusion_desc)
+// that one of its operators computes a chain of operators in one pass; each place in the graph
+// where that chain appears, with nothing else reading the intermediate images and one backend
+// for all its nodes, becomes one node of the fused operator. Nothing else changes: the fused node
+// reads the chain's inputs, produces its outputs under the last node's id, and the plan is redone.
+#include "planner/plan.hpp"
+
+#include <cstring>
+#include <set>
+
+namespace pixflow::host {
+
+namespace {
+
+int param_index(const pf_op_desc& d, const char* name) {
+    for (int k = 0; k < d.n_params; ++k)
+        if (std::strcmp(d.params[k].name, name) == 0) return k;
+    return -1;
+}
+
+bool same_value(const pf_value& a, const pf_value& b) {
+    if (a.type != b.type) return false;
+    switch (a.type) {
+    case PF_PARAM_BOOL: return (a.b != 0) == (b.b != 0);
+    case PF_PARAM_INT: return a.i == b.i;
+    case PF_PARAM_FLOAT: return a.f == b.f;
+    default: return std::strcmp(a.s ? a.s : "", b.s ? b.s : "") == 0;
+    }
+}
+
+/// The nodes of `f`'s chain starting at `first`, or empty when the graph does not match there.
+std::vector<int> match(const Graph& g, const Plan& p, const FusionInfo& f, int first,
+                       const std::set<int>& taken) {
+    std::vector<int> chain{first};
+    for (std::size_t k = 0;; ++k) {
+        int v = chain.back();
+        const Node& n = g.nodes[std::size_t(v)];
+        if (taken.count(v) || !n.op || n.op->desc->name != f.chain[k]) return {};
+        if (p.backend[std::size_t(v)] != p.backend[std::size_t(first)]) return {};
+        if (k + 1 == f.chain.size()) break;
+        // An intermediate: its first output feeds exactly the next node's first input, and no
+        // other output of it is read.
+        if (n.is_sink() || n.outputs.empty()) return {};
+        for (std::size_t port = 1; port < n.outputs.size(); ++port)
+            if (!g.consumers(v, int(port)).empty()) return {};
+        auto cons = g.consumers(v, 0);
+        if (cons.size() != 1 || cons[0].second != 0) return {};
+        if (g.nodes[std::size_t(cons[0].first)].inputs.size() != 1) return {};
+        chain.push_back(cons[0].first);
+    }
+    return chain;
+}
+
+/// The fused node for `chain`, or nullopt (with `why`) when parameters or shapes do not allow it.
+std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& f,
+                               const std::vector<int>& chain, std::string& why) {
+    const pf_fusion_desc& fd = *f.desc;
+    const pf_op_desc& op = *f.fused->desc;
+    auto node = [&](int k) -> const Node& { return g.nodes[std::size_t(chain[std::size_t(k)])]; };
+    auto value = [&](int k, const char* param) -> const pf_value* {
+        int i = param_index(*node(k).op->desc, param);
+        return i < 0 ? nullptr : &node(k).params[std::size_t(i)];
+    };
+    for (int j = 0; j < fd.n_same; ++j) {
+        const pf_fusion_same& c = fd.same[j];
+        const pf_value* a = value(c.node_a, c.param_a);
+        const pf_value* b = value(c.node_b, c.param_b);
+        if (!a || !b) {
+            why = "fusion " + std::string(fd.fused_op) + " names a parameter its chain does not have";
+            return std::nullopt;
+        }
+        if (!same_value(*a, *b)) return std::nullopt; // a legitimate mismatch: run unfused
+    }
+    if (p.backend[std::size_t(chain[0])] == Backend::cuda && !f.fused->has_cuda()) return std::nullopt;
+
+    const Node& last = node(int(chain.size()) - 1);
+    Node n;
+    n.id = last.id;
+    n.op = f.fused;
+    n.loc = node(0).loc;
+    n.inputs = node(0).inputs;
+    n.outputs = last.outputs;
+    n.backend = backend_name(p.backend[std::size_t(chain[0])]);
+    n.backend_loc = node(0).backend_loc;
+    n.backend_explicit = true; // the chain's planned backend, whatever asked for it
+    n.param_locs = last.param_locs;
+    for (int k : chain) n.replaced.push_back(g.nodes[std::size_t(k)].id);
+    n.params.resize(std::size_t(op.n_params));
+    for (int k = 0; k < op.n_params; ++k) n.params[std::size_t(k)] = op.params[k].default_value;
+    for (int j = 0; j < fd.n_binds; ++j) {
+        const pf_fusion_bind& b = fd.binds[j];
+        int dst = param_index(op, b.fused_param);
+        const pf_value* src = value(b.node, b.param);
+        if (dst < 0 || !src || src->type != op.params[dst].type) {
+            why = "fusion " + std::string(fd.fused_op) + " binds parameter '" + b.fused_param +
+                  "' to a missing or differently typed parameter";
+            return std::nullopt;
+        }
+        pf_value v = *src;
+        if (v.s) v.s = n.strings->emplace_back(v.s).c_str();
+        n.params[std::size_t(dst)] = v;
+    }
+    // The fused operator must agree on the shapes it will produce.
+    std::vector<pf_image> in;
+    for (const auto& i : n.inputs) in.push_back(g.nodes[std::size_t(i.node)].outputs[std::size_t(i.port)]);
+    std::vector<pf_image> out(std::size_t(op.n_outputs));
+    char err[512] = {0};
+    if (int(in.size()) != op.n_inputs || op.n_outputs != int(last.outputs.size()) ||
+        op.infer(n.params.data(), op.n_params, in.data(), int32_t(in.size()), out.data(),
+                 int32_t(out.size()), err, sizeof err) != PF_OK) {
+        why = "fusion " + std::string(fd.fused_op) + " refused the chain ending at '" + last.id + "'" +
+              (err[0] ? std::string(": ") + err : std::string());
+        return std::nullopt;
+    }
+    for (std::size_t k = 0; k < out.size(); ++k)
+        if (out[k].width != last.outputs[k].width || out[k].height != last.outputs[k].height ||
+            out[k].channels != last.outputs[k].channels || out[k].dtype != last.outputs[k].dtype) {
+            why = "fusion " + std::string(fd.fused_op) + " would change the shape at '" + last.id + "'";
+            return std::nullopt;
+        }
+    return n;
+}
+
+} // namespace
+
+int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg) {
+    std::set<int> taken;                 // nodes already in a fused chain
+    std::map<int, Node> fused_at;        // last node of a chain -> its fused node
+    std::vector<std::string> notes;
+    for (const FusionInfo& f : reg.fusions())
+        for (int v : g.order) {
+            std::vector<int> chain = match(g, p, f, v, taken);
+            if (chain.empty()) continue;
+            std::string why;
+            std::optional<Node> n = fused_node(g, p, f, chain, why);
+            if (!n) {
+                if (!why.empty()) notes.push_back(why + "; running the nodes one by one");
+                continue;
+            }
+            std::string ids;
+            for (int k : chain) ids += (ids.empty() ? "" : ", ") + g.nodes[std::size_t(k)].id;
+            notes.push_back("fused " + ids + " into one " + f.fused->desc->name + " node (" +
+                            backend_name(p.backend[std::size_t(v)]) + "); --no-fuse runs them one by one");
+            taken.insert(chain.begin(), chain.end());
+            fused_at.emplace(chain.back(), std::move(*n));
+        }
+    if (fused_at.empty()) {
+        p.notes.insert(p.notes.end(), notes.begin(), notes.end());
+        return 0;
+    }
+
+    // Rebuild: drop the chains' nodes, put each fused node where its last node was (that keeps
+    // the file order topological), and renumber every input.
+    Graph out;
+    out.file = g.file;
+    out.name = g.name;
+    std::vector<int> new_index(g.nodes.size(), -1);
+    for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+        auto it = fused_at.find(int(k));
+        if (it != fused_at.end()) {
+            new_index[k] = int(out.nodes.size());
+            out.nodes.push_back(std::move(it->second));
+        } else if (!taken.count(int(k))) {
+            new_index[k] = int(out.nodes.size());
+            out.nodes.push_back(g.nodes[k]);
+        }
+    }
+    for (Node& n : out.nodes)
+        for (auto& in : n.inputs) in.node = new_index[std::size_t(in.node)];
+    for (int v : g.order)
+        if (new_index[std::size_t(v)] >= 0) out.order.push_back(new_index[std::size_t(v)]);
+    g = std::move(out);
+    p = make_plan(g, opt);
+    p.notes.insert(p.notes.end(), notes.begin(), notes.end());
+    return int(fused_at.size());
+}
+
+} // namespace pixflow::host
