@@ -43,7 +43,7 @@ echo "sdk example: g++ and clang++/libc++ plugins agree byte for byte"
 echo "== pixflow new-operator: the skeleton builds, its tests pass, its pipeline runs"
 "$px" new-operator my_gain --dir "$tmp/my_gain"
 cmake -S "$tmp/my_gain" -B "$tmp/my_gain/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null  # as `pixflow new-operator` says: no extra flags
 cmake --build "$tmp/my_gain/build"
 (cd "$tmp/my_gain/build" && ctest --output-on-failure)
 (cd "$tmp/my_gain" && "$px" --plugin-path build/plugins run my_gain.toml --backend cpu)

@@ -21,7 +21,9 @@ include(CheckLanguage)
 check_language(CUDA)
 if(CMAKE_CUDA_COMPILER)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES native)
+    # sm_90 (H100/H200), as pixflow itself. "native" would fail to configure on a machine
+    # without a GPU; pass -DCMAKE_CUDA_ARCHITECTURES=native or your own list to change it.
+    set(CMAKE_CUDA_ARCHITECTURES 90)
   endif()
   enable_language(CUDA)
 endif()
