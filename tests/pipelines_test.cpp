@@ -38,7 +38,13 @@ TEST_P(ExamplePipeline, ValidatesAndRunsOnSmallInputs) {
             sets.push_back(n.id + ".width=67");
             sets.push_back(n.id + ".height=45");
         }
-        for (int k = 0; k < op->desc->n_params; ++k)
+        for (int k = 0; k < op->desc->n_params; ++k) {
+            // Files an example reads are named relative to the repository root.
+            if (op->desc->params[k].flags & PF_PARAM_INPUT_PATH) {
+                auto it = std::find_if(n.params.begin(), n.params.end(), [&](auto& kv) { return kv.first == op->desc->params[k].name; });
+                if (it != n.params.end() && fs::path(it->second.s).is_relative())
+                    sets.push_back(n.id + "." + op->desc->params[k].name + "=" + (pixflow::testing::source_dir() / it->second.s).string());
+            }
             if (op->desc->params[k].flags & PF_PARAM_OUTPUT_PATH) {
                 auto it = std::find_if(n.params.begin(), n.params.end(), [&](auto& kv) { return kv.first == op->desc->params[k].name; });
                 std::string ext = it != n.params.end() ? fs::path(it->second.s).extension().string() : ".npy";
@@ -48,6 +54,7 @@ TEST_P(ExamplePipeline, ValidatesAndRunsOnSmallInputs) {
 #endif
                 sets.push_back(n.id + "." + op->desc->params[k].name + "=" + (dir / (n.id + ext)));
             }
+        }
     }
     Graph g = build_graph(parse_pipeline_file(GetParam(), sets), reg);
     PlanOptions po;

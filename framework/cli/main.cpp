@@ -1,6 +1,8 @@
 // The `pixflow` command line: thin wiring of loader -> pipeline -> planner -> executor.
 // Exit codes: 0 success, 1 invalid pipeline or command line (nothing ran, nothing written),
 // 2 a failure while running (nothing written).
+#include "batch/batch.hpp"
+#include "batch/trace.hpp"
 #include "cli/new_operator.hpp"
 #include "device/device.hpp"
 #include "executor/executor.hpp"
@@ -51,11 +53,12 @@ std::string range_text(const pf_param_desc& p) {
 
 std::string backends(const OpInfo& op) { return op.has_cuda() ? "cpu, cuda" : "cpu"; }
 
-void describe_text(const OpInfo& op, std::ostream& o) {
+void describe_text(const OpInfo& op, const FusionInfo* fusion, std::ostream& o) {
     const pf_op_desc& d = *op.desc;
     o << d.name << ": " << d.doc << "\n";
     o << "  plugin:   " << op.plugin << " (" << op.path.string() << ")\n";
     o << "  backends: " << backends(op) << "\n";
+    if (fusion) o << "  fuses:    " << fusion->text() << " (used automatically; --no-fuse turns it off)\n";
     o << "  inputs:\n";
     if (!d.n_inputs) o << "    (none: a source)\n";
     for (int k = 0; k < d.n_inputs; ++k)
@@ -77,10 +80,14 @@ void describe_text(const OpInfo& op, std::ostream& o) {
     }
 }
 
-void describe_markdown(const OpInfo& op, std::ostream& o) {
+void describe_markdown(const OpInfo& op, const FusionInfo* fusion, std::ostream& o) {
     const pf_op_desc& d = *op.desc;
     o << "## " << d.name << "\n\n" << d.doc << "\n\n";
     o << "Plugin `" << op.plugin << "`; backends: " << backends(op) << ".\n\n";
+    if (fusion)
+        o << "A fused implementation of the chain " << fusion->text()
+          << ": the planner uses it in place of those nodes when nothing else reads the images between "
+             "them and they share a backend (`--no-fuse` turns it off).\n\n";
     o << "| port | direction | accepts | doc |\n|---|---|---|---|\n";
     for (int k = 0; k < d.n_inputs; ++k)
         o << "| `" << d.inputs[k].name << "` | in | " << describe_ports(d.inputs[k].dtypes, d.inputs[k].channels)
@@ -127,6 +134,7 @@ struct PipelineArgs {
     std::string file;
     std::vector<std::string> sets;
     std::string backend;
+    bool no_fuse = false;
 };
 
 void add_pipeline_args(CLI::App* cmd, PipelineArgs& a) {
@@ -134,6 +142,7 @@ void add_pipeline_args(CLI::App* cmd, PipelineArgs& a) {
     cmd->add_option("--set", a.sets, "Override a key: node.key=value (repeatable)");
     cmd->add_option("--backend", a.backend, "Default backend for nodes that set none")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    cmd->add_flag("--no-fuse", a.no_fuse, "Run every node as written: no fused implementations");
 }
 
 struct Loaded {
@@ -148,6 +157,7 @@ Loaded load_pipeline(const Registry& reg, const PipelineArgs& a) {
     po.backend_override = a.backend;
     po.cuda_usable = cuda_usable(&po.cuda_why);
     Plan p = make_plan(g, po);
+    if (!a.no_fuse) fuse(g, p, po, reg);
     return {std::move(g), std::move(p)};
 }
 
@@ -185,6 +195,21 @@ int main(int argc, char** argv) {
     std::string report_path;
     run->add_flag("--profile", profile, "Print per-node times and transfers");
     run->add_option("--report", report_path, "Write the run report as JSON");
+    BatchOptions batch; // --input: one run per image (batch/)
+    auto* batch_input = run->add_option("--input", batch.inputs,
+                                        "Run once per image: a glob, a folder (recursive) or @list.txt (repeatable)");
+    auto* batch_output = run->add_option("--output", batch.output_dir, "Folder for the outputs of --input")
+                             ->needs(batch_input);
+    batch_input->needs(batch_output)->excludes(run->get_option("--profile"));
+    run->add_option("--max-in-flight", batch.max_in_flight,
+                    "Images alive at once with --input (default: 2 x CPU threads)")
+        ->check(CLI::Range(1, 1 << 20))->needs(batch_input);
+    run->add_option("--devices", batch.devices, "CUDA devices for --input: all, or a list such as 0,1 (default 0)")
+        ->needs(batch_input);
+    run->add_flag("--fail-fast", batch.fail_fast, "With --input: start no image after the first failure")
+        ->needs(batch_input);
+    run->add_flag("--quiet", batch.quiet, "With --input: no progress bar, no summary when all succeeded");
+    run->add_option("--trace", batch.trace_path, "Write a Chrome trace-event JSON of the run (Perfetto)");
 
     auto* bench = app.add_subcommand("bench", "Time each compute node on inputs in place");
     add_pipeline_args(bench, ba);
@@ -225,7 +250,8 @@ int main(int argc, char** argv) {
         if (*ops) {
             std::printf("%-18s %-10s %s\n", "operator", "backends", "description");
             for (const auto& [name, info] : reg.ops())
-                std::printf("%-18s %-10s %s\n", name.c_str(), backends(info).c_str(), info.desc->doc);
+                std::printf("%-18s %-10s %s%s\n", name.c_str(), backends(info).c_str(), info.desc->doc,
+                            reg.fusion_of(name) ? (" [fuses " + reg.fusion_of(name)->text() + "]").c_str() : "");
             int rejected = 0;
             for (const auto& p : reg.plugins()) rejected += !p.loaded;
             if (rejected) std::fprintf(stderr, "note: %d plugin file(s) rejected; see `pixflow plugins`\n", rejected);
@@ -246,8 +272,8 @@ int main(int argc, char** argv) {
                               << (close.empty() ? "" : "; did you mean " + close.front() + "?") << "\n";
                     return 1;
                 }
-                if (markdown) describe_markdown(*op, std::cout);
-                else describe_text(*op, std::cout);
+                if (markdown) describe_markdown(*op, reg.fusion_of(name), std::cout);
+                else describe_text(*op, reg.fusion_of(name), std::cout);
             }
             return 0;
         }
@@ -285,10 +311,20 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (*run) {
+            if (!batch.inputs.empty()) {
+                batch.backend_override = ra.backend;
+                batch.no_fuse = ra.no_fuse;
+                return run_batch_command(reg, ra.file, ra.sets, batch, report_path);
+            }
             Loaded l = load_pipeline(reg, ra);
             for (const auto& n : l.plan.notes) std::cerr << "note: " << n << "\n";
             Executor ex(l.graph, l.plan);
-            RunReport r = ex.run();
+            TraceWriter trace;
+            RunOptions run_opts;
+            if (!batch.trace_path.empty())
+                run_opts.on_span = [&](const Span& s) { trace.add(s, span_category(l.graph, s), ra.file); };
+            RunReport r = ex.run(run_opts);
+            if (!batch.trace_path.empty()) trace.write(batch.trace_path);
             for (const auto& n : r.nodes)
                 for (const auto& [k, v] : n.metrics) std::printf("%s: %s = %g\n", n.id.c_str(), k.c_str(), v);
             for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
@@ -326,6 +362,14 @@ int main(int argc, char** argv) {
                 j["nodes"].push_back({{"id", r.id}, {"op", r.op}, {"backend", r.backend}, {"median_ms", r.median_ms},
                                       {"bytes", r.bytes}, {"gbps", r.gbps}, {"floor_ms", r.floor_ms},
                                       {"x_floor", r.x_floor}});
+            }
+            double total = 0;
+            for (const auto& r : rows) total += r.median_ms;
+            std::printf("%-14s %-14s %-7s %11.4f\n", "total", "", "", total);
+            j["total_ms"] = total;
+            for (std::size_t k = 0; k < rows.size(); ++k) {
+                const Node& n = l.graph.nodes[std::size_t(l.graph.find(rows[k].id))];
+                if (!n.replaced.empty()) j["nodes"][k]["replaced"] = n.replaced;
             }
             if (!bench_report.empty()) write_file(bench_report, j.dump(2) + "\n");
             return 0;

@@ -136,6 +136,20 @@ double measure_device_copy_bandwidth(int device) {
     return 2.0 * double(bytes) / (double(ms[ms.size() / 2]) * 1e-3);
 }
 
+void keep_device_pool(int device) {
+    cudaMemPool_t pool;
+    CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    std::uint64_t threshold = ~std::uint64_t(0);
+    CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+}
+std::size_t device_pool_reserved_bytes(int device) {
+    cudaMemPool_t pool;
+    CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    std::uint64_t bytes = 0;
+    CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &bytes));
+    return std::size_t(bytes);
+}
+
 void set_device(int device) { CHECK(cudaSetDevice(device)); }
 void device_synchronize(int device) {
     set_device(device);
@@ -183,8 +197,68 @@ void copy_2d_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, 
     no_cuda();
 }
 double measure_device_copy_bandwidth(int) { no_cuda(); }
+void keep_device_pool(int) { no_cuda(); }
+std::size_t device_pool_reserved_bytes(int) { no_cuda(); }
 void set_device(int) { no_cuda(); }
 void device_synchronize(int) { no_cuda(); }
 } // namespace pixflow::host
 
 #endif
+
+namespace pixflow::host {
+
+PinnedCache::~PinnedCache() {
+    for (auto& [bytes, p] : m_free) {
+        try {
+            pinned_free(p);
+        } catch (...) {
+        }
+    }
+}
+
+void* PinnedCache::take(std::size_t bytes) {
+    bytes = std::max<std::size_t>(bytes, 1);
+    {
+        std::lock_guard lk(m_mu);
+        auto it = m_free.lower_bound(bytes);
+        if (it != m_free.end() && it->first / 2 <= bytes) {
+            void* p = it->second;
+            m_out[p] = it->first;
+            m_cached -= it->first;
+            m_free.erase(it);
+            return p;
+        }
+    }
+    void* p = pinned_alloc(bytes); // outside the lock: pinning takes a while
+    std::lock_guard lk(m_mu);
+    m_out[p] = bytes;
+    ++m_pinned;
+    return p;
+}
+
+void PinnedCache::give(void* p) {
+    if (!p) return;
+    std::vector<void*> to_free;
+    {
+        std::lock_guard lk(m_mu);
+        auto it = m_out.find(p);
+        if (it == m_out.end()) throw DeviceError("internal: PinnedCache::give of a buffer it did not hand out");
+        m_free.emplace(it->second, p);
+        m_cached += it->second;
+        m_out.erase(it);
+        while (m_cached > m_limit && !m_free.empty()) {
+            auto last = std::prev(m_free.end());
+            m_cached -= last->first;
+            to_free.push_back(last->second);
+            m_free.erase(last);
+        }
+    }
+    for (void* q : to_free) pinned_free(q);
+}
+
+std::size_t PinnedCache::pinned_count() const {
+    std::lock_guard lk(m_mu);
+    return m_pinned;
+}
+
+} // namespace pixflow::host

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -71,6 +73,36 @@ void device_free_async(void* p, const Stream& s);
 /// Page-locked host memory, so transfers run at full speed and asynchronously.
 void* pinned_alloc(std::size_t bytes);
 void pinned_free(void* p);
+
+/// Pinned host buffers kept for reuse, so that runs over many images pin memory once rather
+/// than per image (cudaMallocHost is slow: it maps and locks pages). take() hands out a cached
+/// buffer of at least `bytes` and at most twice that, else pins a new one; give() takes it
+/// back, freeing cached buffers (largest first) while more than `limit` bytes are cached.
+/// Thread-safe. The destructor frees every cached buffer; buffers still out are the caller's.
+class PinnedCache {
+  public:
+    explicit PinnedCache(std::size_t limit = std::size_t(2) << 30) : m_limit(limit) {}
+    PinnedCache(const PinnedCache&) = delete;
+    PinnedCache& operator=(const PinnedCache&) = delete;
+    ~PinnedCache();
+    void* take(std::size_t bytes);
+    void give(void* p);
+    /// How many buffers were pinned so far (not counting reuses).
+    std::size_t pinned_count() const;
+
+  private:
+    mutable std::mutex m_mu;
+    std::multimap<std::size_t, void*> m_free; ///< size -> buffer
+    std::map<void*, std::size_t> m_out;       ///< buffers handed out, with their sizes
+    std::size_t m_cached = 0, m_limit, m_pinned = 0;
+};
+
+/// Makes the device's default memory pool (the one cudaMallocAsync uses) keep the memory that
+/// is freed into it instead of returning it to the driver at every synchronisation, so repeated
+/// runs reuse it. Process-wide for that device.
+void keep_device_pool(int device);
+/// Bytes the device's default memory pool holds from the driver now (used or cached).
+std::size_t device_pool_reserved_bytes(int device);
 
 /// 2D copy between any two locations, ordered on `s`.
 void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,

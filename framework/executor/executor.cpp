@@ -63,6 +63,15 @@ struct Executor::Impl {
     std::vector<fs::path> created_dirs; ///< output folders this run created, removed on failure
     std::vector<Event> ev_start, ev_end; ///< per node, CUDA nodes only
     std::vector<double> cpu_ms;
+    // Spans (only with opt.on_span): CPU nodes' wall times and threads, transfers' events, and
+    // an event synchronised at the start that maps GPU times onto the host clock.
+    std::vector<Clock::time_point> cpu_t0, cpu_t1;
+    std::vector<std::thread::id> cpu_thread;
+    std::vector<char> step_ran; ///< per step (nodes, then transfers)
+    std::vector<Event> tr_start, tr_end;
+    Event ev_ref;
+    Clock::time_point t_ref;
+    bool borrowed_streams = false; ///< streams come from opt.resources and go back there
     std::vector<std::map<std::string, double>> metrics;
     std::mutex metrics_mu;
     std::atomic<bool> cancelled{false};
@@ -92,6 +101,7 @@ struct Executor::Impl {
     }
 
     // ---- memory -------------------------------------------------------------------------------
+    PinnedCache* pinned_cache() const { return opt.resources ? opt.resources->pinned : nullptr; }
     void note_device(long long delta) {
         long long now = live_device += delta;
         long long peak = peak_device.load();
@@ -114,7 +124,7 @@ struct Executor::Impl {
             b.im.device = PF_HOST;
             std::size_t bytes = std::max<std::size_t>(rb * std::size_t(shape.height), 1);
             if (pinned) {
-                b.im.data = pinned_alloc(bytes);
+                b.im.data = pinned_cache() ? pinned_cache()->take(bytes) : pinned_alloc(bytes);
                 b.mem = Mem::pinned;
             } else {
                 b.im.data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -127,7 +137,10 @@ struct Executor::Impl {
     void release(Buf& b, int stream) {
         switch (b.mem) {
         case Mem::host: std::free(b.im.data); break;
-        case Mem::pinned: pinned_free(b.im.data); break;
+        case Mem::pinned:
+            if (pinned_cache()) pinned_cache()->give(b.im.data);
+            else pinned_free(b.im.data);
+            break;
         case Mem::device: {
             int s = stream >= 0 ? stream : b.stream;
             {
@@ -243,6 +256,11 @@ struct Executor::Impl {
             auto t0 = Clock::now();
             st = d.run_cpu(&a);
             cpu_ms[std::size_t(v)] = ms_since(t0);
+            if (opt.on_span) {
+                cpu_t0[std::size_t(v)] = t0;
+                cpu_t1[std::size_t(v)] = Clock::now();
+                cpu_thread[std::size_t(v)] = std::this_thread::get_id();
+            }
         }
         free_scratch(c);
         if (st != PF_OK) {
@@ -277,6 +295,7 @@ struct Executor::Impl {
                 pinned |= t.node == v && t.port == int(k) && t.to_device;
             alloc(*outs[std::size_t(v)][k], n.outputs[k], dev, s, pinned);
         }
+        if (opt.on_span) step_ran[std::size_t(v)] = 1;
         bool ok = launch(v);
         for (std::size_t i = 0; i < n.inputs.size(); ++i)
             release_input(v, i, dev ? &ev_end[std::size_t(v)] : nullptr);
@@ -300,10 +319,15 @@ struct Executor::Impl {
         if (!tr.to_device && p.stream[std::size_t(tr.node)] != tr.stream)
             ev_end[std::size_t(tr.node)].wait_on(s);
         alloc(dst, src.im, tr.to_device, tr.stream, /*pinned=*/!tr.to_device);
+        if (opt.on_span) tr_start[std::size_t(t)].record(s);
         copy_2d_async(dst.im.data, dst.im.pitch, src.im.data, src.im.pitch, row_bytes(src.im),
                       src.im.height, s);
         Event done(true);
         done.record(s);
+        if (opt.on_span) {
+            tr_end[std::size_t(t)].record(s);
+            step_ran[N + std::size_t(t)] = 1;
+        }
         done.synchronize(); // the host buffer must be complete (download) or reusable (upload)
         std::size_t bytes = image_bytes(src.im);
         if (tr.to_device) ++h2d, h2d_bytes += (long long)bytes;
@@ -315,7 +339,14 @@ struct Executor::Impl {
         streams.clear();
         if (p.n_streams > 0) {
             set_device(p.device);
-            for (int k = 0; k < p.n_streams; ++k) streams.emplace_back(p.device);
+            if (opt.resources) {
+                if (opt.resources->device != p.device)
+                    throw RunError("internal: run resources of device " + std::to_string(opt.resources->device) +
+                                   " given to a plan for device " + std::to_string(p.device));
+                streams = std::move(opt.resources->streams);
+                borrowed_streams = true;
+            }
+            while (streams.size() < std::size_t(p.n_streams)) streams.emplace_back(p.device);
         }
         outs.clear();
         outs.resize(N);
@@ -346,6 +377,24 @@ struct Executor::Impl {
         }
         cpu_ms.assign(N, 0);
         metrics.assign(N, {});
+        if (opt.on_span) {
+            cpu_t0.assign(N, {});
+            cpu_t1.assign(N, {});
+            cpu_thread.assign(N, {});
+            step_ran.assign(N + T, 0);
+            tr_start.clear();
+            tr_end.clear();
+            for (std::size_t t = 0; t < T; ++t) {
+                tr_start.emplace_back(true);
+                tr_end.emplace_back(true);
+            }
+            if (!streams.empty()) {
+                ev_ref = Event(true);
+                ev_ref.record(streams[0]);
+                ev_ref.synchronize();
+                t_ref = Clock::now();
+            }
+        }
 
         // Parameters, with every output path replaced by a temporary next to it.
         params.assign(N, {});
@@ -385,6 +434,66 @@ struct Executor::Impl {
         for (auto& b : tbufs)
             if (b->mem != Mem::none) release(*b, b->stream);
         for (auto& s : streams) s.synchronize();
+        if (borrowed_streams) { // back to the shared resources, idle, for the next run
+            opt.resources->streams = std::move(streams);
+            streams.clear();
+            borrowed_streams = false;
+        }
+    }
+
+    /// Reports every node and transfer that ran to opt.on_span (GPU times where they can be read).
+    void report_spans() {
+        auto gpu_time = [&](const Event& e) {
+            return t_ref + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double, std::milli>(Event::elapsed_ms(ev_ref, e)));
+        };
+        for (int v : g.order) {
+            const Node& n = g.nodes[std::size_t(v)];
+            if (!n.op || !step_ran[std::size_t(v)]) continue;
+            Span sp;
+            sp.kind = "node";
+            sp.node = v;
+            sp.id = n.id;
+            sp.op = n.op->desc->name;
+            sp.backend = backend_name(p.backend[std::size_t(v)]);
+            if (p.on_device(v)) {
+                int s = p.stream[std::size_t(v)];
+                sp.device = p.device;
+                sp.stream = s;
+                sp.stream_handle = streams[std::size_t(s)].get();
+                try {
+                    sp.start = gpu_time(ev_start[std::size_t(v)]);
+                    sp.end = gpu_time(ev_end[std::size_t(v)]);
+                } catch (const std::exception&) {
+                    continue; // its events never completed (the run failed)
+                }
+            } else {
+                sp.thread = cpu_thread[std::size_t(v)];
+                sp.start = cpu_t0[std::size_t(v)];
+                sp.end = cpu_t1[std::size_t(v)];
+            }
+            opt.on_span(sp);
+        }
+        for (std::size_t t = 0; t < T; ++t) {
+            if (!step_ran[N + t]) continue;
+            const Transfer& tr = p.transfers[t];
+            Span sp;
+            sp.kind = tr.to_device ? "upload" : "download";
+            sp.node = tr.node;
+            sp.id = g.nodes[std::size_t(tr.node)].id;
+            sp.op = sp.kind;
+            sp.backend = "cuda";
+            sp.device = p.device;
+            sp.stream = tr.stream;
+            sp.stream_handle = streams[std::size_t(tr.stream)].get();
+            try {
+                sp.start = gpu_time(tr_start[t]);
+                sp.end = gpu_time(tr_end[t]);
+            } catch (const std::exception&) {
+                continue;
+            }
+            opt.on_span(sp);
+        }
     }
 };
 
@@ -458,6 +567,13 @@ RunReport Executor::run(const RunOptions& opt) {
     } catch (const std::exception& e) {
         I.fail(std::string("while finishing device work: ") + e.what());
     }
+    if (I.opt.on_span) {
+        try {
+            I.report_spans();
+        } catch (const std::exception& e) {
+            I.log(2, std::string("cannot report the run's spans: ") + e.what());
+        }
+    }
 
     RunReport r;
     r.pipeline = I.g.name;
@@ -497,6 +613,7 @@ RunReport Executor::run(const RunOptions& opt) {
         nr.ms = I.p.on_device(v) ? Event::elapsed_ms(I.ev_start[std::size_t(v)], I.ev_end[std::size_t(v)])
                                  : I.cpu_ms[std::size_t(v)];
         nr.metrics = I.metrics[std::size_t(v)];
+        nr.replaced = n.replaced;
         r.nodes.push_back(nr);
     }
     r.h2d_count = I.h2d;

@@ -10,15 +10,18 @@
 // succeeded, so a failure leaves no partial output.
 #pragma once
 
+#include "device/device.hpp"
 #include "pipeline/pipeline.hpp"
 #include "planner/plan.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace pixflow::host {
@@ -56,12 +59,41 @@ class RunError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// One timed piece of a run, for traces (RunOptions::on_span): a node, or a transfer.
+struct Span {
+    std::string kind;    ///< "node", "upload" or "download"
+    int node = -1;       ///< the node; for a transfer, the producer of the image it moves
+    std::string id, op;  ///< node id and op name (a transfer: the producer's id, and kind)
+    std::string backend; ///< "cpu" or "cuda"
+    int device = -1;     ///< the CUDA device of a CUDA node or a transfer; -1 on the CPU
+    int stream = -1;     ///< the plan's stream index; -1 on the CPU
+    const void* stream_handle = nullptr; ///< the CUDA stream itself: unique while it lives
+    std::thread::id thread;              ///< the thread that ran a CPU node
+    /// CPU nodes: wall time around run_cpu. CUDA nodes and transfers: the times of their
+    /// events on the GPU, mapped onto this clock through an event synchronised at the start.
+    std::chrono::steady_clock::time_point start, end;
+};
+
+/// What consecutive runs can share instead of creating their own (batch runs): the streams,
+/// created on first use and kept, and a cache of pinned host buffers. A run borrows the
+/// streams while its Executor lives; one RunResources serves one run at a time.
+struct RunResources {
+    int device = 0;                ///< the device the streams belong to
+    std::vector<Stream> streams;   ///< grown to the plan's stream count on first use
+    PinnedCache* pinned = nullptr; ///< where pinned staging buffers come from and go back to
+};
+
 struct RunOptions {
     bool keep_buffers = false; ///< keep every output (tests, bench); nothing released early
     bool skip_sinks = false;   ///< bench: run no save/compare nodes
     /// Data of the graph's external input nodes (host, tightly packed or with pitch).
     std::map<int, pf_image> externals;
     std::function<void(int level, const std::string&)> log; ///< default: stderr
+    /// Shared streams and pinned buffers (nullptr: the run creates and frees its own).
+    RunResources* resources = nullptr;
+    /// Called at the end of run(), on the calling thread, once for every node and transfer
+    /// that ran (also when the run failed). Unset: no span is measured.
+    std::function<void(const Span&)> on_span;
 };
 
 struct BenchRow {

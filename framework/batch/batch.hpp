@@ -1,0 +1,120 @@
+// batch/: one pipeline over many images: `pixflow run P.toml --input 'photos/*.png' --output out/`.
+//
+//   inputs   a glob, a folder (searched recursively) or @list.txt, in any number; each file
+//            keeps the sub-folder it had below the folder (or the glob's fixed leading folders)
+//   naming   <output>/<sub-folder>/<input stem><extension of the save node's path>, with
+//            "-<save node id>" before the extension when the pipeline has several save nodes
+//   once     the pipeline is parsed once and checked up front: exactly one load node, at least
+//            one save node, every output name unique and no output overwriting an input, and the
+//            whole graph validated and planned with the first input whose header reads
+//   per image  the load path and the save paths are patched into the parsed spec, the graph is
+//            rebuilt (shape inference reads only the file's header, so a corrupt header fails that
+//            image here), planned for the worker's device and run by an Executor that borrows the
+//            worker's streams and pinned buffers (RunResources)
+//   overlap  tbb::parallel_pipeline with --max-in-flight tokens: a serial stage admits an image
+//            (at most that many are alive at once), a parallel stage runs it (decode, compute,
+//            encode are the run's steps, TBB tasks), a serial stage accounts for it. With several
+//            images in flight one image decodes while another computes and a third encodes; on a
+//            GPU each image in flight has its own streams, so its transfers overlap the others'
+//            kernels.
+//   workers  the CPU, or one worker per CUDA device (--devices all | 0,1); an image goes to the
+//            worker with the fewest images in flight. Each CUDA worker keeps its device's memory
+//            pool (release threshold: keep everything), its pinned buffers (PinnedCache) and a
+//            stream set per concurrent image, all reused from image to image.
+//   failures an image that fails (unreadable, corrupt, a failing node) fails alone and writes
+//            nothing (the Executor renames its temporaries only when the whole image succeeded);
+//            the others go on. With fail_fast no new image starts after the first failure.
+#pragma once
+
+#include "executor/executor.hpp"
+#include "loader/registry.hpp"
+#include "pipeline/pipeline.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pixflow::host {
+
+/// One input file and the sub-folder (relative) its outputs go to under the output folder.
+struct BatchInput {
+    std::filesystem::path path;
+    std::filesystem::path sub;
+};
+
+/// Expands --input values, in order, without duplicates: `@list.txt` (one path per line; blank
+/// lines and lines starting with # are skipped; no sub-folder), a folder (every file with an image
+/// extension below it, recursively, hidden files and `skip_dir` left out; sub-folders kept), a
+/// glob (`*`, `?`, `[...]` in any component; the sub-folder is the part below the glob's fixed
+/// leading folders), or one file. Throws UserError when a value matches nothing.
+std::vector<BatchInput> expand_inputs(const std::vector<std::string>& values,
+                                      const std::filesystem::path& skip_dir = {});
+
+/// <out_dir>/<in.sub>/<stem of in.path>[-<save_id>]<ext>; save_id empty for a single save.
+std::filesystem::path batch_output_path(const std::filesystem::path& out_dir, const BatchInput& in,
+                                        const std::string& save_id, const std::string& ext);
+
+struct BatchOptions {
+    std::vector<std::string> inputs;  ///< --input values (see expand_inputs)
+    std::string output_dir;           ///< --output
+    int max_in_flight = 0;            ///< images alive at once; 0: 2 x max(CPU threads, workers)
+    std::string devices;              ///< "" (device 0), "all" or "0,1"
+    bool fail_fast = false;
+    bool progress = false;            ///< draw the progress bar on stderr (a terminal, not --quiet)
+    bool quiet = false;               ///< no summary line when everything succeeded
+    std::string trace_path;           ///< Chrome trace-event JSON, "" for none
+    std::string backend_override;     ///< --backend
+    bool no_fuse = false;             ///< --no-fuse
+    /// Called (from the admitting or the accounting stage) with the number of images in flight
+    /// every time it changes; for tests.
+    std::function<void(int)> on_in_flight;
+};
+
+struct ImageResult {
+    std::string input;
+    std::vector<std::string> outputs; ///< files written (none when it failed)
+    enum class Status { ok, failed, skipped } status = Status::skipped;
+    std::string error;                ///< why it failed
+    std::string worker;               ///< "cpu" or "cuda:N"
+    double ms = 0;                    ///< wall time of its run
+};
+
+struct BatchReport {
+    std::string pipeline, file;
+    std::vector<ImageResult> images; ///< in input order
+    int ok = 0, failed = 0, skipped = 0;
+    double wall_s = 0;
+    int max_in_flight = 0;      ///< the bound
+    int max_in_flight_seen = 0; ///< the most images that were alive at once
+    std::vector<std::string> workers;
+    std::vector<std::string> notes;
+    std::size_t pinned_buffers = 0;                 ///< pinned host buffers allocated, all workers
+    std::vector<double> device_pool_reserved_bytes; ///< per CUDA worker, at the end
+    std::string trace_error;                        ///< why the trace could not be written
+
+    double images_per_s() const { return wall_s > 0 ? double(ok + failed) / wall_s : 0; }
+    nlohmann::json to_json() const;
+    /// 0 when every image succeeded (and the trace, if asked for, was written), else 2.
+    int exit_code() const { return failed || skipped || !trace_error.empty() ? 2 : 0; }
+};
+
+/// Runs `spec` (parsed once, --set applied) over every input. Throws UserError for what is
+/// wrong before any image runs (the pipeline, the inputs, the output names, the devices);
+/// per-image failures are in the report. Writes the trace when opt.trace_path is set.
+BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const BatchOptions& opt);
+
+/// `pixflow run PIPELINE --input ...`: parses the pipeline once (with `sets`), runs the batch
+/// (progress bar when stderr is a terminal and not opt.quiet), prints the summary, writes
+/// `report_path` (JSON) when given. Returns the exit code; throws UserError for an invalid
+/// pipeline or command line.
+int run_batch_command(const Registry& reg, const std::string& file, const std::vector<std::string>& sets,
+                      BatchOptions opt, const std::string& report_path);
+
+/// Prints the end-of-run summary: the counts and rate on stdout (unless quiet and all
+/// succeeded), each failed input with its reason on stderr.
+void print_batch_summary(const BatchReport& r, bool quiet);
+
+} // namespace pixflow::host
