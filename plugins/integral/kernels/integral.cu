@@ -166,13 +166,17 @@ __device__ __forceinline__ void put_row(U* seg, int valid, bool aligned, std::ui
 }
 
 /// Tile geometry shared by tile_sums and integral_tiles.
+/// Tile rows are numbered across gridDim.y and gridDim.z (y holds at most 65535 blocks), so any
+/// height works; blocks past the last tile row have rows <= 0 and return at once.
 struct Tile {
     int x0, y0;  // first pixel
+    unsigned ty; // tile row
     int rows;    // rows of the tile inside the image
     int valid;   // samples of a tile row inside the image
     __device__ Tile(int width, int height, int channels) {
+        ty = blockIdx.y + blockIdx.z * gridDim.y;
         x0 = blockIdx.x * tile_w;
-        y0 = blockIdx.y * tile_h;
+        y0 = int(ty) * tile_h;
         rows = min(tile_h, height - y0);
         valid = min(tile_w, width - x0) * channels;
     }
@@ -191,6 +195,7 @@ __global__ void __launch_bounds__(block_threads)
     __shared__ std::uint32_t stage[warps][S::stage_words];
     __shared__ U part[32][warps][C];
     const Tile t(in.width, in.height, C);
+    if (t.rows <= 0) return; // past the last tile row (whole block)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const std::size_t seg_offset = std::size_t(t.x0) * C;
 
@@ -233,7 +238,7 @@ __global__ void __launch_bounds__(block_threads)
         }
         __syncthreads(); // part is overwritten by the next 32 rows
     }
-    U* dst = d_col + blockIdx.y * std::size_t(in.width) * C + seg_offset;
+    U* dst = d_col + t.ty * std::size_t(in.width) * C + seg_offset;
     const int base = threadIdx.x * S::K;
 #pragma unroll
     for (int k = 0; k < S::K; ++k)
@@ -266,6 +271,7 @@ __global__ void __launch_bounds__(block_threads)
     constexpr int pairs = (C + 1) / 2;   // registers of packed channel sums
     __shared__ U part[32][warps][C];
     const Tile t(in.width, in.height, C);
+    if (t.rows <= 0) return; // past the last tile row (whole block)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int base = threadIdx.x * K;
     const std::size_t seg_offset = std::size_t(t.x0) * C;
@@ -326,7 +332,7 @@ __global__ void __launch_bounds__(block_threads)
         }
         __syncthreads(); // part is overwritten by the next 32 rows
     }
-    U* dst = d_col + blockIdx.y * std::size_t(in.width) * C + seg_offset + base;
+    U* dst = d_col + t.ty * std::size_t(in.width) * C + seg_offset + base;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const std::uint32_t pair = k % 2 ? odd[k / 4] : even[k / 4];
@@ -439,13 +445,14 @@ __global__ void __launch_bounds__(block_threads)
     __shared__ std::uint32_t stage[warps][S::stage_words];
     __shared__ typename BlockScanT<U, C>::TempStorage scan[2];
     const Tile t(in.width, in.height, C);
+    if (t.rows <= 0) return; // past the last tile row (whole block)
     const int warp = threadIdx.x >> 5;
     const int base = threadIdx.x * S::K;
     const std::size_t seg_offset = std::size_t(t.x0) * C;
     const U* left = d_left + blockIdx.x * std::size_t(in.height) * C;
 
     U col[S::K];
-    const U* top = d_top + blockIdx.y * std::size_t(in.width) * C + seg_offset;
+    const U* top = d_top + t.ty * std::size_t(in.width) * C + seg_offset;
 #pragma unroll
     for (int k = 0; k < S::K; ++k) col[k] = base + k < t.valid ? top[base + k] : U(0);
 
@@ -483,15 +490,12 @@ template <class T, class U, int C>
 void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, cudaStream_t s) {
     int n_tx = 0, n_ty = 0;
     scratch_elements<U>(in, n_tx, n_ty);
-    if (n_ty > 65535)
-        throw Error("integral: image of height " + std::to_string(in.height) +
-                        " is taller than the CUDA kernel's " + std::to_string(65535 * tile_h),
-                    PF_ERR_UNSUPPORTED);
     const std::size_t row_samples = in.row_samples();
     const std::size_t column_samples = std::size_t(in.height) * C;
     U* d_col = d_scratch;                                    // [n_ty][width * C]
     U* d_row = d_scratch + std::size_t(n_ty) * row_samples; // [n_tx][height * C]
-    const dim3 tiles{unsigned(n_tx), unsigned(n_ty)};
+    const unsigned grid_y = unsigned(n_ty < 65535 ? n_ty : 65535);
+    const dim3 tiles{unsigned(n_tx), grid_y, cuda::div_up(n_ty, grid_y)};
 
     if constexpr (sizeof(T) == 1)
         tile_sums_u8_kernel<U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, aligned4(in));
