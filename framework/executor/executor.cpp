@@ -722,12 +722,17 @@ nlohmann::json RunReport::to_json() const {
 std::string RunReport::table() const {
     std::ostringstream o;
     char line[256];
-    std::snprintf(line, sizeof line, "%-16s %-16s %-7s %12s\n", "node", "op", "backend", "time ms");
+    std::snprintf(line, sizeof line, "%-16s %-18s %-7s %12s\n", "node", "op", "backend", "time ms");
     o << line;
     for (const auto& n : nodes) {
-        std::snprintf(line, sizeof line, "%-16s %-16s %-7s %12.3f\n", n.id.c_str(), n.op.c_str(),
+        std::snprintf(line, sizeof line, "%-16s %-18s %-7s %12.3f\n", n.id.c_str(), n.op.c_str(),
                       n.backend.c_str(), n.ms);
         o << line;
+        if (!n.replaced.empty()) {
+            std::string ids;
+            for (const auto& r : n.replaced) ids += (ids.empty() ? "" : " + ") + r;
+            o << "    fused: " << ids << "\n";
+        }
         for (const auto& [k, v] : n.metrics) {
             std::snprintf(line, sizeof line, "    %s = %g\n", k.c_str(), v);
             o << line;
