@@ -130,6 +130,16 @@ TEST_P(Gauss5x5Cuda, MatchesDirect2DConvolutionAndTheCpuBitForBit) {
         << "CUDA and CPU differ; largest difference " << max_error(gpu, cpu);
 }
 
+// More strips of rows than one grid dimension holds (65535): the grid must wrap into z.
+TEST(Gauss5x5Cuda, ImagesTallerThanOneGridDimensionMatchTheCpu) {
+    PIXFLOW_REQUIRE_CUDA();
+    Image in = Image::make(3, 700001, 1, DType::u8);
+    fill_random(in, 11);
+    const Image gpu = blur("cuda", in, 1.5, "reflect101");
+    const Image cpu = blur("cpu", in, 1.5, "reflect101");
+    EXPECT_TRUE(gpu.bytes == cpu.bytes) << "largest difference " << max_error(gpu, cpu);
+}
+
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
     const auto& [dtype, channels, size, border] = info.param;
     std::string b = border;

@@ -334,7 +334,8 @@ __device__ __forceinline__ void blur_strip(const Args& a, int lane, int s, int y
 
 // Warp w of block (bx, by): output samples [(bx * kWarps + w) * kWarpOut, + kWarpOut) of rows
 // [by * kRows, + kRows); see the top of the file. No shared memory.
-// blockDim.x = 32 * kWarps, gridDim = (ceil(chunks / kWarps), ceil(height / kRows)).
+// blockDim.x = 32 * kWarps, gridDim = (ceil(chunks / kWarps), strips split over y and z): the
+// strip index is blockIdx.y + blockIdx.z * gridDim.y, as gridDim.y holds at most 65535 blocks.
 template <class T, int C>
 __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) gauss5x5_kernel(const Args a) {
     static_assert(2 * C <= kVec, "the horizontal apron must fit in one lane");
@@ -343,7 +344,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) gauss5x5_kernel(const
     const int out0 = (int(blockIdx.x) * kWarps + (int(threadIdx.x) >> 5)) * kWarpOut;
     if (out0 >= a.samples) return; // the whole warp
     const int s = out0 - kVec + lane * kVec;
-    const int y0 = int(blockIdx.y) * kRows;
+    const int y0 = int(blockIdx.y + blockIdx.z * gridDim.y) * kRows;
+    if (y0 >= a.height) return; // past the last strip
     // Warp-uniform: all but the warps at the image's edges take the interior path.
     if (a.in_vec && a.out_vec && out0 >= kVec && out0 + kWarpOut + kVec <= a.samples && y0 >= 2 &&
         y0 + kRows + 2 <= a.height)
@@ -376,11 +378,9 @@ void gauss5x5_cuda(const ImageView& in, const ImageView& out, const std::array<f
     if (in.width == 0 || in.height == 0) return;
     const int samples = int(in.row_samples());
     const long long strips = (in.height + kRows - 1) / kRows;
-    if (strips > 65535)
-        throw Error("gauss5x5: images taller than " + std::to_string(65535 * kRows) +
-                        " rows are not supported on CUDA",
-                    PF_ERR_UNSUPPORTED);
-    const dim3 grid(cuda::div_up(cuda::div_up(samples, kWarpOut), kWarps), unsigned(strips));
+    const unsigned grid_y = unsigned(strips < 65535 ? strips : 65535);
+    const dim3 grid(cuda::div_up(cuda::div_up(samples, kWarpOut), kWarps), grid_y,
+                    cuda::div_up(strips, grid_y));
     // One lane's 8 samples: 8, 16 or 32 bytes, loaded as uint2 or uint4s.
     const std::uintptr_t vec_bytes = dtype_size(in.dtype) == 1 ? 8 : 16;
     const Args a{static_cast<const char*>(in.data),
