@@ -182,6 +182,23 @@ struct Tile {
     }
 };
 
+/// Both tile_sums kernels, after a group of n <= 32 rows: adds the warps' partial row sums left in
+/// `part` and writes them to d_row for rows y .. y+n-1 of this block's tile column. Called by the
+/// whole block; `part` may be overwritten once it returns.
+template <class U, int C>
+__device__ void write_row_sums(const U (&part)[32][warps][C], int n, U* d_row, int height, int y) {
+    __syncthreads();
+    const std::size_t hc = std::size_t(height) * C;
+    for (int i = threadIdx.x; i < n * C; i += block_threads) {
+        const int r = i / C, c = i - r * C;
+        U total = 0;
+#pragma unroll
+        for (int w = 0; w < warps; ++w) total += part[r][w][c];
+        d_row[blockIdx.x * hc + std::size_t(y + r) * C + c] = total;
+    }
+    __syncthreads();
+}
+
 // Kernel 1, for u16 and u32 inputs (u8 has its own, below). Block (tx, ty) reads its tile once,
 // top to bottom, prefetching row r + 1 while it adds row r. Each thread keeps K column sums in
 // registers. Row sums: each thread adds its
@@ -227,16 +244,7 @@ __global__ void __launch_bounds__(block_threads)
                 if (lane == 0) part[r][warp][c] = sum[c];
             }
         }
-        __syncthreads();
-        const std::size_t hc = std::size_t(in.height) * C;
-        for (int i = threadIdx.x; i < n * C; i += block_threads) {
-            const int r = i / C, c = i - r * C;
-            U total = 0;
-#pragma unroll
-            for (int w = 0; w < warps; ++w) total += part[r][w][c];
-            d_row[blockIdx.x * hc + std::size_t(t.y0 + r0 + r) * C + c] = total;
-        }
-        __syncthreads(); // part is overwritten by the next 32 rows
+        write_row_sums<U, C>(part, n, d_row, in.height, t.y0 + r0);
     }
     U* dst = d_col + t.ty * std::size_t(in.width) * C + seg_offset;
     const int base = threadIdx.x * S::K;
@@ -321,16 +329,7 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
                 for (int c = 0; c < C; ++c) part[r][warp][c] = U((packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu);
         }
-        __syncthreads();
-        const std::size_t hc = std::size_t(in.height) * C;
-        for (int i = threadIdx.x; i < n * C; i += block_threads) {
-            const int r = i / C, c = i - r * C;
-            U total = 0;
-#pragma unroll
-            for (int w = 0; w < warps; ++w) total += part[r][w][c];
-            d_row[blockIdx.x * hc + std::size_t(t.y0 + r0 + r) * C + c] = total;
-        }
-        __syncthreads(); // part is overwritten by the next 32 rows
+        write_row_sums<U, C>(part, n, d_row, in.height, t.y0 + r0);
     }
     U* dst = d_col + t.ty * std::size_t(in.width) * C + seg_offset + base;
 #pragma unroll
