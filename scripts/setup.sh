@@ -3,8 +3,10 @@
 # already there. The CUDA Toolkit is not a Debian package: when nvcc is found (on PATH or in
 # /usr/local/cuda/bin), the CUDA implementations are built too.
 set -euo pipefail
-packages=(cmake ninja-build g++ pkg-config libopenimageio-dev libtbb-dev libboost-dev
-          libboost-filesystem-dev libtomlplusplus-dev libgtest-dev libcli11-dev nlohmann-json3-dev
+packages=(cmake ninja-build g++ make pkg-config file
+          libopenimageio-dev openimageio-tools python3-imath  # OIIO's CMake package names /usr/bin/iconvert, Imath's its Python module
+          libtbb-dev libboost-dev libboost-filesystem-dev libtomlplusplus-dev libgtest-dev libgmock-dev
+          libcli11-dev nlohmann-json3-dev
           clang libc++-dev libc++abi-dev)  # clang + libc++: the SDK test builds a plugin with them
 missing=()
 for p in "${packages[@]}"; do
