@@ -10,6 +10,7 @@
 #include "planner/plan.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -56,9 +57,9 @@ Result run(const std::string& text) {
     Result r;
     for (const auto& n : rep.nodes)
         if (n.id == "diff") r.metrics = n.metrics;
-    r.json = rep.to_json();
+    r.json = nlohmann::json::parse(rep.to_json());
     r.a = ex.fetch(g.find("a"));
-    r.b = ex.fetch(g.find(g.find("b") >= 0 ? "b" : "a"));
+    r.b = ex.fetch(g.find(g.find("b").valid() ? "b" : "a"));
     return r;
 }
 

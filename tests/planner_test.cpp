@@ -51,12 +51,12 @@ TEST(Planner, CudaChainPlansOneUploadAndOneDownload) {
     EXPECT_TRUE(p.on_device(g.find("c")));
     EXPECT_FALSE(p.on_device(g.find("sink")));
     // The upload feeds a, the download leaves c; b and c read in place.
-    EXPECT_GE(p.input_transfer[std::size_t(g.find("a"))][0], 0);
-    EXPECT_EQ(p.input_transfer[std::size_t(g.find("b"))][0], -1);
-    EXPECT_EQ(p.input_transfer[std::size_t(g.find("c"))][0], -1);
-    EXPECT_GE(p.input_transfer[std::size_t(g.find("sink"))][0], 0);
+    EXPECT_GE(p.input_transfer[g.find("a")][0], 0);
+    EXPECT_EQ(p.input_transfer[g.find("b")][0], -1);
+    EXPECT_EQ(p.input_transfer[g.find("c")][0], -1);
+    EXPECT_GE(p.input_transfer[g.find("sink")][0], 0);
     // A chain stays on one stream.
-    EXPECT_EQ(p.stream[std::size_t(g.find("a"))], p.stream[std::size_t(g.find("c"))]);
+    EXPECT_EQ(p.stream[g.find("a")], p.stream[g.find("c")]);
 }
 
 TEST(Planner, WithoutAGpuAutoRunsOnTheCpuAndSaysSo) {
@@ -117,7 +117,7 @@ TEST(Planner, ASharedHostOutputIsUploadedOnceForTwoDeviceConsumers) {
     EXPECT_EQ(p.uploads(), 1);
     EXPECT_EQ(p.transfers[0].consumers.size(), 2u);
     // Independent branches get their own streams.
-    EXPECT_NE(p.stream[std::size_t(g.find("a"))], p.stream[std::size_t(g.find("b"))]);
+    EXPECT_NE(p.stream[g.find("a")], p.stream[g.find("b")]);
     EXPECT_EQ(p.downloads(), 0);
 }
 

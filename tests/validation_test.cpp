@@ -64,7 +64,7 @@ TEST(PipelineSet, OverridesAParameterAndReportsTheCommandLine) {
     const char* text = "[nodes.src]\nop = \"synth\"\n[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n";
     PipelineSpec spec = parse_pipeline_text(text, "p.toml", {"blur.sigma=2.5", "blur.border=zero"});
     Graph g = build_graph(spec, builtin_registry());
-    const Node& n = g.nodes[std::size_t(g.find("blur"))];
+    const Node& n = g.nodes[g.find("blur")];
     EXPECT_DOUBLE_EQ(n.params[0].f, 2.5);
     EXPECT_STREQ(n.params[1].s, "zero");
     try {
@@ -101,7 +101,7 @@ TEST(PipelineParse, NodePortReferencesAndDefaultsResolve) {
     const char* text = "[nodes.src]\nop = \"synth\"\nwidth = 33\nheight = 17\nchannels = 1\n"
                        "[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src.out\"\n";
     Graph g = build_graph(parse_pipeline_text(text, "p.toml"), builtin_registry());
-    const Node& n = g.nodes[std::size_t(g.find("blur"))];
+    const Node& n = g.nodes[g.find("blur")];
     EXPECT_EQ(n.inputs[0].node, g.find("src"));
     EXPECT_DOUBLE_EQ(n.params[0].f, 1.5); // the schema's default sigma
     ASSERT_EQ(n.outputs.size(), 1u);

@@ -27,7 +27,7 @@ constexpr int kImagesPid = 0, kCpuPid = 1, kCudaPid0 = 2;
 
 std::string span_category(const Graph& g, const Span& s) {
     if (s.kind != "node") return s.kind;
-    const Node& n = g.nodes[std::size_t(s.node)];
+    const Node& n = g.nodes[s.node];
     if (has_param_flag(n, PF_PARAM_INPUT_PATH)) return "decode";
     if (has_param_flag(n, PF_PARAM_OUTPUT_PATH)) return "encode";
     return "compute";
@@ -114,14 +114,14 @@ void write_file_atomically(const std::string& path, const std::string& text) {
         if (!o.flush()) {
             std::error_code ec;
             fs::remove(tmp, ec);
-            throw RunError("cannot write " + path);
+            throw InternalError("cannot write " + path);
         }
     }
     std::error_code ec;
     fs::rename(tmp, final_path, ec);
     if (ec) {
         fs::remove(tmp, ec);
-        throw RunError("cannot write " + path + ": " + ec.message());
+        throw InternalError("cannot write " + path + ": " + ec.message());
     }
 }
 

@@ -13,6 +13,8 @@
 
 #include "executor/executor.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -23,7 +25,7 @@
 namespace pixflow::host {
 
 /// Writes `text` to `path` through a temporary in the same folder and a rename, creating the
-/// folder; throws RunError when it cannot.
+/// folder; throws InternalError when it cannot.
 void write_file_atomically(const std::string& path, const std::string& text);
 
 /// decode, encode, compute, upload or download for a span of a run of `g`.
@@ -41,7 +43,7 @@ class TraceWriter {
     /// The counter "in flight" at time t.
     void add_in_flight(int count, Clock::time_point t);
     /// Writes {"traceEvents": [...], "displayTimeUnit": "ms"} atomically (temporary + rename).
-    /// Throws RunError when the file cannot be written.
+    /// Throws InternalError when the file cannot be written.
     void write(const std::string& path) const;
 
   private:

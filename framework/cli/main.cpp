@@ -3,7 +3,9 @@
 // 2 a failure while running (nothing written).
 #include "batch/batch.hpp"
 #include "batch/trace.hpp"
+#include "builtin/builtin.hpp"
 #include "cli/new_operator.hpp"
+#include "compile/compile.hpp"
 #include "device/device.hpp"
 #include "executor/executor.hpp"
 #include "loader/registry.hpp"
@@ -30,7 +32,7 @@ struct Common {
 
 void load_plugins(Registry& reg, const Common& c) {
     std::vector<fs::path> dirs(c.plugin_paths.begin(), c.plugin_paths.end());
-    reg.load_all(Registry::search_path(dirs));
+    load_registry(reg, dirs);
 }
 
 std::string type_name(int t) {
@@ -109,19 +111,19 @@ void describe_markdown(const OpInfo& op, const FusionInfo* fusion, std::ostream&
     }
 }
 
-/// Writes a small text file atomically (temporary + rename); throws RunError on failure.
+/// Writes a small text file atomically (temporary + rename); throws InternalError on failure.
 void write_file(const std::string& path, const std::string& text) {
     fs::path tmp = fs::path(path).parent_path() / ("." + fs::path(path).filename().string() + ".tmp");
     {
         std::ofstream o(tmp, std::ios::binary);
         o << text;
-        if (!o.flush()) throw RunError("cannot write " + path);
+        if (!o.flush()) throw InternalError("cannot write " + path);
     }
     std::error_code ec;
     fs::rename(tmp, path, ec);
     if (ec) {
         fs::remove(tmp, ec);
-        throw RunError("cannot write " + path + ": " + ec.message());
+        throw InternalError("cannot write " + path + ": " + ec.message());
     }
 }
 
@@ -145,20 +147,17 @@ void add_pipeline_args(CLI::App* cmd, PipelineArgs& a) {
     cmd->add_flag("--no-fuse", a.no_fuse, "Run every node as written: no fused implementations");
 }
 
-struct Loaded {
-    Graph graph;
-    Plan plan;
-};
+Compiled load_pipeline(const Registry& reg, const PipelineArgs& a) {
+    CompileOptions co;
+    co.backend = a.backend;
+    co.fuse = !a.no_fuse;
+    return compile_file(a.file, a.sets, reg, co);
+}
 
-Loaded load_pipeline(const Registry& reg, const PipelineArgs& a) {
-    PipelineSpec spec = parse_pipeline_file(a.file, a.sets);
-    Graph g = build_graph(spec, reg);
-    PlanOptions po;
-    po.backend_override = a.backend;
-    po.cuda_usable = cuda_usable(&po.cuda_why);
-    Plan p = make_plan(g, po);
-    if (!a.no_fuse) fuse(g, p, po, reg);
-    return {std::move(g), std::move(p)};
+/// A failure while running exits 2, whoever's it is.
+int report_run_error(const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
 }
 
 } // namespace
@@ -295,7 +294,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (*validate) {
-            Loaded l = load_pipeline(reg, va);
+            Compiled l = load_pipeline(reg, va);
             for (const auto& n : l.plan.notes) std::cerr << "note: " << n << "\n";
             int cuda = 0;
             for (auto b : l.plan.backend) cuda += b == Backend::cuda;
@@ -304,7 +303,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (*graph) {
-            Loaded l = load_pipeline(reg, ga);
+            Compiled l = load_pipeline(reg, ga);
             std::string dot = plan_to_dot(l.graph, l.plan);
             if (dot_out.empty()) std::cout << dot;
             else write_file(dot_out, dot);
@@ -316,34 +315,48 @@ int main(int argc, char** argv) {
                 batch.no_fuse = ra.no_fuse;
                 return run_batch_command(reg, ra.file, ra.sets, batch, report_path);
             }
-            Loaded l = load_pipeline(reg, ra);
+            Compiled l = load_pipeline(reg, ra);
             for (const auto& n : l.plan.notes) std::cerr << "note: " << n << "\n";
             Executor ex(l.graph, l.plan);
             TraceWriter trace;
             RunOptions run_opts;
             if (!batch.trace_path.empty())
                 run_opts.on_span = [&](const Span& s) { trace.add(s, span_category(l.graph, s), ra.file); };
-            RunReport r = ex.run(run_opts);
+            RunReport r;
+            try {
+                r = ex.run(run_opts);
+            } catch (const std::exception& e) {
+                return report_run_error(e);
+            }
             if (!batch.trace_path.empty()) trace.write(batch.trace_path);
             for (const auto& n : r.nodes)
                 for (const auto& [k, v] : n.metrics) std::printf("%s: %s = %g\n", n.id.c_str(), k.c_str(), v);
             for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
             if (profile) std::cout << r.table();
-            if (!report_path.empty()) write_file(report_path, r.to_json().dump(2) + "\n");
+            if (!report_path.empty()) write_file(report_path, r.to_json() + "\n");
             return 0;
         }
         if (*bench) {
-            Loaded l = load_pipeline(reg, ba);
+            Compiled l = load_pipeline(reg, ba);
             for (const auto& n : l.plan.notes) std::cerr << "note: " << n << "\n";
             Executor ex(l.graph, l.plan);
             RunOptions ro;
             ro.keep_buffers = true;
             ro.skip_sinks = true;
-            ex.run(ro);
+            try {
+                ex.run(ro);
+            } catch (const std::exception& e) {
+                return report_run_error(e);
+            }
             bool any_cuda = l.plan.n_streams > 0;
             double dev_bw = any_cuda ? measure_device_copy_bandwidth(l.plan.device) : 0;
             double host_bw = measure_host_copy_bandwidth();
-            auto rows = ex.bench(repeat, dev_bw, host_bw);
+            std::vector<BenchRow> rows;
+            try {
+                rows = ex.bench(repeat, dev_bw, host_bw);
+            } catch (const std::exception& e) {
+                return report_run_error(e);
+            }
             std::printf("device: %s\n", any_cuda ? cuda_device_name(l.plan.device).c_str() : "none (CPU only)");
             if (any_cuda) std::printf("device copy bandwidth (read+write): %.1f GB/s\n", dev_bw / 1e9);
             std::printf("host copy bandwidth (read+write): %.1f GB/s\n", host_bw / 1e9);
@@ -368,7 +381,7 @@ int main(int argc, char** argv) {
             std::printf("%-14s %-14s %-7s %11.4f\n", "total", "", "", total);
             j["total_ms"] = total;
             for (std::size_t k = 0; k < rows.size(); ++k) {
-                const Node& n = l.graph.nodes[std::size_t(l.graph.find(rows[k].id))];
+                const Node& n = l.graph.nodes[l.graph.find(rows[k].id)];
                 if (!n.replaced.empty()) j["nodes"][k]["replaced"] = n.replaced;
             }
             if (!bench_report.empty()) write_file(bench_report, j.dump(2) + "\n");
@@ -376,9 +389,6 @@ int main(int argc, char** argv) {
         }
     } catch (const UserError& e) {
         return report_user_error(e);
-    } catch (const RunError& e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return 2;
     } catch (const std::exception& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 2;

@@ -1,5 +1,7 @@
 #include "device/device.hpp"
 
+#include "common/assert.hpp"
+
 #include <algorithm>
 #include <vector>
 
@@ -12,7 +14,7 @@ namespace pixflow::host {
 namespace {
 void check_cuda(cudaError_t e, const char* expr, const char* file, int line) {
     if (e != cudaSuccess)
-        throw DeviceError(std::string("CUDA error: ") + expr + " failed with " +
+        throw InternalError(std::string("CUDA error: ") + expr + " failed with " +
                           cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") at " + file +
                           ":" + std::to_string(line));
 }
@@ -56,20 +58,28 @@ Stream::Stream(int device) : m_device(device) {
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     m_s = s;
 }
+Stream Stream::borrow(void* handle, int device) {
+    Stream s;
+    s.m_s = handle;
+    s.m_device = device;
+    s.m_owned = false;
+    return s;
+}
 Stream& Stream::operator=(Stream&& o) noexcept {
     std::swap(m_s, o.m_s);
     std::swap(m_device, o.m_device);
+    std::swap(m_owned, o.m_owned);
     return *this;
 }
 Stream::~Stream() {
-    if (m_s) cudaStreamDestroy(static_cast<cudaStream_t>(m_s));
+    if (m_s && m_owned) cudaStreamDestroy(static_cast<cudaStream_t>(m_s));
 }
 void Stream::synchronize() const { CHECK(cudaStreamSynchronize(st(*this))); }
 
-Event::Event(bool create) {
+Event::Event(bool create, bool timing) {
     if (!create) return;
     cudaEvent_t e;
-    CHECK(cudaEventCreate(&e));
+    CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
     m_e = e;
 }
 Event& Event::operator=(Event&& o) noexcept {
@@ -162,7 +172,7 @@ void device_synchronize(int device) {
 
 namespace pixflow::host {
 namespace {
-[[noreturn]] void no_cuda() { throw DeviceError("pixflow was built without CUDA"); }
+[[noreturn]] void no_cuda() { throw InternalError("pixflow was built without CUDA, yet a CUDA function was called"); }
 } // namespace
 bool cuda_usable(std::string* why) {
     if (why) *why = "pixflow was built without CUDA (PIXFLOW_WITH_CUDA=OFF)";
@@ -171,13 +181,15 @@ bool cuda_usable(std::string* why) {
 int cuda_device_count() { return 0; }
 std::string cuda_device_name(int) { return "none"; }
 Stream::Stream(int) { no_cuda(); }
+Stream Stream::borrow(void*, int) { no_cuda(); }
 Stream& Stream::operator=(Stream&& o) noexcept {
     std::swap(m_s, o.m_s);
+    std::swap(m_owned, o.m_owned);
     return *this;
 }
 Stream::~Stream() = default;
 void Stream::synchronize() const {}
-Event::Event(bool create) {
+Event::Event(bool create, bool) {
     if (create) no_cuda();
 }
 Event& Event::operator=(Event&& o) noexcept {
@@ -242,7 +254,7 @@ void PinnedCache::give(void* p) {
     {
         std::lock_guard lk(m_mu);
         auto it = m_out.find(p);
-        if (it == m_out.end()) throw DeviceError("internal: PinnedCache::give of a buffer it did not hand out");
+        PIXFLOW_ASSERT(it != m_out.end(), "PinnedCache::give of a buffer it did not hand out");
         m_free.emplace(it->second, p);
         m_cached += it->second;
         m_out.erase(it);

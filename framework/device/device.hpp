@@ -2,22 +2,20 @@
 // too (PIXFLOW_HOST_WITH_CUDA unset): then no device is ever usable and the CPU path runs.
 //
 // Resources are move-only RAII handles; every CUDA call is checked and a failure throws
-// pixflow::host::DeviceError naming the call and file:line.
+// InternalError naming the call, the CUDA error and file:line.
 #pragma once
+
+#include <pixflow/diagnostic.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 
 namespace pixflow::host {
 
-class DeviceError : public std::runtime_error {
-  public:
-    using std::runtime_error::runtime_error;
-};
+using pixflow::InternalError;
 
 /// Whether a CUDA device can be used; `why` says why not (built without CUDA, no driver...).
 bool cuda_usable(std::string* why = nullptr);
@@ -26,12 +24,14 @@ int cuda_device_count();
 /// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" or "none".
 std::string cuda_device_name(int device);
 
-/// A CUDA stream (or nothing, without CUDA).
+/// A CUDA stream (or nothing, without CUDA): one it created, or a caller's that it only uses.
 class Stream {
   public:
     Stream() = default;
     explicit Stream(int device);
-    Stream(Stream&& o) noexcept : m_s(o.m_s), m_device(o.m_device) { o.m_s = nullptr; }
+    /// The caller's stream `handle` (a cudaStream_t) of `device`, not destroyed by this object.
+    static Stream borrow(void* handle, int device);
+    Stream(Stream&& o) noexcept : m_s(o.m_s), m_device(o.m_device), m_owned(o.m_owned) { o.m_s = nullptr; }
     Stream& operator=(Stream&& o) noexcept;
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
@@ -43,13 +43,14 @@ class Stream {
   private:
     void* m_s = nullptr;
     int m_device = 0;
+    bool m_owned = true;
 };
 
-/// A CUDA event with timing enabled.
+/// A CUDA event, with timing enabled unless it only orders streams.
 class Event {
   public:
     Event() = default;
-    explicit Event(bool create);
+    explicit Event(bool create, bool timing = true);
     Event(Event&& o) noexcept : m_e(o.m_e) { o.m_e = nullptr; }
     Event& operator=(Event&& o) noexcept;
     Event(const Event&) = delete;

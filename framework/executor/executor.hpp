@@ -14,7 +14,7 @@
 #include "pipeline/pipeline.hpp"
 #include "planner/plan.hpp"
 
-#include <nlohmann/json.hpp>
+#include <pixflow/report.hpp>
 
 #include <chrono>
 #include <functional>
@@ -32,37 +32,13 @@ struct HostImage {
     std::vector<std::byte> bytes;
 };
 
-struct NodeReport {
-    std::string id, op, backend;
-    double ms = 0;
-    std::map<std::string, double> metrics;
-    std::vector<std::string> replaced; ///< nodes a fused node stands for (none yet)
-};
-
-struct RunReport {
-    std::string pipeline, file, device;
-    std::vector<NodeReport> nodes;
-    int h2d_count = 0, d2h_count = 0;
-    double h2d_bytes = 0, d2h_bytes = 0;
-    double peak_device_bytes = 0;
-    double wall_ms = 0;
-    std::vector<std::string> notes;
-    std::vector<std::string> outputs; ///< files written
-
-    nlohmann::json to_json() const;
-    std::string table() const; ///< for --profile
-};
-
-/// A failure while running: the node, where it is in the file, and the operator's message.
-class RunError : public std::runtime_error {
-  public:
-    using std::runtime_error::runtime_error;
-};
+using pixflow::NodeReport;
+using pixflow::RunReport;
 
 /// One timed piece of a run, for traces (RunOptions::on_span): a node, or a transfer.
 struct Span {
     std::string kind;    ///< "node", "upload" or "download"
-    int node = -1;       ///< the node; for a transfer, the producer of the image it moves
+    NodeId node;         ///< the node; for a transfer, the producer of the image it moves
     std::string id, op;  ///< node id and op name (a transfer: the producer's id, and kind)
     std::string backend; ///< "cpu" or "cuda"
     int device = -1;     ///< the CUDA device of a CUDA node or a transfer; -1 on the CPU
@@ -74,9 +50,9 @@ struct Span {
     std::chrono::steady_clock::time_point start, end;
 };
 
-/// What consecutive runs can share instead of creating their own (batch runs): the streams,
-/// created on first use and kept, and a cache of pinned host buffers. A run borrows the
-/// streams while its Executor lives; one RunResources serves one run at a time.
+/// What consecutive Executors can share instead of creating their own (batch runs): the streams,
+/// created on first use and kept, and a cache of pinned host buffers. An Executor borrows the
+/// streams from its first run until it is destroyed; one RunResources serves one Executor at a time.
 struct RunResources {
     int device = 0;                ///< the device the streams belong to
     std::vector<Stream> streams;   ///< grown to the plan's stream count on first use
@@ -85,12 +61,25 @@ struct RunResources {
 
 struct RunOptions {
     bool keep_buffers = false; ///< keep every output (tests, bench); nothing released early
+    /// Keep these nodes' outputs after the run (for fetch() and output()) until the next run; a
+    /// node no other node reads is always kept.
+    std::vector<NodeId> keep;
     bool skip_sinks = false;   ///< bench: run no save/compare nodes
-    /// Data of the graph's external input nodes (host, tightly packed or with pitch).
-    std::map<int, pf_image> externals;
+    /// The images of external nodes (op-less inputs and bound `memory` nodes): caller memory,
+    /// on the host or on the plan's device (in place; never freed or written).
+    std::map<NodeId, pf_image> externals;
+    /// Outputs a node writes straight into caller memory instead of a buffer of its own; each
+    /// must lie where the node runs, with the host's or the device's layout rules (see
+    /// Executor::can_write_into).
+    std::map<std::pair<NodeId, int>, pf_image> write_into;
     std::function<void(int level, const std::string&)> log; ///< default: stderr
-    /// Shared streams and pinned buffers (nullptr: the run creates and frees its own).
+    /// Shared streams and pinned buffers (nullptr: the Executor creates and frees its own).
     RunResources* resources = nullptr;
+    /// A caller's CUDA stream (cudaStream_t): the plan's first stream is that stream, every other
+    /// stream starts after the work already on it, and it ends after all of the run's device
+    /// work. run() then returns without waiting for the device (the host still waits where a
+    /// CPU step reads a download). nullptr: the Executor's own streams; run() waits for them.
+    void* stream = nullptr;
     /// Called at the end of run(), on the calling thread, once for every node and transfer
     /// that ran (also when the run failed). Unset: no span is measured.
     std::function<void(const Span&)> on_span;
@@ -101,6 +90,8 @@ struct BenchRow {
     double median_ms = 0, bytes = 0, gbps = 0, floor_ms = 0, x_floor = 0;
 };
 
+/// Runs one Graph with its Plan, any number of times: buffers, events, streams and the step
+/// graph are set up once; each run() only allocates from the pools and launches.
 class Executor {
   public:
     Executor(const Graph& g, const Plan& p);
@@ -108,16 +99,30 @@ class Executor {
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
 
-    /// Runs the whole plan once. Throws RunError (nothing written) on failure.
+    /// Runs the whole plan once; throws UserError (an operator refused its input or parameters)
+    /// or InternalError, with nothing written. With opt.stream the CUDA nodes' times are NaN
+    /// until device_times() fills them in.
     RunReport run(const RunOptions& opt = {});
-    /// After run() with keep_buffers: a host copy of a node's output.
-    HostImage fetch(int node, int port = 0);
+    /// Waits for the last run's device work and fills in its CUDA nodes' times.
+    void device_times(RunReport& r);
+    /// After run(), for a kept output: the buffer itself (host or device), valid until the next
+    /// run, and a host copy of it.
+    const pf_image& output(NodeId node, int port = 0) const;
+    HostImage fetch(NodeId node, int port = 0);
+    /// The stream a kept device output was produced on, ordered after the run (the caller's
+    /// stream when one was given).
+    const Stream& final_stream() const;
+    /// Whether `dest` can be the very buffer node `node` writes its output into (RunOptions::
+    /// write_into): where the node runs, 64-byte aligned and packed on the host, 256-byte aligned
+    /// rows on the device.
+    bool can_write_into(NodeId node, const pf_image& dest) const;
     /// After run() with keep_buffers and skip_sinks: times every compute node `repeat` times on
     /// its inputs in place (after warm-up) and compares with the memory floor.
     std::vector<BenchRow> bench(int repeat, double device_bw, double host_bw);
 
-  private:
     struct Impl;
+
+  private:
     std::unique_ptr<Impl> m;
 };
 

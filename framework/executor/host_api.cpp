@@ -1,6 +1,7 @@
 // The exported C host API (pixflow/host_api.h) over run_single_op.
 #include <pixflow/host_api.h>
 
+#include "builtin/builtin.hpp"
 #include "device/device.hpp"
 #include "executor/run_op.hpp"
 
@@ -29,7 +30,7 @@ const Registry& registry_for(const std::string& path) {
             if (end > start) dirs.emplace_back(path.substr(start, end - start));
             start = end + 1;
         }
-        r->load_all(Registry::search_path(dirs));
+        load_registry(*r, dirs);
     }
     return *r;
 }

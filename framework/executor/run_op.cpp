@@ -1,6 +1,6 @@
 #include "executor/run_op.hpp"
 
-#include "device/device.hpp"
+#include "compile/compile.hpp"
 
 namespace pixflow::host {
 
@@ -8,7 +8,7 @@ std::vector<HostImage> run_single_op(const Registry& reg, const std::string& op,
                                      const std::vector<pf_image>& inputs,
                                      const std::map<std::string, std::string>& params, RunReport* report) {
     const OpInfo* info = reg.find(op);
-    if (!info) throw UserError(Diagnostic{SourceLoc{"run_single_op", 0, 0}, "", "unknown op '" + op + "'"});
+    if (!info) throw UserError(Diagnostic{SourceLoc{"run_single_op", 0, 0}, "", "unknown op '" + op + "'", {}});
     PipelineSpec spec;
     spec.file = "run_single_op";
     spec.name = op;
@@ -34,19 +34,18 @@ std::vector<HostImage> run_single_op(const Registry& reg, const std::string& op,
         n.params.emplace_back(key, parse_value(value, SourceLoc{"param " + key, 0, 0}));
     spec.nodes.push_back(n);
 
-    Graph g = build_graph(spec, reg);
-    PlanOptions po;
-    po.cuda_usable = cuda_usable(&po.cuda_why);
-    Plan plan = make_plan(g, po);
-    Executor ex(g, plan);
+    CompileOptions co;
+    co.fuse = false; // one operator, as asked for
+    Compiled c = compile(spec, reg, co);
+    Executor ex(c.graph, c.plan);
     RunOptions ro;
     ro.keep_buffers = true;
-    for (std::size_t k = 0; k < inputs.size(); ++k) ro.externals[int(k)] = inputs[k];
+    for (std::size_t k = 0; k < inputs.size(); ++k) ro.externals[NodeId(k)] = inputs[k];
     RunReport r = ex.run(ro);
     if (report) *report = r;
-    int v = g.find("op");
+    NodeId v = c.graph.find("op");
     std::vector<HostImage> out;
-    for (std::size_t k = 0; k < g.nodes[std::size_t(v)].outputs.size(); ++k) out.push_back(ex.fetch(v, int(k)));
+    for (std::size_t k = 0; k < c.graph.nodes[v].outputs.size(); ++k) out.push_back(ex.fetch(v, int(k)));
     return out;
 }
 

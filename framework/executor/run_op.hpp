@@ -12,7 +12,8 @@
 namespace pixflow::host {
 
 /// `backend` is "cpu" or "cuda"; parameter values are written as in TOML or --set.
-/// Throws UserError for bad parameters or inputs and RunError when the operator fails.
+/// Throws UserError for bad parameters or inputs (also when the operator refuses them while
+/// running) and InternalError when the operator fails otherwise.
 std::vector<HostImage> run_single_op(const Registry& reg, const std::string& op, const std::string& backend,
                                      const std::vector<pf_image>& inputs,
                                      const std::map<std::string, std::string>& params,

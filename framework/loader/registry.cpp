@@ -157,6 +157,16 @@ const PluginRecord& Registry::load_file(const fs::path& file) {
     return rec;
 }
 
+const PluginRecord& Registry::add_builtin(const pf_plugin_desc& d, const fs::path& where) {
+    PluginRecord& rec = m_plugins.emplace_back();
+    rec = PluginRecord{where, true, "", d.name, d.version, d.abi_major, d.abi_minor, {}};
+    for (int k = 0; k < d.n_ops; ++k) {
+        m_ops[d.ops[k].name] = OpInfo{&d.ops[k], rec.name, where};
+        rec.ops.emplace_back(d.ops[k].name);
+    }
+    return rec;
+}
+
 const OpInfo* Registry::find(const std::string& op) const {
     auto it = m_ops.find(op);
     return it == m_ops.end() ? nullptr : &it->second;

@@ -54,6 +54,9 @@ class Registry {
     void load_all(const std::vector<std::filesystem::path>& dirs);
     /// Loads one plugin file; returns its record (rejected ones too).
     const PluginRecord& load_file(const std::filesystem::path& file);
+    /// Registers operators the host itself provides (no file; `where` names them), before any
+    /// file is loaded so that no plugin can take their names.
+    const PluginRecord& add_builtin(const pf_plugin_desc& desc, const std::filesystem::path& where);
 
     const OpInfo* find(const std::string& op) const;
     const std::map<std::string, OpInfo>& ops() const { return m_ops; }

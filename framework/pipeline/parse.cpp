@@ -1,4 +1,5 @@
-// TOML -> PipelineSpec. Only the format is checked here; meaning is checked in validate.cpp.
+// TOML -> PipelineSpec, in phases: 1. [pipeline], 2. [nodes.<id>], 3. --set overrides, 4. what only
+// the whole can tell. Only the format is checked here; meaning is checked in validate.cpp.
 #include "pipeline/pipeline.hpp"
 
 #include <toml++/toml.h>
@@ -48,71 +49,75 @@ RawValue from_toml(const toml::node& n, SourceLoc loc) {
     return v;
 }
 
-struct Override {
-    std::string node, key;
-    RawValue value;
+/// The diagnostics of one phase, thrown together.
+struct Errors {
+    std::vector<Diagnostic> list;
+    void add(SourceLoc l, std::string node, std::string msg) {
+        list.push_back(Diagnostic{std::move(l), std::move(node), std::move(msg), {}});
+    }
+    void add(const std::vector<Diagnostic>& d) { list.insert(list.end(), d.begin(), d.end()); }
+    void throw_if_any() const {
+        if (!list.empty()) throw UserError(list);
+    }
 };
 
-Override parse_set(const std::string& arg) {
-    SourceLoc loc{"--set " + arg, 0, 0};
-    auto eq = arg.find('=');
-    auto dot = arg.find('.');
-    if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || dot + 1 == eq)
-        throw UserError(Diagnostic{loc, "", "expected --set node.key=value (or pipeline.key=value)"});
-    Override o{arg.substr(0, dot), arg.substr(dot + 1, eq - dot - 1), {}};
-    o.value = parse_value(arg.substr(eq + 1), loc);
-    return o;
-}
-
-PipelineSpec parse_table(const toml::table& root, const std::string& file,
-                         const std::vector<std::string>& sets) {
-    PipelineSpec spec;
-    spec.file = file;
-    std::vector<Diagnostic> errs;
-    auto err = [&](SourceLoc l, std::string node, std::string msg) {
-        errs.push_back(Diagnostic{std::move(l), std::move(node), std::move(msg)});
-    };
-
+/// 1. The [pipeline] table and the top-level keys.
+void parse_pipeline_section(const toml::table& root, const std::string& file, PipelineSpec& spec, Errors& errs) {
     for (auto&& [key, value] : root) {
         std::string k(key.str());
         if (k != "pipeline" && k != "nodes")
-            err(loc_of(key.source(), file), "",
-                "unknown top-level key '" + k + "'; accepted: [pipeline], [nodes.<id>]");
+            errs.add(loc_of(key.source(), file), "", "unknown top-level key '" + k + "'; accepted: [pipeline], [nodes.<id>]");
     }
-    if (const toml::node* p = root.get("pipeline")) {
-        if (!p->is_table()) {
-            err(loc_of(p->source(), file), "", "'pipeline' must be a table");
+    const toml::node* p = root.get("pipeline");
+    if (!p) return;
+    if (!p->is_table()) {
+        errs.add(loc_of(p->source(), file), "", "'pipeline' must be a table");
+        return;
+    }
+    for (auto&& [key, value] : *p->as_table()) {
+        std::string k(key.str());
+        SourceLoc l = loc_of(value.source(), file);
+        if (k == "name") {
+            if (auto s = value.value<std::string>()) spec.name = *s;
+            else errs.add(l, "", "pipeline.name must be a string");
+        } else if (k == "backend") {
+            spec.backend_loc = l;
+            if (auto s = value.value<std::string>()) spec.backend = *s;
+            else errs.add(l, "", "pipeline.backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
         } else {
-            for (auto&& [key, value] : *p->as_table()) {
-                std::string k(key.str());
-                SourceLoc l = loc_of(value.source(), file);
-                if (k == "name") {
-                    if (auto s = value.value<std::string>()) spec.name = *s;
-                    else err(l, "", "pipeline.name must be a string");
-                } else if (k == "backend") {
-                    spec.backend_loc = l;
-                    if (auto s = value.value<std::string>()) spec.backend = *s;
-                    else err(l, "", "pipeline.backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
-                } else {
-                    err(loc_of(key.source(), file), "",
-                        "unknown key 'pipeline." + k + "'; accepted: name, backend");
-                }
-            }
+            errs.add(loc_of(key.source(), file), "", "unknown key 'pipeline." + k + "'; accepted: name, backend");
         }
     }
+}
 
+/// `inputs = { port = "node", ... }` of node n.
+void parse_inputs_table(const toml::node& value, const std::string& file, NodeSpec& n, Errors& errs) {
+    SourceLoc l = loc_of(value.source(), file);
+    n.inputs_as_table = true;
+    if (!value.is_table()) {
+        errs.add(l, n.id, "inputs must be a table: inputs = { a = \"x\", b = \"y.mask\" }");
+        return;
+    }
+    for (auto&& [ikey, ival] : *value.as_table()) {
+        SourceLoc il = loc_of(ival.source(), file);
+        if (auto s = ival.value<std::string>()) n.inputs.push_back(InputSpec{std::string(ikey.str()), *s, "", il});
+        else errs.add(il, n.id, "inputs." + std::string(ikey.str()) + " must be a string: \"node\" or \"node.port\"");
+    }
+}
+
+/// 2. Each [nodes.<id>] table: op, backend, input(s); every other key is a parameter.
+void parse_nodes(const toml::table& root, const std::string& file, PipelineSpec& spec, Errors& errs) {
     const toml::node* nodes = root.get("nodes");
     if (!nodes || !nodes->is_table() || nodes->as_table()->empty()) {
-        err(SourceLoc{file, 1, 1}, "", "the pipeline has no nodes; add tables like [nodes.src] with op = \"load\"");
-        throw UserError(errs);
+        errs.add(SourceLoc{file, 1, 1}, "", "the pipeline has no nodes; add tables like [nodes.src] with op = \"load\"");
+        errs.throw_if_any();
     }
-
     for (auto&& [key, value] : *nodes->as_table()) {
         NodeSpec n;
         n.id = std::string(key.str());
         n.loc = loc_of(key.source(), file);
         if (!value.is_table()) {
-            err(n.loc, n.id, "must be a table ([nodes." + n.id + "])");
+            errs.add(n.loc, n.id, "must be a table ([nodes." + n.id + "])");
             continue;
         }
         for (auto&& [pkey, pval] : *value.as_table()) {
@@ -121,108 +126,104 @@ PipelineSpec parse_table(const toml::table& root, const std::string& file,
             if (k == "op") {
                 n.op_loc = l;
                 if (auto s = pval.value<std::string>()) n.op = *s;
-                else err(l, n.id, "op must be a string naming an operator");
+                else errs.add(l, n.id, "op must be a string naming an operator");
             } else if (k == "backend") {
                 n.backend_loc = l;
                 if (auto s = pval.value<std::string>()) n.backend = *s;
-                else err(l, n.id, "backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
+                else errs.add(l, n.id, "backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
             } else if (k == "input") {
                 if (auto s = pval.value<std::string>()) n.inputs.push_back(InputSpec{"", *s, "", l});
-                else err(l, n.id, "input must be a string: \"node\" or \"node.port\"");
+                else errs.add(l, n.id, "input must be a string: \"node\" or \"node.port\"");
             } else if (k == "inputs") {
-                n.inputs_as_table = true;
-                if (!pval.is_table()) {
-                    err(l, n.id, "inputs must be a table: inputs = { a = \"x\", b = \"y.mask\" }");
-                    continue;
-                }
-                for (auto&& [ikey, ival] : *pval.as_table()) {
-                    SourceLoc il = loc_of(ival.source(), file);
-                    if (auto s = ival.value<std::string>())
-                        n.inputs.push_back(InputSpec{std::string(ikey.str()), *s, "", il});
-                    else
-                        err(il, n.id, "inputs." + std::string(ikey.str()) +
-                                          " must be a string: \"node\" or \"node.port\"");
-                }
+                parse_inputs_table(pval, file, n, errs);
             } else {
                 n.params.emplace_back(k, from_toml(pval, l));
             }
         }
         spec.nodes.push_back(std::move(n));
     }
+}
 
-    // --set overrides, applied in order; a later one wins.
-    for (const std::string& s : sets) {
-        Override o;
-        try {
-            o = parse_set(s);
-        } catch (const UserError& e) {
-            errs.insert(errs.end(), e.diagnostics().begin(), e.diagnostics().end());
-            continue;
-        }
-        SourceLoc l = o.value.loc;
-        if (o.node == "pipeline") {
-            if (o.key == "backend" && o.value.kind == RawValue::Kind::string) {
-                spec.backend = o.value.s;
-                spec.backend_loc = l;
-            } else if (o.key == "name") {
-                spec.name = o.value.kind == RawValue::Kind::string ? o.value.s : o.value.to_toml();
-            } else {
-                err(l, "", "cannot set pipeline." + o.key + "; accepted: pipeline.name, pipeline.backend");
-            }
-            continue;
-        }
-        auto it = std::find_if(spec.nodes.begin(), spec.nodes.end(),
-                               [&](const NodeSpec& n) { return n.id == o.node; });
-        if (it == spec.nodes.end()) {
-            std::string ids;
-            for (const auto& n : spec.nodes) ids += (ids.empty() ? "" : ", ") + n.id;
-            err(l, "", "no node '" + o.node + "'; nodes: " + ids);
-            continue;
-        }
-        auto str_or_err = [&](const char* what) -> std::optional<std::string> {
-            if (o.value.kind == RawValue::Kind::string) return o.value.s;
-            err(l, it->id, std::string(what) + " must be a string");
-            return std::nullopt;
-        };
-        if (o.key == "op") {
-            if (auto v = str_or_err("op")) it->op = *v, it->op_loc = l;
-        } else if (o.key == "backend") {
-            if (auto v = str_or_err("backend")) it->backend = *v, it->backend_loc = l;
-        } else if (o.key == "input") {
-            if (auto v = str_or_err("input")) it->inputs = {InputSpec{"", *v, "", l}}, it->inputs_as_table = false;
-        } else if (o.key.rfind("inputs.", 0) == 0) {
-            if (auto v = str_or_err("inputs.<port>")) {
-                std::string port = o.key.substr(7);
-                auto& ins = it->inputs;
-                ins.erase(std::remove_if(ins.begin(), ins.end(), [&](auto& i) { return i.port == port; }),
-                          ins.end());
-                ins.push_back(InputSpec{port, *v, "", l});
-                it->inputs_as_table = true;
-            }
+/// 3. One override (--set or Pipeline::set), applied in order: a later one wins.
+void apply_override(const Override& o, PipelineSpec& spec, Errors& errs) {
+    SourceLoc l = o.value.loc;
+    if (o.node == "pipeline") {
+        if (o.key == "backend" && o.value.kind == RawValue::Kind::string) {
+            spec.backend = o.value.s;
+            spec.backend_loc = l;
+        } else if (o.key == "name") {
+            spec.name = o.value.kind == RawValue::Kind::string ? o.value.s : o.value.to_toml();
         } else {
-            auto& ps = it->params;
-            auto p = std::find_if(ps.begin(), ps.end(), [&](auto& kv) { return kv.first == o.key; });
-            if (p != ps.end()) p->second = o.value;
-            else ps.emplace_back(o.key, o.value);
+            errs.add(l, "", "cannot set pipeline." + o.key + "; accepted: pipeline.name, pipeline.backend");
         }
+        return;
     }
+    auto it = std::find_if(spec.nodes.begin(), spec.nodes.end(), [&](const NodeSpec& n) { return n.id == o.node; });
+    if (it == spec.nodes.end()) {
+        std::string ids;
+        for (const auto& n : spec.nodes) ids += (ids.empty() ? "" : ", ") + n.id;
+        errs.add(l, "", "no node '" + o.node + "'; nodes: " + ids);
+        return;
+    }
+    auto str_or_err = [&](const char* what) -> std::optional<std::string> {
+        if (o.value.kind == RawValue::Kind::string) return o.value.s;
+        errs.add(l, it->id, std::string(what) + " must be a string");
+        return std::nullopt;
+    };
+    if (o.key == "op") {
+        if (auto v = str_or_err("op")) it->op = *v, it->op_loc = l;
+    } else if (o.key == "backend") {
+        if (auto v = str_or_err("backend")) it->backend = *v, it->backend_loc = l;
+    } else if (o.key == "input") {
+        if (auto v = str_or_err("input")) it->inputs = {InputSpec{"", *v, "", l}}, it->inputs_as_table = false;
+    } else if (o.key.rfind("inputs.", 0) == 0) {
+        if (auto v = str_or_err("inputs.<port>")) {
+            std::string port = o.key.substr(7);
+            auto& ins = it->inputs;
+            ins.erase(std::remove_if(ins.begin(), ins.end(), [&](auto& i) { return i.port == port; }), ins.end());
+            ins.push_back(InputSpec{port, *v, "", l});
+            it->inputs_as_table = true;
+        }
+    } else {
+        auto& ps = it->params;
+        auto p = std::find_if(ps.begin(), ps.end(), [&](auto& kv) { return kv.first == o.key; });
+        if (p != ps.end()) p->second = o.value;
+        else ps.emplace_back(o.key, o.value);
+    }
+}
 
+/// 4. What only the whole can tell: nodes without an op, "node.port" references, file order.
+void finish(PipelineSpec& spec, Errors& errs) {
     for (const NodeSpec& n : spec.nodes)
         if (n.op.empty() && !n.external)
-            err(n.op_loc.line ? n.op_loc : n.loc, n.id, "has no op; add op = \"<operator>\" (see `pixflow ops`)");
-
-    // "node.port" references
+            errs.add(n.op_loc.line ? n.op_loc : n.loc, n.id, "has no op; add op = \"<operator>\" (see `pixflow ops`)");
     for (NodeSpec& n : spec.nodes)
         for (InputSpec& in : n.inputs)
             if (auto dot = in.node.find('.'); dot != std::string::npos) {
                 in.out_port = in.node.substr(dot + 1);
                 in.node = in.node.substr(0, dot);
             }
+    std::stable_sort(spec.nodes.begin(), spec.nodes.end(),
+                     [](const NodeSpec& a, const NodeSpec& b) { return a.loc.line < b.loc.line; });
+}
 
-    std::stable_sort(spec.nodes.begin(), spec.nodes.end(), [](const NodeSpec& a, const NodeSpec& b) {
-        return a.loc.line < b.loc.line;
-    });
-    if (!errs.empty()) throw UserError(errs);
+PipelineSpec parse_table(const toml::table& root, const std::string& file, const std::vector<std::string>& sets,
+                         const std::vector<Override>& overrides) {
+    PipelineSpec spec;
+    spec.file = file;
+    Errors errs;
+    parse_pipeline_section(root, file, spec, errs);
+    parse_nodes(root, file, spec, errs);
+    for (const std::string& s : sets) {
+        try {
+            apply_override(parse_override(s), spec, errs);
+        } catch (const UserError& e) {
+            errs.add(e.diagnostics());
+        }
+    }
+    for (const Override& o : overrides) apply_override(o, spec, errs);
+    finish(spec, errs);
+    errs.throw_if_any();
     return spec;
 }
 
@@ -256,8 +257,19 @@ RawValue parse_value(const std::string& text, SourceLoc loc) {
     return v;
 }
 
+Override parse_override(const std::string& arg) {
+    SourceLoc loc{"--set " + arg, 0, 0};
+    auto eq = arg.find('=');
+    auto dot = arg.find('.');
+    if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || dot + 1 == eq)
+        throw UserError(Diagnostic{loc, "", "expected --set node.key=value (or pipeline.key=value)", {}});
+    Override o{arg.substr(0, dot), arg.substr(dot + 1, eq - dot - 1), {}};
+    o.value = parse_value(arg.substr(eq + 1), loc);
+    return o;
+}
+
 PipelineSpec parse_pipeline_text(const std::string& text, const std::string& file,
-                                 const std::vector<std::string>& sets) {
+                                 const std::vector<std::string>& sets, const std::vector<Override>& overrides) {
     toml::table root;
     try {
         root = toml::parse(text, file);
@@ -265,18 +277,18 @@ PipelineSpec parse_pipeline_text(const std::string& text, const std::string& fil
         throw UserError(Diagnostic{loc_of(e.source(), file), "",
                                    "TOML syntax error: " + std::string(e.description())});
     }
-    return parse_table(root, file, sets);
+    return parse_table(root, file, sets, overrides);
 }
 
-PipelineSpec parse_pipeline_file(const std::filesystem::path& file,
-                                 const std::vector<std::string>& sets) {
+PipelineSpec parse_pipeline_file(const std::filesystem::path& file, const std::vector<std::string>& sets,
+                                 const std::vector<Override>& overrides) {
     std::ifstream in(file, std::ios::binary);
     if (!in)
         throw UserError(Diagnostic{SourceLoc{file.string(), 0, 0}, "",
                                    "cannot open the pipeline file (does it exist?)"});
     std::stringstream ss;
     ss << in.rdbuf();
-    return parse_pipeline_text(ss.str(), file.string(), sets);
+    return parse_pipeline_text(ss.str(), file.string(), sets, overrides);
 }
 
 } // namespace pixflow::host

@@ -5,6 +5,7 @@
 
 #include "loader/registry.hpp"
 #include "pipeline/diagnostic.hpp"
+#include "pipeline/node_id.hpp"
 
 #include <pixflow/abi.h>
 
@@ -57,14 +58,25 @@ struct PipelineSpec {
     std::vector<NodeSpec> nodes; ///< in file order
 };
 
+/// One `--set node.key=value` (or Pipeline::set): `node` may be "pipeline" for pipeline.name and
+/// pipeline.backend; `key` may be op, backend, input or inputs.<port> as well as a parameter.
+struct Override {
+    std::string node, key;
+    RawValue value; ///< value.loc says where the override came from
+};
+
 /// Parses a pipeline file and applies `--set node.key=value` overrides (a value is read as a
-/// TOML value when it parses as one, else as a string). Throws UserError.
+/// TOML value when it parses as one, else as a string), then `overrides`. Throws UserError.
 PipelineSpec parse_pipeline_file(const std::filesystem::path& file,
-                                 const std::vector<std::string>& sets = {});
+                                 const std::vector<std::string>& sets = {},
+                                 const std::vector<Override>& overrides = {});
 PipelineSpec parse_pipeline_text(const std::string& text, const std::string& file_name,
-                                 const std::vector<std::string>& sets = {});
+                                 const std::vector<std::string>& sets = {},
+                                 const std::vector<Override>& overrides = {});
 /// Reads one --set style value.
 RawValue parse_value(const std::string& text, SourceLoc loc);
+/// Reads one `node.key=value` as given to --set; throws UserError.
+Override parse_override(const std::string& assignment);
 
 /// A validated node. `op == nullptr` marks an external input (spec.external).
 struct Node {
@@ -75,7 +87,7 @@ struct Node {
     /// Storage behind params[k].s, shared by copies so the pointers stay valid.
     std::shared_ptr<std::deque<std::string>> strings = std::make_shared<std::deque<std::string>>();
     struct Input {
-        int node = -1;
+        NodeId node;
         int port = 0;
         SourceLoc loc;
     };
@@ -97,11 +109,12 @@ struct Node {
 struct Graph {
     std::string file;
     std::string name;
-    std::vector<Node> nodes;
-    std::vector<int> order; ///< topological
-    int find(const std::string& id) const;
+    NodeMap<Node> nodes;
+    std::vector<NodeId> order; ///< topological
+    /// The node called `id`; an invalid NodeId when there is none.
+    NodeId find(const std::string& id) const;
     /// Consumers of (node, port): pairs of (consumer node, consumer input index).
-    std::vector<std::pair<int, int>> consumers(int node, int port) const;
+    std::vector<std::pair<NodeId, int>> consumers(NodeId node, int port) const;
 };
 
 /// Checks the spec against the registry; throws UserError listing every problem found.

@@ -29,14 +29,14 @@ bool same_value(const pf_value& a, const pf_value& b) {
 }
 
 /// The nodes of `f`'s chain starting at `first`, or empty when the graph does not match there.
-std::vector<int> match(const Graph& g, const Plan& p, const FusionInfo& f, int first,
-                       const std::set<int>& taken) {
-    std::vector<int> chain{first};
+std::vector<NodeId> match(const Graph& g, const Plan& p, const FusionInfo& f, NodeId first,
+                          const std::set<NodeId>& taken) {
+    std::vector<NodeId> chain{first};
     for (std::size_t k = 0;; ++k) {
-        int v = chain.back();
-        const Node& n = g.nodes[std::size_t(v)];
+        NodeId v = chain.back();
+        const Node& n = g.nodes[v];
         if (taken.count(v) || !n.op || n.op->desc->name != f.chain[k]) return {};
-        if (p.backend[std::size_t(v)] != p.backend[std::size_t(first)]) return {};
+        if (p.backend[v] != p.backend[first]) return {};
         if (k + 1 == f.chain.size()) break;
         // An intermediate: its first output feeds exactly the next node's first input, and no
         // other output of it is read.
@@ -45,7 +45,7 @@ std::vector<int> match(const Graph& g, const Plan& p, const FusionInfo& f, int f
             if (!g.consumers(v, int(port)).empty()) return {};
         auto cons = g.consumers(v, 0);
         if (cons.size() != 1 || cons[0].second != 0) return {};
-        if (g.nodes[std::size_t(cons[0].first)].inputs.size() != 1) return {};
+        if (g.nodes[cons[0].first].inputs.size() != 1) return {};
         chain.push_back(cons[0].first);
     }
     return chain;
@@ -53,10 +53,10 @@ std::vector<int> match(const Graph& g, const Plan& p, const FusionInfo& f, int f
 
 /// The fused node for `chain`, or nullopt (with `why`) when parameters or shapes do not allow it.
 std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& f,
-                               const std::vector<int>& chain, std::string& why) {
+                               const std::vector<NodeId>& chain, std::string& why) {
     const pf_fusion_desc& fd = *f.desc;
     const pf_op_desc& op = *f.fused->desc;
-    auto node = [&](int k) -> const Node& { return g.nodes[std::size_t(chain[std::size_t(k)])]; };
+    auto node = [&](int k) -> const Node& { return g.nodes[chain[std::size_t(k)]]; };
     auto value = [&](int k, const char* param) -> const pf_value* {
         int i = param_index(*node(k).op->desc, param);
         return i < 0 ? nullptr : &node(k).params[std::size_t(i)];
@@ -71,7 +71,7 @@ std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& 
         }
         if (!same_value(*a, *b)) return std::nullopt; // a legitimate mismatch: run unfused
     }
-    if (p.backend[std::size_t(chain[0])] == Backend::cuda && !f.fused->has_cuda()) return std::nullopt;
+    if (p.backend[chain[0]] == Backend::cuda && !f.fused->has_cuda()) return std::nullopt;
 
     const Node& last = node(int(chain.size()) - 1);
     Node n;
@@ -80,11 +80,11 @@ std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& 
     n.loc = node(0).loc;
     n.inputs = node(0).inputs;
     n.outputs = last.outputs;
-    n.backend = backend_name(p.backend[std::size_t(chain[0])]);
+    n.backend = backend_name(p.backend[chain[0]]);
     n.backend_loc = node(0).backend_loc;
     n.backend_explicit = true; // the chain's planned backend, whatever asked for it
     n.param_locs = last.param_locs;
-    for (int k : chain) n.replaced.push_back(g.nodes[std::size_t(k)].id);
+    for (NodeId k : chain) n.replaced.push_back(g.nodes[k].id);
     n.params.resize(std::size_t(op.n_params));
     for (int k = 0; k < op.n_params; ++k) n.params[std::size_t(k)] = op.params[k].default_value;
     for (int j = 0; j < fd.n_binds; ++j) {
@@ -102,7 +102,7 @@ std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& 
     }
     // The fused operator must agree on the shapes it will produce.
     std::vector<pf_image> in;
-    for (const auto& i : n.inputs) in.push_back(g.nodes[std::size_t(i.node)].outputs[std::size_t(i.port)]);
+    for (const auto& i : n.inputs) in.push_back(g.nodes[i.node].outputs[std::size_t(i.port)]);
     std::vector<pf_image> out(std::size_t(op.n_outputs));
     char err[512] = {0};
     if (int(in.size()) != op.n_inputs || op.n_outputs != int(last.outputs.size()) ||
@@ -124,12 +124,12 @@ std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& 
 } // namespace
 
 int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg) {
-    std::set<int> taken;                 // nodes already in a fused chain
-    std::map<int, Node> fused_at;        // last node of a chain -> its fused node
+    std::set<NodeId> taken;              // nodes already in a fused chain
+    std::map<NodeId, Node> fused_at;     // last node of a chain -> its fused node
     std::vector<std::string> notes;
     for (const FusionInfo& f : reg.fusions())
-        for (int v : g.order) {
-            std::vector<int> chain = match(g, p, f, v, taken);
+        for (NodeId v : g.order) {
+            std::vector<NodeId> chain = match(g, p, f, v, taken);
             if (chain.empty()) continue;
             std::string why;
             std::optional<Node> n = fused_node(g, p, f, chain, why);
@@ -138,9 +138,9 @@ int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg) {
                 continue;
             }
             std::string ids;
-            for (int k : chain) ids += (ids.empty() ? "" : ", ") + g.nodes[std::size_t(k)].id;
+            for (NodeId k : chain) ids += (ids.empty() ? "" : ", ") + g.nodes[k].id;
             notes.push_back("fused " + ids + " into one " + f.fused->desc->name + " node (" +
-                            backend_name(p.backend[std::size_t(v)]) + "); --no-fuse runs them one by one");
+                            backend_name(p.backend[v]) + "); --no-fuse runs them one by one");
             taken.insert(chain.begin(), chain.end());
             fused_at.emplace(chain.back(), std::move(*n));
         }
@@ -154,21 +154,21 @@ int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg) {
     Graph out;
     out.file = g.file;
     out.name = g.name;
-    std::vector<int> new_index(g.nodes.size(), -1);
-    for (std::size_t k = 0; k < g.nodes.size(); ++k) {
-        auto it = fused_at.find(int(k));
+    NodeMap<NodeId> new_id(g.nodes.size());
+    for (NodeId k : g.nodes.ids()) {
+        auto it = fused_at.find(k);
         if (it != fused_at.end()) {
-            new_index[k] = int(out.nodes.size());
+            new_id[k] = out.nodes.next_id();
             out.nodes.push_back(std::move(it->second));
-        } else if (!taken.count(int(k))) {
-            new_index[k] = int(out.nodes.size());
+        } else if (!taken.count(k)) {
+            new_id[k] = out.nodes.next_id();
             out.nodes.push_back(g.nodes[k]);
         }
     }
     for (Node& n : out.nodes)
-        for (auto& in : n.inputs) in.node = new_index[std::size_t(in.node)];
-    for (int v : g.order)
-        if (new_index[std::size_t(v)] >= 0) out.order.push_back(new_index[std::size_t(v)]);
+        for (auto& in : n.inputs) in.node = new_id[in.node];
+    for (NodeId v : g.order)
+        if (new_id[v].valid()) out.order.push_back(new_id[v]);
     g = std::move(out);
     p = make_plan(g, opt);
     p.notes.insert(p.notes.end(), notes.begin(), notes.end());

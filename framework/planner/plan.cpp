@@ -27,7 +27,7 @@ Plan make_plan(const Graph& g, const PlanOptions& opt) {
     std::vector<Diagnostic> errs;
     bool noted_fallback = false;
 
-    for (std::size_t k = 0; k < N; ++k) {
+    for (NodeId k : g.nodes.ids()) {
         const Node& n = g.nodes[k];
         if (!n.op) continue; // external inputs live on the host
         std::string want = n.backend;
@@ -57,9 +57,9 @@ Plan make_plan(const Graph& g, const PlanOptions& opt) {
     if (!errs.empty()) throw UserError(errs);
 
     // transfers
-    for (int v : g.order) {
-        const Node& n = g.nodes[std::size_t(v)];
-        p.input_transfer[std::size_t(v)].assign(n.inputs.size(), -1);
+    for (NodeId v : g.order) {
+        const Node& n = g.nodes[v];
+        p.input_transfer[v].assign(n.inputs.size(), -1);
         for (std::size_t i = 0; i < n.inputs.size(); ++i) {
             const auto& in = n.inputs[i];
             bool want_dev = p.on_device(v), have_dev = p.on_device(in.node);
@@ -74,18 +74,19 @@ Plan make_plan(const Graph& g, const PlanOptions& opt) {
                 p.transfers.push_back(Transfer{in.node, in.port, want_dev, opt.device, -1, {}});
             }
             p.transfers[std::size_t(t)].consumers.emplace_back(v, int(i));
-            p.input_transfer[std::size_t(v)][i] = t;
+            p.input_transfer[v][i] = t;
         }
     }
 
     // streams, in topological order
-    std::vector<bool> handed_on(N, false), transfer_handed_on(p.transfers.size(), false);
-    for (int v : g.order) {
+    NodeMap<char> handed_on(N, 0);
+    std::vector<bool> transfer_handed_on(p.transfers.size(), false);
+    for (NodeId v : g.order) {
         if (!p.on_device(v)) continue;
-        const Node& n = g.nodes[std::size_t(v)];
+        const Node& n = g.nodes[v];
         int s = -1;
         for (std::size_t i = 0; i < n.inputs.size() && s < 0; ++i) {
-            int t = p.input_transfer[std::size_t(v)][i];
+            int t = p.input_transfer[v][i];
             if (t >= 0) {
                 Transfer& tr = p.transfers[std::size_t(t)];
                 if (tr.stream < 0) tr.stream = p.n_streams++;
@@ -94,18 +95,18 @@ Plan make_plan(const Graph& g, const PlanOptions& opt) {
                     s = tr.stream;
                 }
             } else {
-                int u = n.inputs[i].node;
-                if (p.on_device(u) && !handed_on[std::size_t(u)]) {
-                    handed_on[std::size_t(u)] = true;
-                    s = p.stream[std::size_t(u)];
+                NodeId u = n.inputs[i].node;
+                if (p.on_device(u) && !handed_on[u]) {
+                    handed_on[u] = 1;
+                    s = p.stream[u];
                 }
             }
         }
-        p.stream[std::size_t(v)] = s >= 0 ? s : p.n_streams++;
+        p.stream[v] = s >= 0 ? s : p.n_streams++;
     }
     for (Transfer& t : p.transfers) {
         if (t.stream >= 0) continue;
-        t.stream = t.to_device ? p.n_streams++ : p.stream[std::size_t(t.node)];
+        t.stream = t.to_device ? p.n_streams++ : p.stream[t.node];
     }
     return p;
 }
@@ -126,9 +127,9 @@ std::string plan_to_dot(const Graph& g, const Plan& p) {
     o << "  subgraph cluster_legend { label=\"legend\"; fontsize=10; "
          "legend_cpu [label=\"cpu\", fillcolor=\"#cfe2ff\"]; "
          "legend_cuda [label=\"cuda\", fillcolor=\"#c7f0c2\"]; }\n";
-    for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    for (NodeId k : g.nodes.ids()) {
         const Node& n = g.nodes[k];
-        bool dev = p.on_device(int(k));
+        bool dev = p.on_device(k);
         std::string op = n.op ? n.op->desc->name : "input";
         std::string shape = n.outputs.empty() ? "" : "\\n" + format_shape(n.outputs[0]);
         std::string fused;
@@ -137,18 +138,18 @@ std::string plan_to_dot(const Graph& g, const Plan& p) {
           << shape << fused << "\", fillcolor=\"" << (dev ? "#c7f0c2" : "#cfe2ff") << "\""
           << (fused.empty() ? "" : ", peripheries=2") << "];\n";
     }
-    for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    for (NodeId k : g.nodes.ids()) {
         const Node& n = g.nodes[k];
         for (std::size_t i = 0; i < n.inputs.size(); ++i) {
             const auto& in = n.inputs[i];
             int t = p.input_transfer[k][i];
             std::string port = n.op ? n.op->desc->inputs[i].name : "in";
             if (t < 0) {
-                o << "  \"" << g.nodes[std::size_t(in.node)].id << "\" -> \"" << n.id << "\" [label=\"" << port << "\"];\n";
+                o << "  \"" << g.nodes[in.node].id << "\" -> \"" << n.id << "\" [label=\"" << port << "\"];\n";
             } else {
                 const Transfer& tr = p.transfers[std::size_t(t)];
-                const pf_image& im = g.nodes[std::size_t(in.node)].outputs[std::size_t(in.port)];
-                o << "  \"" << g.nodes[std::size_t(in.node)].id << "\" -> \"" << n.id
+                const pf_image& im = g.nodes[in.node].outputs[std::size_t(in.port)];
+                o << "  \"" << g.nodes[in.node].id << "\" -> \"" << n.id
                   << "\" [color=\"#d62728\", penwidth=2, fontcolor=\"#d62728\", label=\""
                   << (tr.to_device ? "upload H2D " : "download D2H ") << bytes(im) << "\"];\n";
             }

@@ -29,24 +29,25 @@ struct PlanOptions {
 };
 
 struct Transfer {
-    int node = -1, port = 0; ///< the producer's output
+    NodeId node;             ///< the producer ...
+    int port = 0;            ///< ... and its output
     bool to_device = true;   ///< upload (host -> device) or download
     int device = 0;
     int stream = -1;         ///< stream the copy is ordered on
-    std::vector<std::pair<int, int>> consumers; ///< (node, input index)
+    std::vector<std::pair<NodeId, int>> consumers; ///< (node, input index)
 };
 
 struct Plan {
-    std::vector<Backend> backend;    ///< per node
-    std::vector<int> stream;         ///< per node: stream index, -1 on the CPU
+    NodeMap<Backend> backend;        ///< per node
+    NodeMap<int> stream;             ///< per node: stream index, -1 on the CPU
     int n_streams = 0;
     int device = 0;
     std::vector<Transfer> transfers;
     /// per node, per input: index into transfers, or -1 when read in place
-    std::vector<std::vector<int>> input_transfer;
+    NodeMap<std::vector<int>> input_transfer;
     std::vector<std::string> notes;  ///< e.g. "auto: no usable CUDA device (...); running on CPU"
 
-    bool on_device(int node) const { return backend[std::size_t(node)] == Backend::cuda; }
+    bool on_device(NodeId node) const { return backend[node] == Backend::cuda; }
     int uploads() const;
     int downloads() const;
 };

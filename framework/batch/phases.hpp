@@ -1,0 +1,75 @@
+// batch/ the phases of run_batch (runner.cpp), each in the file named here. Private to batch/.
+//   checks.cpp   1. one load node, at least one save node; 2. the inputs and their output names;
+//                3. the devices and one full compile with the first input whose header reads
+//   workers.cpp  4. the CPU, or one worker per CUDA device, with what each reuses
+//   runner.cpp   5. output folders; 6. the images through a tbb::parallel_pipeline; 7. the totals
+#pragma once
+
+#include "batch/batch.hpp"
+#include "compile/compile.hpp"
+#include "device/device.hpp"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pixflow::host::batch {
+
+/// A node whose path parameter the batch rewrites per image.
+struct PathNode {
+    std::size_t index; ///< in spec.nodes
+    std::string id;
+    std::string param; ///< the path parameter's name
+    std::string ext;   ///< saves: the extension of the configured path (".png")
+};
+
+/// What phases 1 to 3 decide before any image runs.
+struct BatchPlan {
+    PathNode load;
+    std::vector<PathNode> saves;
+    std::vector<BatchInput> inputs;
+    std::vector<std::vector<std::string>> out_paths; ///< per input, per save node
+    CompileOptions compile;                          ///< --backend, --no-fuse
+    std::vector<int> devices;                        ///< CUDA devices to use
+    bool uses_cuda = false;
+    std::vector<std::string> notes;
+
+    /// The spec of image i: its input, its outputs.
+    PipelineSpec spec_for(const PipelineSpec& spec, std::size_t i) const;
+};
+
+/// Phases 1 to 3; throws UserError for what is wrong before any image runs.
+BatchPlan check_batch(const PipelineSpec& spec, const Registry& reg, const BatchOptions& opt);
+
+/// A stream set with its worker's pinned cache: what one image in flight on a device uses.
+struct Lane {
+    RunResources res;
+    bool busy = false;
+};
+
+/// The CPU, or one CUDA device with everything it reuses from image to image.
+struct Worker {
+    int device = -1; ///< -1: the CPU
+    std::string name;
+    std::unique_ptr<PinnedCache> pinned;
+    std::vector<std::unique_ptr<Lane>> lanes;
+    int active = 0;
+};
+
+/// Phase 4: the workers of a batch, and the choice of one per image.
+class Workers {
+  public:
+    /// The CPU, or one worker per device (each keeping its device pool); their names go to `names`.
+    Workers(const BatchPlan& plan, std::vector<std::string>& names);
+    /// The worker with the fewest images in flight, and a free lane of it.
+    std::pair<Worker*, Lane*> acquire();
+    void release(Worker* w, Lane* l);
+    const std::vector<std::unique_ptr<Worker>>& all() const { return m_all; }
+
+  private:
+    std::vector<std::unique_ptr<Worker>> m_all;
+    std::mutex m_mu;
+};
+
+} // namespace pixflow::host::batch

@@ -1,0 +1,37 @@
+// compile/: the one compile step. parse (with --set / set() overrides) -> validate -> plan ->
+// fuse, in this one place, for every caller: the CLI's run, bench, validate and graph, the batch
+// runner (per image), the embedding API (pixflow::Pipeline) and the operator test harness.
+// Nothing runs here; every user error is a UserError with file:line:col diagnostics.
+#pragma once
+
+#include "pipeline/pipeline.hpp"
+#include "planner/plan.hpp"
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pixflow::host {
+
+struct CompileOptions {
+    std::string backend; ///< --backend: the default for nodes that set none ("" keeps the pipeline's)
+    bool fuse = true;    ///< false: --no-fuse
+    int device = 0;      ///< the CUDA device to plan for (a bound device image sets it)
+    /// Images bound to `memory` nodes, by node id: their shape and location (data unused). The
+    /// node takes the image's shape (a declared one must agree) and runs where the image lies.
+    std::map<std::string, pf_image> inputs;
+};
+
+struct Compiled {
+    Graph graph;
+    Plan plan;
+};
+
+/// validate -> plan -> fuse of a parsed pipeline.
+Compiled compile(const PipelineSpec& spec, const Registry& reg, const CompileOptions& opt = {});
+/// parse -> validate -> plan -> fuse of a pipeline file.
+Compiled compile_file(const std::filesystem::path& file, const std::vector<std::string>& sets, const Registry& reg,
+                      const CompileOptions& opt = {});
+
+} // namespace pixflow::host

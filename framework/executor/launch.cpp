@@ -1,0 +1,42 @@
+// executor/ launch: pf_run_args, events around CUDA work, host time around CPU work.
+#include "executor/launch.hpp"
+
+namespace pixflow::host {
+
+std::string launch_context(const Node& n, const char* backend) {
+    return std::string(n.op ? n.op->desc->name : "input") + " on " + backend;
+}
+
+bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes, Timings& t) {
+    const pf_op_desc& d = *l.node.op->desc;
+    StepHost host(run, device_bytes, l.node, l.v, l.stream);
+    char err[2048] = {0};
+    pf_run_args a{sizeof(pf_run_args), l.params, d.n_params, l.inputs.data(), int32_t(l.inputs.size()),
+                  l.outputs.data(), int32_t(l.outputs.size()), l.stream ? l.stream->get() : nullptr,
+                  host.table(), err, sizeof err};
+    int32_t status;
+    t.launched[l.v] = 1;
+    if (l.stream) {
+        t.start[l.v].record(*l.stream);
+        status = d.run_cuda(&a);
+        t.end[l.v].record(*l.stream);
+    } else {
+        auto t0 = Clock::now();
+        status = d.run_cpu(&a);
+        t.cpu_ms[l.v] = ms_since(t0);
+        if (t.spans) {
+            t.cpu_t0[l.v] = t0;
+            t.cpu_t1[l.v] = Clock::now();
+            t.cpu_thread[l.v] = std::this_thread::get_id();
+        }
+    }
+    host.free_scratch();
+    if (status == PF_OK) return true;
+    bool users = status == PF_ERR_INVALID || status == PF_ERR_UNSUPPORTED;
+    run.fail(users ? RunSignals::Fault::user : RunSignals::Fault::internal,
+             Diagnostic{l.node.loc, l.node.id, err[0] ? err : "failed with status " + std::to_string(status),
+                        launch_context(l.node, l.backend)});
+    return false;
+}
+
+} // namespace pixflow::host

@@ -1,0 +1,158 @@
+// executor/ report: per-node times and metrics, transfers, peak device memory; spans for traces.
+#include "executor/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace pixflow::host {
+
+RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const RunSignals& run, double peak_device_bytes,
+                      bool device_done) {
+    RunReport r;
+    r.pipeline = g.name;
+    r.file = g.file;
+    r.notes = p.notes;
+    if (p.n_streams > 0) r.device = cuda_device_name(p.device);
+    for (NodeId v : g.order) {
+        const Node& n = g.nodes[v];
+        if (!n.op) continue;
+        NodeReport& nr = r.nodes.emplace_back();
+        nr.id = n.id;
+        nr.op = n.op->desc->name;
+        nr.backend = backend_name(p.backend[v]);
+        if (!p.on_device(v)) nr.ms = t.cpu_ms[v];
+        else if (!t.launched[v]) nr.ms = 0; // bound memory, or the run failed before it
+        else nr.ms = device_done ? Event::elapsed_ms(t.start[v], t.end[v]) : std::numeric_limits<double>::quiet_NaN();
+        nr.metrics = run.metrics(v);
+        nr.replaced = n.replaced;
+    }
+    r.h2d_count = t.h2d;
+    r.d2h_count = t.d2h;
+    r.h2d_bytes = double(t.h2d_bytes);
+    r.d2h_bytes = double(t.d2h_bytes);
+    r.peak_device_bytes = peak_device_bytes;
+    return r;
+}
+
+void fill_device_times(RunReport& r, const Graph& g, const Plan& p, const Timings& t) {
+    std::size_t k = 0;
+    for (NodeId v : g.order) {
+        if (!g.nodes[v].op) continue;
+        NodeReport& nr = r.nodes[k++];
+        if (p.on_device(v) && t.launched[v] && std::isnan(nr.ms)) {
+            t.end[v].synchronize();
+            nr.ms = Event::elapsed_ms(t.start[v], t.end[v]);
+        }
+    }
+}
+
+void report_spans(const Graph& g, const Plan& p, const Timings& t, const std::vector<Stream>& streams,
+                  const std::function<void(const Span&)>& on_span) {
+    auto gpu_time = [&](const Event& e) {
+        return t.t_ref + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double, std::milli>(Event::elapsed_ms(t.ref, e)));
+    };
+    for (NodeId v : g.order) {
+        const Node& n = g.nodes[v];
+        if (!n.op || !t.node_ran[v]) continue;
+        Span sp;
+        sp.kind = "node";
+        sp.node = v;
+        sp.id = n.id;
+        sp.op = n.op->desc->name;
+        sp.backend = backend_name(p.backend[v]);
+        if (p.on_device(v)) {
+            int s = p.stream[v];
+            sp.device = p.device;
+            sp.stream = s;
+            sp.stream_handle = streams[std::size_t(s)].get();
+            try {
+                sp.start = gpu_time(t.start[v]);
+                sp.end = gpu_time(t.end[v]);
+            } catch (const std::exception&) {
+                continue; // its events never completed (the run failed)
+            }
+        } else {
+            sp.thread = t.cpu_thread[v];
+            sp.start = t.cpu_t0[v];
+            sp.end = t.cpu_t1[v];
+        }
+        on_span(sp);
+    }
+    for (std::size_t k = 0; k < p.transfers.size(); ++k) {
+        if (!t.transfer_ran[k]) continue;
+        const Transfer& tr = p.transfers[k];
+        Span sp;
+        sp.kind = tr.to_device ? "upload" : "download";
+        sp.node = tr.node;
+        sp.id = g.nodes[tr.node].id;
+        sp.op = sp.kind;
+        sp.backend = "cuda";
+        sp.device = p.device;
+        sp.stream = tr.stream;
+        sp.stream_handle = streams[std::size_t(tr.stream)].get();
+        try {
+            sp.start = gpu_time(t.transfer_start[k]);
+            sp.end = gpu_time(t.transfer_end[k]);
+        } catch (const std::exception&) {
+            continue;
+        }
+        on_span(sp);
+    }
+}
+
+nlohmann::json report_json(const RunReport& r) {
+    nlohmann::json j;
+    j["pipeline"] = r.pipeline;
+    j["file"] = r.file;
+    j["device"] = r.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.device);
+    j["wall_ms"] = r.wall_ms;
+    j["nodes"] = nlohmann::json::array();
+    for (const auto& n : r.nodes) {
+        nlohmann::json x{{"id", n.id}, {"op", n.op}, {"backend", n.backend}, {"ms", n.ms}};
+        if (!n.metrics.empty()) x["metrics"] = n.metrics;
+        if (!n.replaced.empty()) x["replaced"] = n.replaced;
+        j["nodes"].push_back(x);
+    }
+    j["transfers"] = {{"h2d", {{"count", r.h2d_count}, {"bytes", r.h2d_bytes}}},
+                      {"d2h", {{"count", r.d2h_count}, {"bytes", r.d2h_bytes}}}};
+    j["peak_device_bytes"] = r.peak_device_bytes;
+    j["notes"] = r.notes;
+    j["outputs"] = r.outputs;
+    return j;
+}
+
+} // namespace pixflow::host
+
+namespace pixflow {
+
+std::string RunReport::to_json() const { return host::report_json(*this).dump(2); }
+
+std::string RunReport::table() const {
+    std::ostringstream o;
+    char line[256];
+    std::snprintf(line, sizeof line, "%-16s %-18s %-7s %12s\n", "node", "op", "backend", "time ms");
+    o << line;
+    for (const auto& n : nodes) {
+        std::snprintf(line, sizeof line, "%-16s %-18s %-7s %12.3f\n", n.id.c_str(), n.op.c_str(), n.backend.c_str(), n.ms);
+        o << line;
+        if (!n.replaced.empty()) {
+            std::string ids;
+            for (const auto& r : n.replaced) ids += (ids.empty() ? "" : " + ") + r;
+            o << "    fused: " << ids << "\n";
+        }
+        for (const auto& [k, v] : n.metrics) {
+            std::snprintf(line, sizeof line, "    %s = %g\n", k.c_str(), v);
+            o << line;
+        }
+    }
+    std::snprintf(line, sizeof line,
+                  "transfers: %d upload(s) %.2f MB, %d download(s) %.2f MB; peak device memory %.2f MB; wall %.3f ms\n",
+                  h2d_count, h2d_bytes / 1e6, d2h_count, d2h_bytes / 1e6, peak_device_bytes / 1e6, wall_ms);
+    o << line;
+    return o.str();
+}
+
+} // namespace pixflow

@@ -1,0 +1,41 @@
+// executor/ timing: what each step of a run measured, for the report and the trace spans. CUDA
+// nodes are timed by events around their launch (read once the device got there); CPU nodes by
+// the host clock. Transfers count their bytes, and with spans their own events.
+#pragma once
+
+#include "device/device.hpp"
+#include "pipeline/node_id.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace pixflow::host {
+
+using Clock = std::chrono::steady_clock;
+
+inline double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+struct Timings {
+    NodeMap<Event> start, end; ///< CUDA nodes: recorded around the launch; other nodes: empty
+    NodeMap<double> cpu_ms;    ///< CPU nodes: wall time of run_cpu
+    NodeMap<char> launched;    ///< whether the node's operator ran in the last run
+    std::atomic<int> h2d{0}, d2h{0};
+    std::atomic<long long> h2d_bytes{0}, d2h_bytes{0};
+
+    // Spans (only when a run asks for them): CPU nodes' wall times and threads, transfers'
+    // events, and an event synchronised at the start that maps GPU times onto the host clock.
+    bool spans = false;
+    NodeMap<Clock::time_point> cpu_t0, cpu_t1;
+    NodeMap<std::thread::id> cpu_thread;
+    NodeMap<char> node_ran;
+    std::vector<char> transfer_ran;
+    std::vector<Event> transfer_start, transfer_end;
+    Event ref;
+    Clock::time_point t_ref;
+};
+
+} // namespace pixflow::host

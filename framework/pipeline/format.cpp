@@ -1,0 +1,94 @@
+// How values, accepted ranges, port masks and shapes read in messages and in `pixflow describe`,
+// and the small queries on a Graph and its nodes.
+#include "pipeline/pipeline.hpp"
+
+#include <pixflow/image.hpp>
+
+#include <sstream>
+
+namespace pixflow::host {
+
+std::string format_value(const pf_value& v) {
+    switch (v.type) {
+    case PF_PARAM_BOOL: return v.b ? "true" : "false";
+    case PF_PARAM_INT: return std::to_string(v.i);
+    case PF_PARAM_FLOAT: {
+        std::ostringstream o;
+        o << v.f;
+        return o.str();
+    }
+    default: return std::string("\"") + (v.s ? v.s : "") + "\"";
+    }
+}
+
+namespace {
+std::string num(double x) {
+    std::ostringstream o;
+    o << x;
+    return o.str();
+}
+} // namespace
+
+std::string describe_accepted(const pf_param_desc& d) {
+    switch (d.type) {
+    case PF_PARAM_BOOL: return "true or false";
+    case PF_PARAM_INT:
+        return d.has_range ? "an integer in [" + num(d.min) + ", " + num(d.max) + "]" : "an integer";
+    case PF_PARAM_FLOAT:
+        return d.has_range ? "a number in [" + num(d.min) + ", " + num(d.max) + "]" : "a number";
+    case PF_PARAM_CHOICE: {
+        std::string s = "one of ";
+        for (int k = 0; k < d.n_choices; ++k) s += (k ? ", " : "") + std::string(d.choices[k]);
+        return s;
+    }
+    default: return "a string";
+    }
+}
+
+std::string describe_ports(std::uint32_t dtypes, std::uint32_t channels) {
+    std::string s;
+    for (int d = PF_U8; d <= PF_F64; ++d)
+        if (dtypes & PF_DTYPE_BIT(d)) s += (s.empty() ? "" : ", ") + std::string(dtype_name(DType(d)));
+    std::vector<int> cs;
+    for (int c = 1; c <= 4; ++c)
+        if (channels & PF_CHANNELS_BIT(c)) cs.push_back(c);
+    if (cs.empty()) return s + " with no channel count";
+    bool contiguous = cs.back() - cs.front() + 1 == int(cs.size());
+    if (cs.size() == 1) return s + " with " + std::to_string(cs[0]) + (cs[0] == 1 ? " channel" : " channels");
+    if (contiguous) return s + " with " + std::to_string(cs.front()) + " to " + std::to_string(cs.back()) + " channels";
+    s += " with ";
+    for (std::size_t k = 0; k < cs.size(); ++k)
+        s += std::to_string(cs[k]) + (k + 2 < cs.size() ? ", " : k + 2 == cs.size() ? " or " : "");
+    return s + " channels";
+}
+
+std::string format_shape(const pf_image& im) {
+    return std::to_string(im.width) + "x" + std::to_string(im.height) + " " +
+           dtype_name(DType(im.dtype)) + " with " + std::to_string(im.channels) +
+           (im.channels == 1 ? " channel" : " channels");
+}
+
+NodeId Graph::find(const std::string& id) const {
+    for (NodeId v : nodes.ids())
+        if (nodes[v].id == id) return v;
+    return NodeId();
+}
+
+std::vector<std::pair<NodeId, int>> Graph::consumers(NodeId node, int port) const {
+    std::vector<std::pair<NodeId, int>> out;
+    for (NodeId v : nodes.ids())
+        for (std::size_t i = 0; i < nodes[v].inputs.size(); ++i)
+            if (nodes[v].inputs[i].node == node && nodes[v].inputs[i].port == port) out.emplace_back(v, int(i));
+    return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Node::paths(std::uint32_t flag) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!op) return out;
+    for (int k = 0; k < op->desc->n_params; ++k)
+        if ((op->desc->params[k].flags & flag) && params[std::size_t(k)].s && *params[std::size_t(k)].s)
+            out.emplace_back(op->desc->params[k].name, params[std::size_t(k)].s);
+    return out;
+}
+
+} // namespace pixflow::host

@@ -1,0 +1,39 @@
+// pixflow/report.hpp: what one run did, as `pixflow run --report FILE` writes it and
+// Pipeline::run() returns it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pixflow {
+
+struct NodeReport {
+    std::string id, op;
+    std::string backend;                    ///< "cpu" or "cuda"
+    /// CPU nodes: wall time of the operator's run. CUDA nodes: GPU time between the events
+    /// around its launch; NaN until the device has done the work (see Pipeline::report()).
+    double ms = 0;
+    std::map<std::string, double> metrics;  ///< what the operator recorded (ctx.metric)
+    std::vector<std::string> replaced;      ///< a fused node: the nodes it stands for
+};
+
+struct RunReport {
+    std::string pipeline;                   ///< [pipeline] name
+    std::string file;                       ///< the pipeline's file (or the name given to a string)
+    std::string device;                     ///< the CUDA device used, "" when none
+    std::vector<NodeReport> nodes;          ///< in execution (topological) order
+    int h2d_count = 0, d2h_count = 0;       ///< uploads and downloads
+    double h2d_bytes = 0, d2h_bytes = 0;
+    double peak_device_bytes = 0;           ///< high-water mark of the run's device buffers
+    double wall_ms = 0;                     ///< host time of the whole run
+    std::vector<std::string> notes;         ///< the planner's notes (an auto fallback, a fusion)
+    std::vector<std::string> outputs;       ///< files written, each renamed into place
+
+    /// The JSON object of `--report` (keys in alphabetical order, 2-space indent, no newline).
+    std::string to_json() const;
+    /// The table of `--profile`.
+    std::string table() const;
+};
+
+} // namespace pixflow
