@@ -63,7 +63,7 @@ void bind_memory(NodeSpec& n, const pf_image& im, std::vector<Diagnostic>& errs)
 }
 
 /// The spec with every bound image in place; the plan's device from the bound device images.
-PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, int& device) {
+PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, const PlanOptions& po, int& device) {
     PipelineSpec s = spec;
     std::vector<Diagnostic> errs;
     std::vector<std::string> memory_ids;
@@ -86,6 +86,11 @@ PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, in
         if (it->op != kMemoryOp) {
             errs.push_back({it->op_loc.line ? it->op_loc : it->loc, id,
                             "is op = \"" + it->op + "\"; images are bound to memory nodes (op = \"memory\"); " + accepted, {}});
+            continue;
+        }
+        if (im.device != PF_HOST && !po.cuda_usable) {
+            errs.push_back({where, id, "the image lies on CUDA device " + std::to_string(im.device) + " but " + po.cuda_why +
+                                           "; bind a host image", {}});
             continue;
         }
         if (im.device != PF_HOST) {
@@ -114,7 +119,7 @@ Compiled compile(const PipelineSpec& spec, const Registry& reg, const CompileOpt
     po.cuda_usable = cuda_usable(&po.cuda_why);
     bool has_memory = std::any_of(spec.nodes.begin(), spec.nodes.end(), [](const NodeSpec& n) { return n.op == kMemoryOp; });
     Compiled c;
-    c.graph = has_memory || !opt.inputs.empty() ? build_graph(bind_inputs(spec, opt, po.device), reg) : build_graph(spec, reg);
+    c.graph = has_memory || !opt.inputs.empty() ? build_graph(bind_inputs(spec, opt, po, po.device), reg) : build_graph(spec, reg);
     c.plan = make_plan(c.graph, po);
     if (opt.fuse) fuse(c.graph, c.plan, po, reg);
     return c;

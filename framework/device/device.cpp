@@ -100,6 +100,20 @@ float Event::elapsed_ms(const Event& a, const Event& b) {
     return ms;
 }
 
+DeviceBuffer::DeviceBuffer(std::size_t bytes, int device) : m_bytes(bytes), m_device(device) {
+    set_device(device);
+    CHECK(cudaMalloc(&m_p, std::max<std::size_t>(bytes, 1)));
+}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+    std::swap(m_p, o.m_p);
+    std::swap(m_bytes, o.m_bytes);
+    std::swap(m_device, o.m_device);
+    return *this;
+}
+DeviceBuffer::~DeviceBuffer() {
+    if (m_p) cudaFree(m_p); // waits for the device; nothing to report from a destructor
+}
+
 void* device_alloc_async(std::size_t bytes, const Stream& s) {
     void* p = nullptr;
     CHECK(cudaMallocAsync(&p, std::max<std::size_t>(bytes, 1), st(s)));
@@ -201,6 +215,12 @@ void Event::record(const Stream&) { no_cuda(); }
 void Event::synchronize() const {}
 void Event::wait_on(const Stream&) const { no_cuda(); }
 float Event::elapsed_ms(const Event&, const Event&) { no_cuda(); }
+DeviceBuffer::DeviceBuffer(std::size_t, int) { no_cuda(); }
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+    std::swap(m_p, o.m_p);
+    return *this;
+}
+DeviceBuffer::~DeviceBuffer() = default;
 void* device_alloc_async(std::size_t, const Stream&) { no_cuda(); }
 void device_free_async(void*, const Stream&) { no_cuda(); }
 void* pinned_alloc(std::size_t) { no_cuda(); }

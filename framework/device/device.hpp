@@ -68,6 +68,26 @@ class Event {
     void* m_e = nullptr;
 };
 
+/// Device memory of its own (cudaMalloc), for buffers that live across runs; freed at destruction.
+class DeviceBuffer {
+  public:
+    DeviceBuffer() = default;
+    DeviceBuffer(std::size_t bytes, int device);
+    DeviceBuffer(DeviceBuffer&& o) noexcept : m_p(o.m_p), m_bytes(o.m_bytes), m_device(o.m_device) { o.m_p = nullptr; }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    ~DeviceBuffer();
+    void* get() const { return m_p; }
+    std::size_t size() const { return m_bytes; }
+    int device() const { return m_device; }
+
+  private:
+    void* m_p = nullptr;
+    std::size_t m_bytes = 0;
+    int m_device = 0;
+};
+
 /// Stream-ordered device allocation from the device's default memory pool (cudaMallocAsync).
 void* device_alloc_async(std::size_t bytes, const Stream& s);
 void device_free_async(void* p, const Stream& s);

@@ -44,6 +44,7 @@ void Executor::Impl::take_streams(const RunOptions& o) {
         while (streams.size() < std::size_t(p.n_streams)) streams.emplace_back(p.device);
         for (int s = 1; s < p.n_streams; ++s) join.emplace_back(true, false);
         fork = Event(true, false);
+        device_name = cuda_device_name(p.device);
         streams_ready = true;
     }
     void* current = parked.get() ? streams[0].get() : nullptr; // the caller's stream in use, if any
@@ -168,7 +169,8 @@ RunReport Executor::run(const RunOptions& opt) {
         I.opt = nullptr;
         I.signals.rethrow();
     }
-    RunReport r = make_report(I.g, I.p, I.timings, I.signals, double(I.buffers.device_memory().peak()), I.device_done);
+    RunReport r = make_report(I.g, I.p, I.timings, I.signals, I.device_name, double(I.buffers.device_memory().peak()),
+                              I.device_done);
     r.outputs = I.files.commit();
     r.wall_ms = ms_since(t0);
     I.opt = nullptr;
@@ -182,6 +184,8 @@ const pf_image& Executor::output(NodeId node, int port) const {
     PIXFLOW_ASSERT(b.mem != Mem::none, "the output of node '" + m->g.nodes[node].id + "' was not kept");
     return b.im;
 }
+
+bool Executor::kept(NodeId node, int port) const { return m->buffers.out(node, port).mem != Mem::none; }
 
 const Stream& Executor::final_stream() const {
     PIXFLOW_ASSERT(!m->streams.empty(), "a plan without streams has no final stream");

@@ -108,6 +108,7 @@ class Executor {
     /// After run(), for a kept output: the buffer itself (host or device), valid until the next
     /// run, and a host copy of it.
     const pf_image& output(NodeId node, int port = 0) const;
+    bool kept(NodeId node, int port = 0) const;
     HostImage fetch(NodeId node, int port = 0);
     /// The stream a kept device output was produced on, ordered after the run (the caller's
     /// stream when one was given).

@@ -27,6 +27,7 @@ struct Executor::Impl {
     Stream parked;                ///< our own stream 0 while a caller's stream stands in for it
     RunResources* lent = nullptr; ///< where the streams came from, and go back to
     bool streams_ready = false;
+    std::string device_name;      ///< for the report (asking the driver is slow: once)
     std::vector<Event> join;      ///< caller's stream: each other stream's end, waited on by it
     Event fork;                   ///< caller's stream: its work so far, waited on by the others
     std::vector<Event> transfer_done; ///< per transfer: its copy, which the host waits for

@@ -8,13 +8,13 @@
 
 namespace pixflow::host {
 
-RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const RunSignals& run, double peak_device_bytes,
-                      bool device_done) {
+RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const RunSignals& run, const std::string& device,
+                      double peak_device_bytes, bool device_done) {
     RunReport r;
     r.pipeline = g.name;
     r.file = g.file;
     r.notes = p.notes;
-    if (p.n_streams > 0) r.device = cuda_device_name(p.device);
+    r.device = device;
     for (NodeId v : g.order) {
         const Node& n = g.nodes[v];
         if (!n.op) continue;

@@ -10,10 +10,10 @@
 
 namespace pixflow::host {
 
-/// The report of a finished run. CUDA nodes' times are read from their events when
-/// `device_done`, else left NaN for fill_device_times.
-RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const RunSignals& run, double peak_device_bytes,
-                      bool device_done);
+/// The report of a finished run on `device` ("" for none). CUDA nodes' times are read from their
+/// events when `device_done`, else left NaN for fill_device_times.
+RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const RunSignals& run, const std::string& device,
+                      double peak_device_bytes, bool device_done);
 /// Waits for each CUDA node's end event and fills in its time.
 void fill_device_times(RunReport& r, const Graph& g, const Plan& p, const Timings& t);
 /// Hands every node and transfer that ran to `on_span` (GPU times where they can be read).
