@@ -4,8 +4,9 @@
 #                               into build-gpu/ and pack it, with the runtime libraries the GPU
 #                               machine lacks (TBB, CUDA runtime...), into gpu-pack/ (git-ignored).
 #   scripts/gpu-check.sh run    on the GPU machine, from the repository root, with gpu-pack/
-#                               carried along: every test (the CUDA ones must not skip) and every
-#                               benchmark in pipelines/bench/; logs and JSON go to $OUT (or out/).
+#                               carried along: every test (the CUDA ones must not skip), every
+#                               benchmark in pipelines/bench/ and the embedding API's host overhead
+#                               (pixflow_api_bench); logs and JSON go to $OUT (or out/).
 # Environment, both halves:
 #   PIXFLOW_GPU_TAG=x     use build-gpu-x/ and gpu-pack-x/ (several packs side by side)
 #   GTEST_FILTER=...      run only these tests (GoogleTest reads it itself)
@@ -59,6 +60,9 @@ if [ "$mode" = run ]; then
     echo "== bench $name (cuda)"
     "$bin/pixflow" bench "$p" --backend cuda --repeat 20 --report "$out/bench-$name.json" 2>&1 | tee -a "$out/bench.txt" || status=1
   done
+  # The figure to read: "api host overhead: N us per run" (issue 13's target: at most 20 us).
+  echo "== embedding API: host overhead of Pipeline::run() (3 x gauss5x5, 256x256 RGB u8, device in and out)"
+  "$bin/pixflow_api_bench" 2000 "$out/api-bench.json" 2>&1 | tee "$out/api-bench.txt" || status=1
   exit $status
 fi
 
