@@ -53,7 +53,7 @@ void Executor::Impl::take_streams(const RunOptions& o) {
         if (!current) parked = std::move(streams[0]);
         streams[0] = o.stream ? Stream::borrow(o.stream, p.device) : std::move(parked);
     }
-    if (o.stream) { // every other stream starts after the caller's work so far
+    if (o.stream && p.n_streams > 1) { // every other stream starts after the caller's work so far
         fork.record(streams[0]);
         for (int s = 1; s < p.n_streams; ++s) fork.wait_on(streams[std::size_t(s)]);
     }
