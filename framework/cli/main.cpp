@@ -3,6 +3,7 @@
 // 2 a failure while running (nothing written).
 #include "batch/batch.hpp"
 #include "batch/trace.hpp"
+#include "cli/build_info.hpp"
 #include "cli/new_operator.hpp"
 #include "device/device.hpp"
 #include "executor/executor.hpp"
@@ -30,6 +31,11 @@ struct Common {
 
 void load_plugins(Registry& reg, const Common& c) {
     std::vector<fs::path> dirs(c.plugin_paths.begin(), c.plugin_paths.end());
+    for (const auto& d : dirs) {
+        std::error_code ec;
+        if (!fs::exists(d, ec))
+            std::cerr << "warning: --plugin-path " << d.string() << " does not exist; no plugins loaded from it\n";
+    }
     reg.load_all(Registry::search_path(dirs));
 }
 
@@ -166,9 +172,9 @@ Loaded load_pipeline(const Registry& reg, const PipelineArgs& a) {
 int main(int argc, char** argv) {
     CLI::App app{"pixflow: plugin-based image pipelines on CPU and CUDA"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("pixflow ") + PIXFLOW_VERSION + " (plugin ABI " +
-                                          std::to_string(PIXFLOW_ABI_MAJOR) + "." +
-                                          std::to_string(PIXFLOW_ABI_MINOR) + ")");
+    app.fallthrough(); // global options (--plugin-path) are accepted after the subcommand too
+    app.set_version_flag("--version", std::function<std::string()>(pixflow::cli::version_text),
+                         "Print the version and the build's features (CUDA, OpenImageIO, MPI)");
     Common common;
     app.add_option("--plugin-path", common.plugin_paths,
                    "Extra plugin folder or file, searched before $PIXFLOW_PLUGIN_PATH (repeatable)");
@@ -269,7 +275,9 @@ int main(int argc, char** argv) {
                 if (!op) {
                     auto close = reg.closest(name);
                     std::cerr << "error: unknown op '" << name << "'"
-                              << (close.empty() ? "" : "; did you mean " + close.front() + "?") << "\n";
+                              << (close.empty() ? "" : "; did you mean " + close.front() + "?")
+                              << ". Plugins are searched in " << reg.search_path_text()
+                              << "; add a folder with --plugin-path DIR or $PIXFLOW_PLUGIN_PATH\n";
                     return 1;
                 }
                 if (markdown) describe_markdown(*op, reg.fusion_of(name), std::cout);

@@ -27,10 +27,21 @@ std::string format_value(const pf_value& v) {
     }
 }
 
+/// A range bound as written: integers exactly (2147483647, not 2.14748e+09), other numbers
+/// with as many digits as a double round-trips.
 static std::string num(double x) {
+    if (std::abs(x) < 9.007199254740992e15 && x == std::floor(x)) return std::to_string(std::int64_t(x));
     std::ostringstream o;
+    o.precision(17);
     o << x;
-    return o.str();
+    std::string shortest = o.str();
+    for (int digits = 6; digits < 17; ++digits) { // the fewest digits that give x back
+        std::ostringstream t;
+        t.precision(digits);
+        t << x;
+        if (std::stod(t.str()) == x) return t.str();
+    }
+    return shortest;
 }
 
 std::string describe_accepted(const pf_param_desc& d) {
@@ -199,6 +210,8 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
                 auto close = reg.closest(ns.op);
                 msg += close.empty() ? "; see `pixflow ops` for the list"
                                      : "; did you mean " + list(close) + "? (see `pixflow ops`)";
+                msg += ". Plugins are searched in " + reg.search_path_text() +
+                       "; add a folder with --plugin-path DIR or $PIXFLOW_PLUGIN_PATH";
             }
             err(ns.op_loc, n.id, msg);
             continue;
