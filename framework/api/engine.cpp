@@ -11,8 +11,12 @@ namespace pixflow {
 Engine::Engine(const std::vector<std::filesystem::path>& plugin_paths) {
     auto s = std::make_shared<detail::EngineState>();
     host::load_registry(s->registry, plugin_paths);
-    s->cuda = host::cuda_usable(&s->cuda_why);
     m = std::move(s);
+}
+
+bool detail::EngineState::cuda() const {
+    std::call_once(m_cuda_once, [this] { m_cuda = host::cuda_usable(); });
+    return m_cuda;
 }
 
 Pipeline Engine::load_string(std::string_view toml, std::string name) const {
@@ -46,6 +50,6 @@ std::vector<std::string> Engine::rejected_plugins() const {
     return out;
 }
 
-bool Engine::cuda_available() const { return m->cuda; }
+bool Engine::cuda_available() const { return m->cuda(); }
 
 } // namespace pixflow
