@@ -59,6 +59,7 @@ struct PipelineState {
     host::Stream own_stream;                         ///< for copies when the caller gives none
     host::Stream caller_stream;                      ///< the caller's, borrowed
     host::RunOptions run_options;                    ///< kept between runs: its maps keep their nodes
+    std::vector<std::string> copies;                 ///< this run's staged inputs and copied outputs (notes)
     RunReport last;
     bool ran = false;
     int compiles = 0;                                ///< how often compile_state ran (tests)
