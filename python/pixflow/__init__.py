@@ -130,10 +130,15 @@ class _Layout:
 def _host_array(where, node, obj):
     """A numpy array over a host object (buffer protocol, __array_interface__), without a copy."""
     try:
-        return _np.asarray(obj)
+        a = _np.asarray(obj)
     except Exception as e:  # noqa: BLE001 (say what the object is)
+        a, why = None, f" ({e})"
+    else:
+        why = ""
+    if a is None or a.dtype.kind == "O":
         raise TypeError(f"{where}: a numpy array, an object with __dlpack__ or __cuda_array_interface__, "
-                        f"or a DLPack capsule, not {type(obj).__name__} ({e})") from None
+                        f"or a DLPack capsule, not {type(obj).__name__}{why}")
+    return a
 
 
 def _numpy_layout(where, node, a):
@@ -284,6 +289,7 @@ class Pipeline:
         self._alive = {}     # node or output -> what its bound view points into (kept until rebound)
         self._into = set()   # outputs bound to a buffer in an earlier run
         self._notes = []     # this module's notes of the last run
+        self._input_notes = {}  # node -> this module's notes about the array bound to it
         self._stream = 0
 
     # ---- what is compiled ------------------------------------------------------------------------
@@ -331,6 +337,17 @@ class Pipeline:
         return self._p.graphviz()
 
     # ---- running -----------------------------------------------------------------------------------
+    def input(self, node, array, stream=None):
+        """Binds `array` to the memory node `node` for the following runs (as run(inputs=...)
+        does), so that shape() and results() know the input's shape before a run. `stream`: as
+        run()'s, for a device array made on another stream."""
+        stream = _stream_handle(stream) or self._stream
+        b = _bind(f'input("{node}")', node, array, stream)
+        self._p.input(node, b.view)
+        self._alive[("in", node)] = b.keep
+        self._input_notes[node] = b.notes
+        return self
+
     def run(self, inputs=None, outputs=None, stream=None, numpy=True):
         """Runs the pipeline once and returns its outputs as a dict.
 
@@ -349,14 +366,11 @@ class Pipeline:
                  every output as a pixflow.Array.
         """
         stream = _stream_handle(stream)
-        notes = []
         self._p.stream(stream)
         self._stream = stream
         for node, obj in (inputs or {}).items():
-            b = _bind(f'input("{node}")', node, obj, stream)
-            self._p.input(node, b.view)
-            self._alive[("in", node)] = b.keep
-            notes += b.notes
+            self.input(node, obj)
+        notes = [n for node_notes in self._input_notes.values() for n in node_notes]
         if outputs is None:
             wanted = {name: None for name in self._p.results()}
         elif isinstance(outputs, dict):
