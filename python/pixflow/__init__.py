@@ -280,6 +280,19 @@ def _bind(where, node, obj, stream, writable=False):
     return _bind_host(where, node, _host_array(where, node, obj), writable)
 
 
+def _array_numpy(self):
+    """The samples as a numpy array: a view of host memory (no copy), or a copy of device memory
+    on the host, made after the work on the array's stream."""
+    if self.device == HOST:
+        return _np.asarray(self)
+    out = empty(self.shape, DTYPES[self.dtype])
+    self._copy_to_host(out.ctypes.data, out.strides[0])
+    return out
+
+
+Array.numpy = _array_numpy
+
+
 class Pipeline:
     """One pipeline of an Engine: compiled on its first run (again after set(), backend(), fuse()
     or when an input changes its shape, dtype or device), then run any number of times."""
