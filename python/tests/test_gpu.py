@@ -131,3 +131,17 @@ def test_cupy_round_trip(gpu, image, reference):
     check(p, out, reference)
     out2 = p.run(inputs={"src": CudaInterface(x)})["c"]  # CuPy through __cuda_array_interface__
     check(p, out2, reference)
+
+
+def test_torch_example_of_the_docs(gpu):
+    pytest.importorskip("torch", reason="PyTorch is not installed for this Python")
+    import os
+    import subprocess
+    import sys
+
+    from conftest import PLUGINS, SOURCE
+    env = dict(os.environ, PIXFLOW_PLUGIN_PATH=str(PLUGINS))
+    r = subprocess.run([sys.executable, str(SOURCE / "python" / "examples" / "torch_blur.py")], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines()[-1] == "ok: no upload, no download"
