@@ -54,6 +54,28 @@ if [ "$mode" = run ]; then
   skipped=$(wc -l < "$out/skipped.txt")
   cat "$out/skipped.txt"
   echo "tests: exit status $status, $skipped skipped (only no-GPU tests may skip here)"
+  # compute-sanitizer over the CUDA tests: memcheck (out-of-bounds, leaks of device memory),
+  # racecheck (shared-memory hazards), synccheck (illegal __syncthreads/barriers). A report or an
+  # error of the tool fails the check; the summary lines are printed.
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  cuda_tests=${PIXFLOW_SANITIZE_FILTER:-'*Cuda*:*cuda*:*Device*'}
+  if [ -x "$sanitizer" ]; then
+    for tool in memcheck racecheck synccheck; do
+      extra=()
+      [ "$tool" = memcheck ] && extra=(--leak-check full)
+      if "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 \
+           "$bin/pixflow_tests" --gtest_filter="$cuda_tests" > "$out/sanitizer-$tool.log" 2>&1; then
+        echo "compute-sanitizer $tool: $(grep -E '^========= ERROR SUMMARY' "$out/sanitizer-$tool.log" | tail -1) ($(grep -cE '^\[       OK \]' "$out/sanitizer-$tool.log") tests)"
+      else
+        echo "compute-sanitizer $tool: FAILED (see $out/sanitizer-$tool.log)"
+        grep -E '^========= (ERROR|Invalid|Race|Barrier|Leaked)|FAILED' "$out/sanitizer-$tool.log" | head -20
+        status=1
+      fi
+    done
+  else
+    echo "compute-sanitizer: not found on this machine; the CUDA tests ran without it"
+    status=1
+  fi
   "$bin/pixflow" plugins | tee "$out/plugins.txt"
   for p in ${PIXFLOW_BENCH:-pipelines/bench/*.toml}; do
     name=$(basename "$p" .toml)

@@ -81,7 +81,8 @@ void bind_inputs(PipelineState& s) {
 void bind_outputs(PipelineState& s) {
     const host::Graph& g = s.compiled->graph;
     s.run_options.keep.clear();
-    std::vector<std::pair<host::NodeId, int>> claimed; // outputs a buffer was given to this run
+    auto& claimed = s.claimed; // outputs a caller buffer was given to this run
+    claimed.clear();
     for (auto& [name, slot] : s.slots) {
         const host::Node& n = g.nodes[slot.node];
         const pf_image& produced = n.outputs[std::size_t(slot.port)];

@@ -12,8 +12,12 @@ namespace pixflow {
 Engine::Engine(const std::vector<std::filesystem::path>& plugin_paths) {
     auto s = std::make_shared<detail::EngineState>();
     host::load_registry(s->registry, plugin_paths);
-    s->cuda = host::cuda_usable(&s->cuda_why);
     m = std::move(s);
+}
+
+bool detail::EngineState::cuda() const {
+    std::call_once(m_cuda_once, [this] { m_cuda = host::cuda_usable(); });
+    return m_cuda;
 }
 
 Pipeline Engine::load_string(std::string_view toml, std::string name) const {
@@ -47,11 +51,11 @@ std::vector<std::string> Engine::rejected_plugins() const {
     return out;
 }
 
-bool Engine::cuda_available() const { return m->cuda; }
+bool Engine::cuda_available() const { return m->cuda(); }
 
 namespace {
 
-// The same words `pixflow describe` prints (cli/main.cpp).
+// The same words `pixflow describe` prints (cli/info.cpp).
 std::string param_type(int t) {
     switch (t) {
     case PF_PARAM_BOOL: return "bool";
@@ -84,7 +88,8 @@ OperatorInfo Engine::describe(std::string_view op) const {
     if (!info) {
         auto close = m->registry.closest(name);
         throw UserError(Diagnostic{SourceLoc{"describe(\"" + name + "\")", 0, 0}, "",
-                                   "unknown op '" + name + "'" + (close.empty() ? "" : "; did you mean " + close.front() + "?"),
+                                   "unknown op '" + name + "'" + (close.empty() ? "" : "; did you mean " + close.front() + "?") +
+                                       ". Plugins are searched in " + m->registry.search_path_text(),
                                    {}});
     }
     const pf_op_desc& d = *info->desc;

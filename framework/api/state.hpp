@@ -10,6 +10,7 @@
 #include <pixflow/pixflow.hpp>
 
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,8 +20,13 @@ namespace pixflow::detail {
 
 struct EngineState {
     host::Registry registry;
-    bool cuda = false;
-    std::string cuda_why;
+    /// Whether CUDA is usable, asked once on first use (starting the CUDA runtime takes a while,
+    /// and `pixflow ops` should not wait for it).
+    bool cuda() const;
+
+  private:
+    mutable std::once_flag m_cuda_once;
+    mutable bool m_cuda = false;
 };
 
 /// An output asked for with Pipeline::output, resolved against the compiled graph.
@@ -59,6 +65,7 @@ struct PipelineState {
     host::Stream own_stream;                         ///< for copies when the caller gives none
     host::Stream caller_stream;                      ///< the caller's, borrowed
     host::RunOptions run_options;                    ///< kept between runs: its maps keep their nodes
+    std::vector<std::pair<host::NodeId, int>> claimed; ///< outputs given a caller buffer this run
     std::vector<std::string> copies;                 ///< this run's staged inputs and copied outputs (notes)
     RunReport last;
     bool ran = false;

@@ -24,13 +24,16 @@ cudaStream_t st(const Stream& s) { return static_cast<cudaStream_t>(s.get()); }
 bool cuda_usable(std::string* why) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        if (why) *why = std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || (e == cudaSuccess && n == 0)) {
+        // Without a GPU the runtime finds no driver (libcuda) or no device: say that, not the
+        // runtime's "driver version is insufficient", which reads like an upgrade would help.
+        if (why) *why = "no GPU or NVIDIA driver was found";
         cudaGetLastError();
         return false;
     }
-    if (n == 0) {
-        if (why) *why = "no CUDA device found";
+    if (e != cudaSuccess) {
+        if (why) *why = std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
+        cudaGetLastError();
         return false;
     }
     return true;

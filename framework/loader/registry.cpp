@@ -45,6 +45,7 @@ std::vector<fs::path> Registry::search_path(const std::vector<fs::path>& explici
 void Registry::load_all(const std::vector<fs::path>& dirs) {
     std::set<fs::path> seen;
     for (const fs::path& dir : dirs) {
+        m_searched.push_back(dir);
         std::error_code ec;
         if (fs::is_regular_file(dir, ec)) {
             if (seen.insert(fs::weakly_canonical(dir, ec)).second) load_file(dir);
@@ -59,6 +60,13 @@ void Registry::load_all(const std::vector<fs::path>& dirs) {
         for (const fs::path& f : files)
             if (seen.insert(fs::weakly_canonical(f, ec)).second) load_file(f);
     }
+}
+
+std::string Registry::search_path_text() const {
+    if (m_searched.empty()) return "(no folder: no plugins were loaded)";
+    std::string s;
+    for (const auto& d : m_searched) s += (s.empty() ? "" : ", ") + d.string();
+    return s;
 }
 
 const PluginRecord& Registry::load_file(const fs::path& file) {

@@ -66,6 +66,9 @@ class Registry {
     const FusionInfo* fusion_of(const std::string& op) const;
     /// The rejected plugin that claimed to provide `op`, if any (for error messages).
     std::string rejected_reason_for(const std::string& op) const;
+    /// The folders and files load_all searched, in order, as one line ("a, b, c"), for messages
+    /// that must say where plugins come from.
+    std::string search_path_text() const;
     /// Up to 3 known op names closest to `name` (edit distance), for "did you mean".
     std::vector<std::string> closest(const std::string& name) const;
 
@@ -75,6 +78,7 @@ class Registry {
     std::vector<PluginRecord> m_plugins;
     std::map<std::string, OpInfo> m_ops;
     std::vector<FusionInfo> m_fusions;
+    std::vector<std::filesystem::path> m_searched;
 };
 
 /// Levenshtein distance, used for suggestions everywhere.

@@ -4,6 +4,8 @@
 
 #include <pixflow/image.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <sstream>
 
 namespace pixflow::host {
@@ -22,10 +24,21 @@ std::string format_value(const pf_value& v) {
 }
 
 namespace {
+/// A range bound as written: integers exactly (2147483647, not 2.14748e+09), other numbers
+/// with as many digits as a double round-trips.
 std::string num(double x) {
+    if (std::abs(x) < 9.007199254740992e15 && x == std::floor(x)) return std::to_string(std::int64_t(x));
     std::ostringstream o;
+    o.precision(17);
     o << x;
-    return o.str();
+    std::string shortest = o.str();
+    for (int digits = 6; digits < 17; ++digits) { // the fewest digits that give x back
+        std::ostringstream t;
+        t.precision(digits);
+        t << x;
+        if (std::stod(t.str()) == x) return t.str();
+    }
+    return shortest;
 }
 } // namespace
 

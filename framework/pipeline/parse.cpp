@@ -2,7 +2,7 @@
 // the whole can tell. Only the format is checked here; meaning is checked in validate.cpp.
 #include "pipeline/pipeline.hpp"
 
-#include <toml++/toml.h>
+#include "pipeline/toml.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -246,7 +246,7 @@ std::string RawValue::to_toml() const {
 RawValue parse_value(const std::string& text, SourceLoc loc) {
     // Read it as a TOML value when it is one (1.5, true, "x"), else as a bare string (zero).
     try {
-        toml::table t = toml::parse("v = " + text);
+        toml::table t = parse_toml("v = " + text, "--set");
         if (const toml::node* n = t.get("v")) return from_toml(*n, loc);
     } catch (const toml::parse_error&) {
     }
@@ -272,7 +272,7 @@ PipelineSpec parse_pipeline_text(const std::string& text, const std::string& fil
                                  const std::vector<std::string>& sets, const std::vector<Override>& overrides) {
     toml::table root;
     try {
-        root = toml::parse(text, file);
+        root = parse_toml(text, file);
     } catch (const toml::parse_error& e) {
         throw UserError(Diagnostic{loc_of(e.source(), file), "",
                                    "TOML syntax error: " + std::string(e.description())});

@@ -93,6 +93,8 @@ void resolve_node(const PipelineSpec& spec, const NodeSpec& ns, const Registry& 
         } else {
             auto close = reg.closest(ns.op);
             msg += close.empty() ? "; see `pixflow ops` for the list" : "; did you mean " + join_list(close) + "? (see `pixflow ops`)";
+            msg += ". Plugins are searched in " + reg.search_path_text() +
+                   "; add a folder with --plugin-path DIR or $PIXFLOW_PLUGIN_PATH";
         }
         add(errs, ns.op_loc, n.id, msg);
         return;

@@ -1,0 +1,49 @@
+// cli/: the `pixflow` subcommands, each a function of its parsed options that returns the exit
+// code: 0 success, 1 an invalid pipeline or command line (a UserError thrown before anything
+// ran; main prints it), 2 a failure while running (nothing written).
+#pragma once
+
+#include "batch/batch.hpp"
+#include "loader/registry.hpp"
+
+#include <string>
+#include <vector>
+
+namespace pixflow::cli {
+
+/// What every subcommand that takes a pipeline accepts.
+struct PipelineArgs {
+    std::string file;
+    std::vector<std::string> sets; ///< --set node.key=value
+    std::string backend;           ///< --backend
+    bool no_fuse = false;          ///< --no-fuse
+};
+
+struct RunArgs {
+    PipelineArgs pipeline;
+    bool profile = false;
+    std::string report_path;
+    host::BatchOptions batch; ///< --input ...: one run per image (batch/); --trace for single runs too
+};
+
+struct BenchArgs {
+    PipelineArgs pipeline;
+    int repeat = 20;
+    std::string report_path;
+};
+
+// info.cpp: what the plugins provide
+int ops_command(const host::Registry& reg);
+int describe_command(const host::Registry& reg, const std::vector<std::string>& ops, bool markdown);
+int plugins_command(const host::Registry& reg, const std::vector<std::string>& plugin_paths);
+
+// pipeline_commands.cpp: what a pipeline does
+int validate_command(const host::Registry& reg, const PipelineArgs& a);
+int graph_command(const host::Registry& reg, const PipelineArgs& a, const std::string& dot_out);
+int run_command(const host::Registry& reg, const RunArgs& a);
+int bench_command(const host::Registry& reg, const BenchArgs& a);
+
+/// Writes a small text file atomically (temporary + rename); throws InternalError on failure.
+void write_file(const std::string& path, const std::string& text);
+
+} // namespace pixflow::cli

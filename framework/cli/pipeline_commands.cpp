@@ -1,0 +1,155 @@
+// cli/ validate, graph, run, bench: a pipeline through the one compile step (compile/), then
+// checked, drawn, run or timed. A failure before anything runs is a UserError for main (exit 1);
+// one while running is printed here and exits 2.
+#include "cli/commands.hpp"
+
+#include "batch/trace.hpp"
+#include "compile/compile.hpp"
+#include "device/device.hpp"
+#include "executor/executor.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+namespace fs = std::filesystem;
+
+namespace pixflow::cli {
+
+using namespace pixflow::host;
+
+namespace {
+
+Compiled compile_args(const Registry& reg, const PipelineArgs& a) {
+    CompileOptions co;
+    co.backend = a.backend;
+    co.fuse = !a.no_fuse;
+    Compiled c = compile_file(a.file, a.sets, reg, co);
+    return c;
+}
+
+void print_notes(const Plan& p) {
+    for (const auto& n : p.notes) std::cerr << "note: " << n << "\n";
+}
+
+/// A failure while running exits 2, whoever's it is.
+int run_failed(const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+}
+
+} // namespace
+
+void write_file(const std::string& path, const std::string& text) {
+    fs::path tmp = fs::path(path).parent_path() / ("." + fs::path(path).filename().string() + ".tmp");
+    {
+        std::ofstream o(tmp, std::ios::binary);
+        o << text;
+        if (!o.flush()) throw InternalError("cannot write " + path);
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw InternalError("cannot write " + path + ": " + ec.message());
+    }
+}
+
+int validate_command(const Registry& reg, const PipelineArgs& a) {
+    Compiled c = compile_args(reg, a);
+    print_notes(c.plan);
+    int cuda = 0;
+    for (auto b : c.plan.backend) cuda += b == Backend::cuda;
+    std::printf("%s: ok: %zu nodes (%d on cuda), %d upload(s), %d download(s)\n", a.file.c_str(), c.graph.nodes.size(),
+                cuda, c.plan.uploads(), c.plan.downloads());
+    return 0;
+}
+
+int graph_command(const Registry& reg, const PipelineArgs& a, const std::string& dot_out) {
+    Compiled c = compile_args(reg, a);
+    std::string dot = plan_to_dot(c.graph, c.plan);
+    if (dot_out.empty()) std::cout << dot;
+    else write_file(dot_out, dot);
+    return 0;
+}
+
+int run_command(const Registry& reg, const RunArgs& a) {
+    if (!a.batch.inputs.empty()) {
+        BatchOptions batch = a.batch;
+        batch.backend_override = a.pipeline.backend;
+        batch.no_fuse = a.pipeline.no_fuse;
+        return run_batch_command(reg, a.pipeline.file, a.pipeline.sets, batch, a.report_path);
+    }
+    Compiled c = compile_args(reg, a.pipeline);
+    print_notes(c.plan);
+    RunReport r;
+    try {
+        Executor ex(c.graph, c.plan);
+        TraceWriter trace;
+        RunOptions opt;
+        if (!a.batch.trace_path.empty())
+            opt.on_span = [&](const Span& s) { trace.add(s, span_category(c.graph, s), a.pipeline.file); };
+        r = ex.run(opt);
+        if (!a.batch.trace_path.empty()) trace.write(a.batch.trace_path);
+    } catch (const std::exception& e) {
+        return run_failed(e);
+    }
+    for (const auto& n : r.nodes)
+        for (const auto& [k, v] : n.metrics) std::printf("%s: %s = %g\n", n.id.c_str(), k.c_str(), v);
+    for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
+    if (a.profile) std::cout << r.table();
+    if (!a.report_path.empty()) write_file(a.report_path, r.to_json() + "\n");
+    return 0;
+}
+
+int bench_command(const Registry& reg, const BenchArgs& a) {
+    Compiled c = compile_args(reg, a.pipeline);
+    print_notes(c.plan);
+    bool any_cuda = c.plan.n_streams > 0;
+    std::vector<BenchRow> rows;
+    double dev_bw = 0, host_bw = 0;
+    try {
+        Executor ex(c.graph, c.plan);
+        RunOptions ro;
+        ro.keep_buffers = true;
+        ro.skip_sinks = true;
+        ex.run(ro);
+        dev_bw = any_cuda ? measure_device_copy_bandwidth(c.plan.device) : 0;
+        host_bw = measure_host_copy_bandwidth();
+        rows = ex.bench(a.repeat, dev_bw, host_bw);
+    } catch (const std::exception& e) {
+        return run_failed(e);
+    }
+    std::printf("device: %s\n", any_cuda ? cuda_device_name(c.plan.device).c_str() : "none (CPU only)");
+    if (any_cuda) std::printf("device copy bandwidth (read+write): %.1f GB/s\n", dev_bw / 1e9);
+    std::printf("host copy bandwidth (read+write): %.1f GB/s\n", host_bw / 1e9);
+    std::printf("%-14s %-14s %-7s %11s %10s %11s %9s\n", "node", "op", "backend", "median ms", "GB/s", "floor ms",
+                "x floor");
+    nlohmann::json j;
+    j["nodes"] = nlohmann::json::array();
+    j["pipeline"] = c.graph.name;
+    j["repeat"] = a.repeat;
+    j["device"] = any_cuda ? cuda_device_name(c.plan.device) : "none";
+    j["device_copy_gbps"] = dev_bw / 1e9;
+    j["host_copy_gbps"] = host_bw / 1e9;
+    double total = 0;
+    for (const auto& r : rows) {
+        std::printf("%-14s %-14s %-7s %11.4f %10.1f %11.4f %9.2f\n", r.id.c_str(), r.op.c_str(), r.backend.c_str(),
+                    r.median_ms, r.gbps, r.floor_ms, r.x_floor);
+        nlohmann::json row{{"id", r.id},         {"op", r.op},       {"backend", r.backend},
+                           {"median_ms", r.median_ms}, {"bytes", r.bytes}, {"gbps", r.gbps},
+                           {"floor_ms", r.floor_ms},   {"x_floor", r.x_floor}};
+        const Node& n = c.graph.nodes[c.graph.find(r.id)];
+        if (!n.replaced.empty()) row["replaced"] = n.replaced;
+        j["nodes"].push_back(row);
+        total += r.median_ms;
+    }
+    std::printf("%-14s %-14s %-7s %11.4f\n", "total", "", "", total);
+    j["total_ms"] = total;
+    if (!a.report_path.empty()) write_file(a.report_path, j.dump(2) + "\n");
+    return 0;
+}
+
+} // namespace pixflow::cli
