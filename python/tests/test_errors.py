@@ -17,7 +17,7 @@ def test_invalid_pipeline_raises_what_the_cli_prints(engine, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[nodes.src]\nop = "synth"\nwidth = 32\nheight = 16\n'
                    '[nodes.blur]\nop = "gauss5x5"\ninput = "src"\nborder = "mirror"\nsigma = 500\n'
-                   '[nodes.pool]\nop = "maxpool2x3"\ninput = "blur"\n')
+                   '[nodes.pool]\nop = "maxpool2x2"\ninput = "blurr"\n')
     r = cli("validate", bad, check=False)
     assert r.returncode == 1
     expected = cli_errors(r)
