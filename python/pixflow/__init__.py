@@ -26,9 +26,10 @@ docs/python.md describes it. Conventions, once:
   memory in place when its rows are packed and start 64-byte aligned (pixflow.empty() makes such
   arrays), device memory when its rows start 256-byte aligned; otherwise the library copies it
   into a staging buffer, and the notes say that too.
-- Outputs are produced where their node runs and returned without a copy: a numpy array over
-  memory the node wrote directly (host), or a pixflow.Array (device) that torch.from_dlpack and
-  cupy.from_dlpack take as it is. Outputs with one channel have shape (H, W).
+- Outputs go to the host (numpy arrays) unless an input lies on a device (then pixflow.Array in
+  device memory, which torch.from_dlpack and cupy.from_dlpack take as it is); run(to=...) says
+  otherwise. Where that is where the node runs, the node writes its result straight into the
+  returned array's memory: no copy. Outputs with one channel have shape (H, W).
 - The GIL is released while pixflow compiles and runs: threads that each use their own Pipeline
   run at the same time. One Pipeline is used by one thread at a time.
 """
@@ -303,6 +304,7 @@ class Pipeline:
         self._into = set()   # outputs bound to a buffer in an earlier run
         self._notes = []     # this module's notes of the last run
         self._input_notes = {}  # node -> this module's notes about the array bound to it
+        self._input_devices = {}  # node -> where the array bound to it lies (HOST or a CUDA ordinal)
         self._stream = 0
 
     # ---- what is compiled ------------------------------------------------------------------------
@@ -359,9 +361,10 @@ class Pipeline:
         self._p.input(node, b.view)
         self._alive[("in", node)] = b.keep
         self._input_notes[node] = b.notes
+        self._input_devices[node] = b.view.device
         return self
 
-    def run(self, inputs=None, outputs=None, stream=None, numpy=True):
+    def run(self, inputs=None, outputs=None, stream=None, to=None, numpy=True):
         """Runs the pipeline once and returns its outputs as a dict.
 
         inputs   {memory node: array}: numpy arrays, objects with __dlpack__ (torch, cupy, jax) or
@@ -375,6 +378,10 @@ class Pipeline:
                  output stays on the device, and device outputs are ready on that stream (their
                  __dlpack__ orders the consumer's stream after it). None: pixflow's own streams,
                  and run() returns when everything is done.
+        to       where outputs that run() allocates go: "host", "device", or None: "device" when
+                 an input lies on a device, else "host" (so numpy in gives numpy out, also from
+                 CUDA nodes, and GPU arrays in give GPU arrays out). An output produced elsewhere
+                 is copied there after the run, and the report's notes say so.
         numpy    True: host outputs as numpy arrays (over pixflow.Array memory, no copy). False:
                  every output as a pixflow.Array.
         """
@@ -384,6 +391,11 @@ class Pipeline:
         for node, obj in (inputs or {}).items():
             self.input(node, obj)
         notes = [n for node_notes in self._input_notes.values() for n in node_notes]
+        devices = [d for d in self._input_devices.values() if d != HOST]
+        if to is None:
+            to = "device" if devices else "host"
+        if to not in ("host", "device"):
+            raise ValueError(f'run(to={to!r}): "host", "device" or None')
         if outputs is None:
             wanted = {name: None for name in self._p.results()}
         elif isinstance(outputs, dict):
@@ -396,7 +408,8 @@ class Pipeline:
         for name, dest in wanted.items():
             if dest is None:
                 v = self._p.shape(name)
-                arr = Array(v.width, v.height, v.channels, v.dtype, v.device)
+                device = HOST if to == "host" else v.device if v.device != HOST else (devices or [0])[0]
+                arr = Array(v.width, v.height, v.channels, v.dtype, device)
                 self._p.output_into(name, arr._view())
                 made[name] = arr
                 self._alive[("out", name)] = arr

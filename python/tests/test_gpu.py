@@ -39,11 +39,25 @@ def reference(gpu, image):
 
 def device_copy(engine, image):
     """`image` uploaded into a pixflow.Array on device 0 (by a one-node CUDA pipeline)."""
-    p = engine.load_string(MEMORY + '[nodes.up]\nop = "convert"\ninput = "src"\nbackend = "cuda"\n', "up.toml")
-    arr = p.run(inputs={"src": image})["up"]
+    p = engine.load_string(MEMORY + '[nodes.up]\nop = "convert"\ninput = "src"\ndtype = "u8"\nbackend = "cuda"\n', "up.toml")
+    arr = p.run(inputs={"src": image}, to="device")["up"]
     assert isinstance(arr, pixflow.Array) and arr.device == 0
     assert np.array_equal(arr.numpy(), image)
     return arr
+
+
+def test_numpy_in_gives_numpy_out_from_cuda_nodes(gpu, image, reference):
+    p = gpu.load_string(CHAIN, "gpu.toml").backend("cuda")
+    out = p.run(inputs={"src": image})["c"]
+    assert isinstance(out, np.ndarray) and np.array_equal(out, reference[0])
+    r = p.report()
+    assert r["transfers"]["h2d"]["count"] == 1  # the upload where the CUDA chain starts
+    assert [n for n in copies(r)] == ['output("c"): copied into the caller\'s buffer after the run; a buffer is '
+                                      "written in place when it lies on CUDA device 0, with rows that start 256-byte "
+                                      "aligned"]
+    dev = p.run(to="device")["c"]  # or kept on the device, written in place
+    assert isinstance(dev, pixflow.Array) and np.array_equal(dev.numpy(), reference[0])
+    assert copies(p.report()) == []
 
 
 def check(p, out, reference):
