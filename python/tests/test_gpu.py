@@ -26,7 +26,9 @@ def gpu(engine):
 
 @pytest.fixture(scope="module")
 def image():
-    return noise((256, 256, 3), seed=21)  # rows of 768 bytes: 256-byte aligned, read in place
+    a = pixflow.empty((256, 256, 3), np.uint8)  # 64-byte aligned: read in place on the host too
+    a[...] = noise((256, 256, 3), seed=21)  # rows of 768 bytes: on a device, 256-byte aligned
+    return a
 
 
 @pytest.fixture(scope="module")
@@ -134,10 +136,10 @@ def test_torch_tensor_with_padded_rows(gpu, image, reference):
 
 def test_cupy_round_trip(gpu, image, reference):
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed for this Python")
-    x = cupy.asarray(image)
     p = gpu.load_string(CHAIN, "cupy.toml")
     s = cupy.cuda.Stream(non_blocking=True)
     with s:
+        x = cupy.asarray(image)  # made on s, like the work pixflow is ordered after
         out = p.run(inputs={"src": x}, stream=s)["c"]
         y = cupy.from_dlpack(out)
         assert y.data.ptr == out.data_ptr
