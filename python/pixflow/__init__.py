@@ -42,6 +42,8 @@ import numpy as _np
 from ._pixflow import Array, Error, InternalError, UserError  # noqa: F401 (the public names)
 from . import _pixflow
 
+__version__ = _pixflow.__version__
+
 __all__ = ["Engine", "Pipeline", "Array", "Error", "UserError", "InternalError", "empty", "zeros", "DTYPES"]
 
 HOST = -1  # PF_HOST: the device of host memory

@@ -364,6 +364,11 @@ pixflow::ImageView make_view(int width, int height, int channels, const std::str
 
 PYBIND11_MODULE(_pixflow, m) {
     m.doc() = "pixflow's compiled core; use the pixflow package, which wraps it";
+#ifdef PIXFLOW_VERSION
+    m.attr("__version__") = PIXFLOW_VERSION; // the library's (a compile definition of pixflow::pixflow)
+#else
+    m.attr("__version__") = "unknown";
+#endif
 
     g_error = PyErr_NewExceptionWithDoc("pixflow.Error", "Any error pixflow raises.", PyExc_Exception, nullptr);
     py::tuple user_bases = py::make_tuple(py::handle(g_error), py::handle(PyExc_ValueError));
