@@ -427,7 +427,7 @@ class Pipeline:
             self._alive.pop(("out", name), None)
         self._into = set(wanted)
         self._notes = notes
-        self._report = _json.loads(self._p.run())
+        self._p.run()
         for name, arr in made.items():
             if arr.device != HOST and stream:
                 arr._set_stream(stream)  # ready once the caller's stream gets there

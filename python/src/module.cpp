@@ -515,12 +515,8 @@ as any of them uses it. Shape (H, W) for one channel, else (H, W, C).)")
         .def("stream", [](pixflow::Pipeline& p, std::uintptr_t s) { p.stream(reinterpret_cast<CUstream_st*>(s)); })
         .def("compile", &pixflow::Pipeline::compile, py::call_guard<py::gil_scoped_release>())
         .def("run", [](pixflow::Pipeline& p) {
-            pixflow::RunReport r;
-            {
-                py::gil_scoped_release nogil; // other Python threads run while pixflow does
-                r = p.run();
-            }
-            return report_json(r);
+            py::gil_scoped_release nogil; // other Python threads run while pixflow does
+            p.run();                      // the report is made into JSON only when asked for (report())
         })
         .def("report", [](pixflow::Pipeline& p) {
             pixflow::RunReport r;
