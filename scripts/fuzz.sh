@@ -12,17 +12,18 @@ cd "$(dirname "$0")/.."
 per=${SECONDS_PER_TARGET:-60}
 runs=${RUNS:--1}
 jobs=$(nproc 2>/dev/null || echo 2)
+mkdir -p build-fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIXFLOW_FUZZ=ON \
-    -DPIXFLOW_WITH_CUDA=OFF -DPIXFLOW_WITH_OIIO=OFF -DPIXFLOW_BUILD_TESTS=OFF >build-fuzz.log 2>&1 ||
-    { tail -20 build-fuzz.log; exit 1; }
+    -DPIXFLOW_WITH_CUDA=OFF -DPIXFLOW_WITH_OIIO=OFF -DPIXFLOW_BUILD_TESTS=OFF >build-fuzz/build.log 2>&1 ||
+    { tail -20 build-fuzz/build.log; exit 1; }
 targets=("$@")
 ((${#targets[@]})) || targets=(fuzz_pipeline fuzz_codec_npy fuzz_codec_pgm fuzz_codec_ppm fuzz_codec_pfm)
 # Every plugin but chan_vese, whose CPU kernel templates use GCC's target_clones (clang 14 has it
 # only for plain functions): the pipeline fuzzer then sees chan_vese as an unknown op.
 plugins=$(ninja -C build-fuzz -t targets all | sed -n 's|^lib/pixflow/plugins/\(pixflow_[a-z0-9_]*\)\.so:.*|\1|p' |
     grep -v '^pixflow_chan_vese$' | sort -u)
-cmake --build build-fuzz -j"$jobs" --target "${targets[@]}" $plugins >>build-fuzz.log 2>&1 ||
-    { grep -E 'error|FAILED' build-fuzz.log | head -20; exit 1; }
+cmake --build build-fuzz -j"$jobs" --target "${targets[@]}" $plugins >>build-fuzz/build.log 2>&1 ||
+    { grep -E 'error|FAILED' build-fuzz/build.log | head -20; exit 1; }
 mkdir -p build-fuzz/findings
 export PIXFLOW_PLUGIN_PATH= ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
 status=0
