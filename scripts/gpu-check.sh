@@ -85,6 +85,10 @@ if [ "$mode" = run ]; then
   # The figure to read: "api host overhead: N us per run" (issue 13's target: at most 20 us).
   echo "== embedding API: host overhead of Pipeline::run() (3 x gauss5x5, 256x256 RGB u8, device in and out)"
   "$bin/pixflow_api_bench" 2000 "$out/api-bench.json" 2>&1 | tee "$out/api-bench.txt" || status=1
+  # The Python module (issue 19), built for this machine's python3 against the packed library:
+  # its pytest suite on the GPU and the torch round trip (python/gpu/check.sh says what ran).
+  echo "== Python module: pytest on the GPU, and torch tensor -> pixflow -> torch.from_dlpack"
+  python/gpu/check.sh "$pack" "$out" || status=1
   exit $status
 fi
 

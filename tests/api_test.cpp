@@ -371,3 +371,72 @@ TEST(ApiCli, MemoryIsListedAndAnUnboundMemoryNodeFailsTheRun) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("node 'src' (memory on cpu): no image is bound to this memory node"), std::string::npos) << r.err;
 }
+
+TEST(Api, ShapeAndResultsTellWhatTheNextRunProduces) {
+    Image in = noise(67, 45, 3, 4);
+    Pipeline p = engine().load_string(kMemorySource + kChain, "api.toml");
+    p.backend("cpu").input("src", in.view());
+    EXPECT_EQ(p.results(), std::vector<std::string>{"gray"});
+    ImageView g = p.shape("gray"), a = p.shape("a"), s = p.shape("src");
+    EXPECT_EQ(g.width, 33);
+    EXPECT_EQ(g.height, 22);
+    EXPECT_EQ(g.channels, 1);
+    EXPECT_EQ(g.dtype, DType::u8);
+    EXPECT_EQ(g.device, PF_HOST);
+    EXPECT_EQ(g.pitch, 33);
+    EXPECT_EQ(g.data, nullptr);
+    EXPECT_EQ(a.width, 67);
+    EXPECT_EQ(a.channels, 3);
+    EXPECT_EQ(s.width, 67);
+    EXPECT_EQ(compiles(p), 1);
+    p.run();
+    EXPECT_EQ(compiles(p), 1) << "shape() compiled for the bound inputs; run() reuses it";
+    EXPECT_ERROR([&] { p.shape("nope"); }, "output(\"nope\"): no node 'nope'");
+    Image gray = noise(16, 8, 1, 4);
+    Pipeline q = engine().load_string(kMemorySource + "[nodes.seg]\nop = \"chan_vese\"\ninput = \"src\"\n", "two.toml");
+    q.backend("cpu").input("src", gray.view());
+    EXPECT_EQ(q.results(), (std::vector<std::string>{"seg.mask", "seg.phi"}));
+    EXPECT_EQ(q.shape("seg.phi").dtype, DType::f32);
+}
+
+TEST(Api, DescribeGivesWhatPixflowDescribeShows) {
+    pixflow::OperatorInfo d = engine().describe("gauss5x5");
+    EXPECT_EQ(d.name, "gauss5x5");
+    EXPECT_EQ(d.plugin, "gauss5x5");
+    ASSERT_EQ(d.inputs.size(), 1u);
+    ASSERT_EQ(d.outputs.size(), 1u);
+    EXPECT_FALSE(d.backends.empty());
+    auto cli = pixflow::testing::run_pixflow("describe gauss5x5");
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+    EXPECT_NE(cli.out.find(d.name + ": " + d.doc), std::string::npos) << cli.out;
+    EXPECT_NE(cli.out.find(d.inputs[0].name + ": " + d.inputs[0].accepts), std::string::npos) << cli.out;
+    ASSERT_FALSE(d.params.empty());
+    for (const auto& q : d.params) {
+        std::string line = q.name + " (" + q.type + ", " + (q.required ? "required" : "default " + q.default_value) +
+                           (q.accepted.empty() ? "" : "; " + q.accepted) + "): " + q.doc;
+        EXPECT_NE(cli.out.find(line), std::string::npos) << line << "\n" << cli.out;
+    }
+    EXPECT_ERROR([&] { engine().describe("gauss5x6"); }, "describe(\"gauss5x6\"): unknown op 'gauss5x6'; did you mean gauss5x5?");
+}
+
+TEST(Api, ReportNotesSayWhichBuffersWereCopied) {
+    Image in = noise(67, 45, 3, 5);
+    Image out(33, 22, 1, DType::u8);
+    Pipeline p = engine().load_string(kMemorySource + kChain, "api.toml");
+    auto r = p.backend("cpu").input("src", in.view()).output("gray", out.view()).run();
+    for (const auto& n : r.notes) EXPECT_EQ(n.find("copied"), std::string::npos) << n;
+    std::vector<std::byte> in_mem(std::size_t(45) * 208 + 1), out_mem(std::size_t(22) * 40 + 1);
+    ImageView pin = in.view(), pout = out.view();
+    pin.pitch = 208;
+    pin.data = in_mem.data() + 1;
+    pout.pitch = 40;
+    pout.data = out_mem.data() + 1;
+    r = p.input("src", pin).output("gray", pout).run();
+    std::string all;
+    for (const auto& n : r.notes) all += n + "\n";
+    EXPECT_NE(all.find("input(\"src\"): copied into a staging buffer; memory is read in place when it lies on the host, "
+                       "with packed rows that start 64-byte aligned"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find("output(\"gray\"): copied into the caller's buffer after the run"), std::string::npos) << all;
+}

@@ -39,6 +39,12 @@ pf_image stage(PipelineState& s, const std::string& id, const ImageView& v) {
     return out.to_c();
 }
 
+/// The layout rule a buffer at `device` must meet to be used in place (Executor::can_write_into).
+std::string layout_rule(int device) {
+    if (device == PF_HOST) return "on the host, with packed rows that start 64-byte aligned";
+    return "on CUDA device " + std::to_string(device) + ", with rows that start 256-byte aligned";
+}
+
 bool same_shape(const pf_image& a, const pf_image& b) {
     return a.width == b.width && a.height == b.height && a.channels == b.channels && a.dtype == b.dtype;
 }
@@ -56,10 +62,17 @@ const host::Stream& copy_stream(PipelineState& s, int device) {
 
 void bind_inputs(PipelineState& s) {
     const host::Graph& g = s.compiled->graph;
+    s.copies.clear();
     for (const auto& [id, view] : s.inputs) {
         host::NodeId v = g.find(id);
         pf_image im = view.to_c();
-        s.run_options.externals[v] = s.executor->can_write_into(v, im) ? im : stage(s, id, view);
+        if (s.executor->can_write_into(v, im)) {
+            s.run_options.externals[v] = im;
+            continue;
+        }
+        s.run_options.externals[v] = stage(s, id, view);
+        s.copies.push_back("input(\"" + id + "\"): copied into a staging buffer; memory is read in place when it lies " +
+                           layout_rule(view.device));
     }
     s.run_options.stream = s.stream;
     s.run_options.resources = s.pinned ? &s.resources : nullptr;
@@ -91,6 +104,13 @@ void bind_outputs(PipelineState& s) {
             }
         }
         if (!slot.in_place) s.run_options.keep.push_back(slot.node);
+        if (slot.dest && !slot.in_place) {
+            int where = s.inputs.count(n.id) ? s.inputs.at(n.id).device
+                        : s.compiled->plan.on_device(slot.node) ? s.compiled->plan.device
+                                                                : PF_HOST;
+            s.copies.push_back("output(\"" + name + "\"): copied into the caller's buffer after the run; a buffer is "
+                               "written in place when it lies " + layout_rule(where));
+        }
     }
     for (auto it = s.run_options.write_into.begin(); it != s.run_options.write_into.end();)
         it = std::find(claimed.begin(), claimed.end(), it->first) == claimed.end() ? s.run_options.write_into.erase(it) : ++it;

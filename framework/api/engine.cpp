@@ -2,6 +2,7 @@
 // loaded once and shared, read-only, by every Pipeline made from it.
 #include "api/state.hpp"
 #include "builtin/builtin.hpp"
+#include "pipeline/pipeline.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -51,5 +52,63 @@ std::vector<std::string> Engine::rejected_plugins() const {
 }
 
 bool Engine::cuda_available() const { return m->cuda(); }
+
+namespace {
+
+// The same words `pixflow describe` prints (cli/info.cpp).
+std::string param_type(int t) {
+    switch (t) {
+    case PF_PARAM_BOOL: return "bool";
+    case PF_PARAM_INT: return "int";
+    case PF_PARAM_FLOAT: return "float";
+    case PF_PARAM_CHOICE: return "choice";
+    default: return "string";
+    }
+}
+
+std::string accepted(const pf_param_desc& p) {
+    if (p.type == PF_PARAM_CHOICE || p.has_range) return host::describe_accepted(p);
+    if (p.flags & PF_PARAM_OUTPUT_PATH) return "a file to write (atomically)";
+    if (p.flags & PF_PARAM_INPUT_PATH) return "a file to read";
+    return "";
+}
+
+std::vector<OperatorInfo::Port> ports(const pf_port_desc* p, int n) {
+    std::vector<OperatorInfo::Port> out;
+    for (int k = 0; k < n; ++k)
+        out.push_back({p[k].name, host::describe_ports(p[k].dtypes, p[k].channels), p[k].doc ? p[k].doc : ""});
+    return out;
+}
+
+} // namespace
+
+OperatorInfo Engine::describe(std::string_view op) const {
+    std::string name(op);
+    const host::OpInfo* info = m->registry.find(name);
+    if (!info) {
+        auto close = m->registry.closest(name);
+        throw UserError(Diagnostic{SourceLoc{"describe(\"" + name + "\")", 0, 0}, "",
+                                   "unknown op '" + name + "'" + (close.empty() ? "" : "; did you mean " + close.front() + "?") +
+                                       ". Plugins are searched in " + m->registry.search_path_text(),
+                                   {}});
+    }
+    const pf_op_desc& d = *info->desc;
+    OperatorInfo o;
+    o.name = d.name;
+    o.doc = d.doc ? d.doc : "";
+    o.plugin = info->plugin;
+    o.path = info->path.string();
+    o.backends = info->has_cuda() ? std::vector<std::string>{"cpu", "cuda"} : std::vector<std::string>{"cpu"};
+    if (const host::FusionInfo* f = m->registry.fusion_of(name)) o.fuses = f->text();
+    o.inputs = ports(d.inputs, d.n_inputs);
+    o.outputs = ports(d.outputs, d.n_outputs);
+    for (int k = 0; k < d.n_params; ++k) {
+        const pf_param_desc& p = d.params[k];
+        bool required = (p.flags & PF_PARAM_REQUIRED) != 0;
+        o.params.push_back({p.name, param_type(p.type), required, required ? "" : host::format_value(p.default_value),
+                            accepted(p), p.doc ? p.doc : ""});
+    }
+    return o;
+}
 
 } // namespace pixflow

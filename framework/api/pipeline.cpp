@@ -203,6 +203,7 @@ RunReport Pipeline::run() {
     detail::bind_outputs(s);
     s.ran = false;
     s.last = s.executor->run(s.run_options);
+    s.last.notes.insert(s.last.notes.end(), s.copies.begin(), s.copies.end());
     s.ran = true;
     if (detail::copy_outputs(s)) s.executor->device_times(s.last); // the device is done: times are known
     return s.last;
@@ -230,6 +231,37 @@ ImageView Pipeline::view(std::string_view node_port) const {
     if (!m->executor->kept(slot.node, slot.port))
         throw UserError(Diagnostic{where, "", "not an output; ask for it with output(\"" + name + "\") before run()", {}});
     return ImageView(m->executor->output(slot.node, slot.port));
+}
+
+std::vector<std::string> Pipeline::results() const {
+    if (m->dirty || !m->compiled || detail::inputs_changed(*m)) detail::compile_state(*m);
+    const host::Graph& g = m->compiled->graph;
+    host::NodeMap<char> read(g.nodes.size(), 0);
+    for (const host::Node& n : g.nodes)
+        for (const auto& in : n.inputs) read[in.node] = 1;
+    std::vector<std::string> out;
+    for (host::NodeId v : g.order) {
+        const host::Node& n = g.nodes[v];
+        if (!n.op || n.outputs.empty() || n.is_sink() || read[v] || m->inputs.count(n.id)) continue;
+        if (n.outputs.size() == 1) out.push_back(n.id);
+        else
+            for (int k = 0; k < n.op->desc->n_outputs; ++k) out.push_back(n.id + "." + n.op->desc->outputs[k].name);
+    }
+    return out;
+}
+
+ImageView Pipeline::shape(std::string_view node_port) const {
+    if (m->dirty || !m->compiled || detail::inputs_changed(*m)) detail::compile_state(*m);
+    detail::OutputSlot slot = detail::resolve_output(m->compiled->graph, std::string(node_port));
+    const host::Node& n = m->compiled->graph.nodes[slot.node];
+    ImageView v(n.outputs[std::size_t(slot.port)]);
+    auto bound = m->inputs.find(n.id);
+    v.device = bound != m->inputs.end() ? bound->second.device
+               : m->compiled->plan.on_device(slot.node) ? m->compiled->plan.device
+                                                         : PF_HOST;
+    v.pitch = std::int64_t(v.row_bytes());
+    v.data = nullptr;
+    return v;
 }
 
 std::vector<std::string> Pipeline::notes() const {

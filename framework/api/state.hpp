@@ -66,6 +66,7 @@ struct PipelineState {
     host::Stream caller_stream;                      ///< the caller's, borrowed
     host::RunOptions run_options;                    ///< kept between runs: its maps keep their nodes
     std::vector<std::pair<host::NodeId, int>> claimed; ///< outputs given a caller buffer this run
+    std::vector<std::string> copies;                 ///< this run's staged inputs and copied outputs (notes)
     RunReport last;
     bool ran = false;
     int compiles = 0;                                ///< how often compile_state ran (tests)

@@ -50,6 +50,29 @@ namespace pixflow {
 
 class Pipeline;
 
+/// An operator as `pixflow describe` shows it (Engine::describe): its ports and parameters.
+struct OperatorInfo {
+    struct Port {
+        std::string name;
+        std::string accepts; ///< dtypes and channel counts, e.g. "u8, f32 with 1 to 4 channels"
+        std::string doc;
+    };
+    struct Param {
+        std::string name;
+        std::string type;          ///< bool, int, float, choice or string
+        bool required = false;
+        std::string default_value; ///< as TOML ("1.5", "\"zero\""); empty when required
+        std::string accepted;      ///< the range or the choices, or what a path names; may be empty
+        std::string doc;
+    };
+    std::string name, doc;
+    std::string plugin, path;          ///< the plugin's name and file (the host's own for built-ins)
+    std::vector<std::string> backends; ///< "cpu", then "cuda" when it has a CUDA implementation
+    std::string fuses;                 ///< a fused operator: the chain it stands for ("a -> b"); else ""
+    std::vector<Port> inputs, outputs; ///< outputs[0] is the default output
+    std::vector<Param> params;
+};
+
 namespace detail {
 struct EngineState;
 struct PipelineState;
@@ -105,6 +128,8 @@ class Engine {
 
     /// Every operator's name (`pixflow ops`), the built-in `memory` source included.
     std::vector<std::string> operators() const;
+    /// What `pixflow describe op` shows; throws UserError for an unknown name (with the closest).
+    OperatorInfo describe(std::string_view op) const;
     /// One line per plugin file that was found but rejected: "path: why".
     std::vector<std::string> rejected_plugins() const;
     /// Whether a CUDA device is usable (and pixflow was built with CUDA).
@@ -173,7 +198,15 @@ class Pipeline {
     /// device): valid until the next run() or the Pipeline's end; do not write into it.
     ImageView view(std::string_view node_port) const;
 
-    // ---- what compile() decided --------------------------------------------------------------------
+    // ---- what compile() decided (each compiles first when needed) ---------------------------------
+    /// The images no node reads, which every run keeps (its results): "node", or "node.port" for
+    /// each port of a node with several outputs. Bound inputs are not listed.
+    std::vector<std::string> results() const;
+    /// The output "node" or "node.port" as the next run will produce it: width, height, channels,
+    /// dtype, and device = where it is produced (PF_HOST, or the CUDA ordinal of a CUDA node);
+    /// data is null and pitch that of packed rows. Lets a caller allocate a buffer the node can
+    /// write into directly (see output(node_port, dest)). Throws UserError for an unknown output.
+    ImageView shape(std::string_view node_port) const;
     /// The planner's notes: an `auto` fallback to the CPU, a fusion.
     std::vector<std::string> notes() const;
     /// The plan as Graphviz dot, as `pixflow graph` prints it.

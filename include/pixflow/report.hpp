@@ -27,7 +27,9 @@ struct RunReport {
     double h2d_bytes = 0, d2h_bytes = 0;
     double peak_device_bytes = 0;           ///< high-water mark of the run's device buffers
     double wall_ms = 0;                     ///< host time of the whole run
-    std::vector<std::string> notes;         ///< the planner's notes (an auto fallback, a fusion)
+    /// The planner's notes (an auto fallback, a fusion); from Pipeline::run(), also each bound
+    /// input copied into a staging buffer and each output copied into the caller's buffer, and why.
+    std::vector<std::string> notes;
     std::vector<std::string> outputs;       ///< files written, each renamed into place
 
     /// The JSON object of `--report` (keys in alphabetical order, 2-space indent, no newline).
