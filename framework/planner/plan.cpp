@@ -20,6 +20,16 @@ int Plan::downloads() const {
     return n;
 }
 
+namespace {
+// A build without CUDA builds no op's CUDA implementation, so "auto" never meets an op that has
+// one; it still falls back (to the CPU, for every node), and says so once.
+#ifdef PIXFLOW_HOST_WITH_CUDA
+constexpr bool kHostHasCuda = true;
+#else
+constexpr bool kHostHasCuda = false;
+#endif
+} // namespace
+
 Plan make_plan(const Graph& g, const PlanOptions& opt) {
     Plan p;
     p.device = opt.device;
@@ -67,7 +77,7 @@ Plan make_plan(const Graph& g, const PlanOptions& opt) {
                 p.backend[k] = Backend::cuda;
         } else if (want == "auto") {
             if (has_cuda && opt.cuda_usable) p.backend[k] = Backend::cuda;
-            else if (has_cuda && !noted_fallback) {
+            else if ((has_cuda || !kHostHasCuda) && !noted_fallback) {
                 p.notes.push_back("backend auto: " + opt.cuda_why + "; running on the CPU");
                 noted_fallback = true;
             }
