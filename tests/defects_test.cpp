@@ -101,7 +101,8 @@ TEST(NonRegularFiles, AFifoAsAnInputIsRefusedWithoutBlocking) {
     ASSERT_EQ(mkfifo((t / "in.pgm").c_str(), 0600), 0);
     reg(); // loaded before the fork
     std::string text = load_save(t / "in.pgm", t / "out.pgm");
-    std::string err = in_child(10, [&] { return user_error_of([&] { build_graph(parse_pipeline_text(text, "p.toml"), reg()); }); });
+    auto validate = [&] { build_graph(parse_pipeline_text(text, "p.toml"), reg()); };
+    std::string err = in_child(10, [&] { return user_error_of(validate); });
     EXPECT_EQ(err, "p.toml:3:8: node 'src': path = \"" + (t / "in.pgm") +
                        "\" is a FIFO (named pipe); expected a regular file (or a symbolic link to one)");
 }
@@ -116,7 +117,8 @@ TEST(NonRegularFiles, ASymlinkToDevZeroAsAnInputIsRefusedWithoutReadingIt) {
     fs::create_symlink("/dev/zero", t.path / name);
     reg();
     std::string text = load_save(t / name, t / "out.pgm");
-    std::string err = in_child(10, [&] { return user_error_of([&] { build_graph(parse_pipeline_text(text, "p.toml"), reg()); }); });
+    auto validate = [&] { build_graph(parse_pipeline_text(text, "p.toml"), reg()); };
+    std::string err = in_child(10, [&] { return user_error_of(validate); });
     EXPECT_EQ(err, "p.toml:3:8: node 'src': path = \"" + (t / name) +
                        "\" is a symbolic link to /dev/zero, a character device; expected a regular file (or a symbolic "
                        "link to one)");
@@ -422,7 +424,8 @@ TEST(LargePipeline, AnErrorListsAFewNodesNotAll) {
     for (int k = 1; k < 2000; ++k) text += "[nodes.n" + std::to_string(k) + "]\nop = \"gauss5x5\"\ninput = \"n0\"\n";
     text += "[nodes.bad]\nop = \"gauss5x5\"\ninput = \"n00\"\n";
     std::string err = user_error_of([&] { build_graph(parse_pipeline_text(text, "big.toml"), reg()); });
-    EXPECT_NE(err.find("input 'n00' is not a node (did you mean 'n0'?); nodes: n0, n1, "), std::string::npos) << err.substr(0, 300);
+    EXPECT_NE(err.find("input 'n00' is not a node (did you mean 'n0'?); nodes: n0, n1, "), std::string::npos)
+        << err.substr(0, 300);
     EXPECT_NE(err.find(", ... (2001 in all)"), std::string::npos) << err.substr(0, 300);
     EXPECT_LT(err.size(), 1000u);
 }
@@ -553,6 +556,7 @@ TEST(UnusedOutputs, ValidateAndRunPrintTheNotes) {
         EXPECT_NE(r.err.find("note: " + (t / "n.toml") + ":5:8: node 'blur': output 'out' (gauss5x5) is read by no node"),
                   std::string::npos)
             << cmd << "\n" << r.err;
-        EXPECT_NE(r.err.find("note: " + (t / "n.toml") + ": the pipeline writes nothing"), std::string::npos) << cmd << "\n" << r.err;
+        EXPECT_NE(r.err.find("note: " + (t / "n.toml") + ": the pipeline writes nothing"), std::string::npos)
+            << cmd << "\n" << r.err;
     }
 }
