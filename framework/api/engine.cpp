@@ -30,6 +30,9 @@ Pipeline Engine::load_string(std::string_view toml, std::string name) const {
 }
 
 Pipeline Engine::load_file(const std::filesystem::path& toml) const {
+    if (std::string kind = host::non_regular_file_kind(toml); !kind.empty()) // a FIFO would block
+        throw UserError(Diagnostic{SourceLoc{toml.string(), 0, 0}, "",
+                                   "the pipeline file is " + kind + "; expected a regular TOML file", {}});
     std::ifstream in(toml, std::ios::binary);
     if (!in)
         throw UserError(Diagnostic{SourceLoc{toml.string(), 0, 0}, "", "cannot open the pipeline file (does it exist?)", {}});

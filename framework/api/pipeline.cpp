@@ -67,6 +67,8 @@ void compile_state(PipelineState& s) {
     host::CompileOptions co = s.options;
     co.inputs.clear();
     for (const auto& [id, view] : s.inputs) co.inputs[id] = shape_of(view);
+    for (const auto& [name, dest] : s.outputs) co.outputs_read.insert(name); // read by the caller: no note
+    co.note_no_sink = false; // results land in caller memory, not in files
     host::PipelineSpec spec = host::parse_pipeline_text(s.text, s.file, {}, s.overrides);
     auto c = std::make_unique<host::Compiled>(host::compile(spec, s.engine->registry, co));
     std::map<std::string, OutputSlot> slots;

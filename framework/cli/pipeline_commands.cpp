@@ -31,6 +31,7 @@ Compiled compile_args(const Registry& reg, const PipelineArgs& a) {
 }
 
 void print_notes(const Plan& p) {
+    for (const auto& w : p.warnings) std::cerr << "warning: " << w.str() << "\n";
     for (const auto& n : p.notes) std::cerr << "note: " << n << "\n";
 }
 

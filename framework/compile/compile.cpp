@@ -120,8 +120,23 @@ Compiled compile(const PipelineSpec& spec, const Registry& reg, const CompileOpt
     bool has_memory = std::any_of(spec.nodes.begin(), spec.nodes.end(), [](const NodeSpec& n) { return n.op == kMemoryOp; });
     Compiled c;
     c.graph = has_memory || !opt.inputs.empty() ? build_graph(bind_inputs(spec, opt, po, po.device), reg) : build_graph(spec, reg);
+    // What is valid but computed for nothing, or most likely not meant: on the graph as written
+    // (before fusion renames nodes), with or without --no-fuse.
+    std::vector<Diagnostic> warnings = fusion_disagreements(c.graph, reg);
+    std::vector<std::string> notes;
+    std::vector<Diagnostic> unread = unread_outputs(c.graph, opt.outputs_read);
+    const std::size_t shown = 20; // a generated pipeline can leave thousands unread
+    for (std::size_t k = 0; k < unread.size() && k < shown; ++k) notes.push_back(unread[k].str());
+    if (unread.size() > shown)
+        notes.push_back("... and " + std::to_string(unread.size() - shown) + " more outputs that no node reads (" +
+                        std::to_string(unread.size()) + " in all)");
+    if (opt.note_no_sink && opt.outputs_read.empty() && !writes_something(c.graph))
+        notes.push_back(spec.file + ": the pipeline writes nothing: no node saves a file or has another effect, so "
+                        "its results are dropped; add a save node (op = \"save\")");
     c.plan = make_plan(c.graph, po);
     if (opt.fuse) fuse(c.graph, c.plan, po, reg);
+    c.plan.warnings = std::move(warnings);
+    c.plan.notes.insert(c.plan.notes.end(), notes.begin(), notes.end());
     return c;
 }
 

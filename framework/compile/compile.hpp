@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,17 @@ struct CompileOptions {
     /// Images bound to `memory` nodes, by node id: their shape and location (data unused). The
     /// node takes the image's shape (a declared one must agree) and runs where the image lies.
     std::map<std::string, pf_image> inputs;
+    /// Outputs the caller reads itself, "node" or "node.port" (the embedding API's output()):
+    /// no note says that no node reads them.
+    std::set<std::string> outputs_read;
+    /// false: no note when the pipeline has no sink (the embedding API, whose results are caller
+    /// memory rather than files).
+    bool note_no_sink = true;
 };
 
+/// The graph as planned, and the plan, whose notes and warnings say what compiling noticed:
+/// CUDA fallbacks, fused chains, outputs no node reads, a pipeline that writes nothing (notes);
+/// nodes a fusion pairs that disagree (warnings).
 struct Compiled {
     Graph graph;
     Plan plan;

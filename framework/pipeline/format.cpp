@@ -82,6 +82,10 @@ std::string format_shape(const pf_image& im) {
 }
 
 NodeId Graph::find(const std::string& id) const {
+    if (m_by_id.size() == nodes.size()) {
+        auto it = m_by_id.find(id);
+        return it == m_by_id.end() ? NodeId() : it->second;
+    }
     for (NodeId v : nodes.ids())
         if (nodes[v].id == id) return v;
     return NodeId();
@@ -89,10 +93,26 @@ NodeId Graph::find(const std::string& id) const {
 
 std::vector<std::pair<NodeId, int>> Graph::consumers(NodeId node, int port) const {
     std::vector<std::pair<NodeId, int>> out;
+    if (m_consumers.size() == nodes.size()) {
+        for (const auto& [v, i] : m_consumers[node])
+            if (nodes[v].inputs[std::size_t(i)].port == port) out.emplace_back(v, i);
+        return out;
+    }
     for (NodeId v : nodes.ids())
         for (std::size_t i = 0; i < nodes[v].inputs.size(); ++i)
             if (nodes[v].inputs[i].node == node && nodes[v].inputs[i].port == port) out.emplace_back(v, int(i));
     return out;
+}
+
+void Graph::index() {
+    m_by_id.clear();
+    m_by_id.reserve(nodes.size());
+    for (NodeId v : nodes.ids()) m_by_id.emplace(nodes[v].id, v);
+    if (m_by_id.size() != nodes.size()) m_by_id.clear(); // duplicate ids: keep the first-match scan
+    m_consumers.assign(nodes.size(), {});
+    for (NodeId v : nodes.ids())
+        for (std::size_t i = 0; i < nodes[v].inputs.size(); ++i)
+            if (nodes[v].inputs[i].node.valid()) m_consumers[nodes[v].inputs[i].node].emplace_back(v, int(i));
 }
 
 std::vector<std::pair<std::string, std::string>> Node::paths(std::uint32_t flag) const {

@@ -5,6 +5,7 @@
 #include "pipeline/toml.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -161,7 +162,8 @@ void apply_override(const Override& o, PipelineSpec& spec, Errors& errs) {
     auto it = std::find_if(spec.nodes.begin(), spec.nodes.end(), [&](const NodeSpec& n) { return n.id == o.node; });
     if (it == spec.nodes.end()) {
         std::string ids;
-        for (const auto& n : spec.nodes) ids += (ids.empty() ? "" : ", ") + n.id;
+        for (std::size_t k = 0; k < spec.nodes.size() && k < 50; ++k) ids += (ids.empty() ? "" : ", ") + spec.nodes[k].id;
+        if (spec.nodes.size() > 50) ids += ", ... (" + std::to_string(spec.nodes.size()) + " in all)";
         errs.add(l, "", "no node '" + o.node + "'; nodes: " + ids);
         return;
     }
@@ -177,8 +179,12 @@ void apply_override(const Override& o, PipelineSpec& spec, Errors& errs) {
     } else if (o.key == "input") {
         if (auto v = str_or_err("input")) it->inputs = {InputSpec{"", *v, "", l}}, it->inputs_as_table = false;
     } else if (o.key.rfind("inputs.", 0) == 0) {
+        std::string port = o.key.substr(7);
+        if (port.empty()) {
+            errs.add(l, it->id, "the input port is empty; expected inputs.<port> = \"node[.port]\"");
+            return;
+        }
         if (auto v = str_or_err("inputs.<port>")) {
-            std::string port = o.key.substr(7);
             auto& ins = it->inputs;
             ins.erase(std::remove_if(ins.begin(), ins.end(), [&](auto& i) { return i.port == port; }), ins.end());
             ins.push_back(InputSpec{port, *v, "", l});
@@ -200,6 +206,10 @@ void finish(PipelineSpec& spec, Errors& errs) {
     for (NodeSpec& n : spec.nodes)
         for (InputSpec& in : n.inputs)
             if (auto dot = in.node.find('.'); dot != std::string::npos) {
+                // "src." or ".out" would otherwise read the default port, or a node named "".
+                if (dot == 0 || dot + 1 == in.node.size())
+                    errs.add(in.loc, n.id, "input \"" + in.node + "\" names an empty " + (dot == 0 ? "node" : "port") +
+                                               "; expected \"node\" or \"node.port\"");
                 in.out_port = in.node.substr(dot + 1);
                 in.node = in.node.substr(0, dot);
             }
@@ -227,7 +237,30 @@ PipelineSpec parse_table(const toml::table& root, const std::string& file, const
     return spec;
 }
 
+bool is_control(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
 } // namespace
+
+std::string escape_control(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (!is_control(c)) {
+            out += c;
+            continue;
+        }
+        switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default: {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02X", unsigned(static_cast<unsigned char>(c)));
+            out += hex;
+        }
+        }
+    }
+    return out;
+}
 
 std::string RawValue::to_toml() const {
     switch (kind) {
@@ -258,12 +291,24 @@ RawValue parse_value(const std::string& text, SourceLoc loc) {
 }
 
 Override parse_override(const std::string& arg) {
-    SourceLoc loc{"--set " + arg, 0, 0};
+    SourceLoc loc{"--set " + escape_control(arg), 0, 0};
+    auto refuse = [&](const std::string& msg) { throw UserError(Diagnostic{loc, "", msg, {}}); };
+    // One line only: the value is read as `v = <value>`, so a newline would start a TOML line of
+    // its own and whatever follows it would be dropped without a word.
+    for (std::size_t i = 0; i < arg.size(); ++i)
+        if (is_control(arg[i]))
+            refuse("a control character (" + escape_control(arg.substr(i, 1)) + ") at byte " + std::to_string(i + 1) +
+                   "; --set takes one line, node.key=value, with no newline, tab or other control character");
     auto eq = arg.find('=');
     auto dot = arg.find('.');
     if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || dot + 1 == eq)
-        throw UserError(Diagnostic{loc, "", "expected --set node.key=value (or pipeline.key=value)", {}});
+        refuse("expected --set node.key=value (or pipeline.key=value)");
     Override o{arg.substr(0, dot), arg.substr(dot + 1, eq - dot - 1), {}};
+    if (o.key == "inputs.")
+        refuse("the input port is empty; expected --set node.inputs.<port>=node[.port]");
+    if (o.key.front() == '.' || o.key.back() == '.' || o.key.find("..") != std::string::npos)
+        refuse("the key '" + o.key + "' has an empty part; expected --set node.key=value, node.inputs.<port>=node[.port] "
+               "or pipeline.key=value");
     o.value = parse_value(arg.substr(eq + 1), loc);
     return o;
 }
@@ -282,6 +327,11 @@ PipelineSpec parse_pipeline_text(const std::string& text, const std::string& fil
 
 PipelineSpec parse_pipeline_file(const std::filesystem::path& file, const std::vector<std::string>& sets,
                                  const std::vector<Override>& overrides) {
+    // Only a regular file: a directory reads as empty ("has no nodes"), and a FIFO or a device
+    // such as /dev/zero would block or never end.
+    if (std::string kind = non_regular_file_kind(file); !kind.empty())
+        throw UserError(Diagnostic{SourceLoc{file.string(), 0, 0}, "",
+                                   "the pipeline file is " + kind + "; expected a regular TOML file"});
     std::ifstream in(file, std::ios::binary);
     if (!in)
         throw UserError(Diagnostic{SourceLoc{file.string(), 0, 0}, "",

@@ -10,14 +10,19 @@ namespace pixflow::host::validate {
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates) {
     std::string best;
     std::size_t best_d = std::max<std::size_t>(2, name.size() / 2) + 1;
-    for (const auto& c : candidates)
+    for (const auto& c : candidates) {
+        // The distance is at least the difference in length: most candidates need no table.
+        std::size_t len_diff = c.size() > name.size() ? c.size() - name.size() : name.size() - c.size();
+        if (len_diff >= best_d) continue;
         if (auto d = edit_distance(name, c); d < best_d) best_d = d, best = c;
+    }
     return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
-std::string join_list(const std::vector<std::string>& v) {
+std::string join_list(const std::vector<std::string>& v, std::size_t limit) {
     std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    for (std::size_t k = 0; k < v.size() && k < limit; ++k) s += (s.empty() ? "" : ", ") + v[k];
+    if (v.size() > limit) s += ", ... (" + std::to_string(v.size()) + " in all)";
     return s.empty() ? "(none)" : s;
 }
 

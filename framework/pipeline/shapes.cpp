@@ -40,6 +40,20 @@ std::optional<std::vector<pf_image>> input_shapes(const Graph& g, const Node& n,
     return ins;
 }
 
+/// Whether every file node n reads is a regular file (or missing: its op says so). Its infer
+/// reads the header, and a FIFO or a device such as /dev/zero would block or never end there.
+bool readable_kinds(const Node& n, Errors& errs) {
+    bool ok = true;
+    for (const auto& [key, path] : n.paths(PF_PARAM_INPUT_PATH))
+        if (std::string kind = non_regular_file_kind(path); !kind.empty()) {
+            auto it = n.param_locs.find(key);
+            add(errs, it != n.param_locs.end() ? it->second : n.loc, n.id,
+                key + " = \"" + escape_control(path) + "\" is " + kind + "; expected a regular file (or a symbolic link to one)");
+            ok = false;
+        }
+    return ok;
+}
+
 } // namespace
 
 /// 4. Each node's output shapes from its op's infer, in topological order.
@@ -49,7 +63,7 @@ void infer_shapes(Graph& g, Errors& errs) {
         if (!n.op) continue;
         const pf_op_desc& d = *n.op->desc;
         auto ins = input_shapes(g, n, errs);
-        if (!ins) continue;
+        if (!ins || !readable_kinds(n, errs)) continue;
         n.outputs.assign(std::size_t(d.n_outputs), pf_image{sizeof(pf_image), 0, 0, 0, 0, PF_HOST, 0, nullptr});
         char buf[1024] = {0};
         int32_t st = d.infer(n.params.data(), d.n_params, ins->data(), int32_t(ins->size()), n.outputs.data(),

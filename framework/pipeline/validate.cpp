@@ -16,8 +16,10 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
     for (const NodeSpec& ns : spec.nodes) ids.push_back(ns.id);
 
     for (const NodeSpec& ns : spec.nodes) validate::resolve_node(spec, ns, reg, g.nodes.emplace_back(), errs);
+    g.index(); // ids, for wiring
     for (NodeId v : g.nodes.ids()) validate::wire_inputs(spec.nodes[v.index()], v, g, ids, errs);
     if (!errs.empty()) throw UserError(errs);
+    g.index(); // and now consumers
     validate::order_nodes(g);
     validate::infer_shapes(g, errs);
     validate::check_paths(g, errs);

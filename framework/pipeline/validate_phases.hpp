@@ -17,8 +17,9 @@ inline void add(Errors& errs, const SourceLoc& l, const std::string& node, std::
 
 /// " (did you mean 'x'?)" for the candidate closest to `name`, or "".
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates);
-/// "a, b, c", or "(none)".
-std::string join_list(const std::vector<std::string>& v);
+/// "a, b, c", or "(none)"; past `limit` names, ", ... (N in all)" (a pipeline of 40,000 nodes
+/// must not print them all in one message).
+std::string join_list(const std::vector<std::string>& v, std::size_t limit = 50);
 bool valid_backend(const std::string& b);
 
 /// 1. The op of one node and each of its parameters.

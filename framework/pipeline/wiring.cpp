@@ -80,21 +80,25 @@ void wire_inputs(const NodeSpec& ns, NodeId v, Graph& g, const std::vector<std::
 }
 
 /// 3. Kahn's algorithm: g.order, or a UserError naming a cycle (what is left over lies on or
-/// behind one).
+/// behind one). Linear in nodes and edges: each node's consumers are listed once up front, in
+/// node order, so the order is the same as visiting every node for each one taken.
 void order_nodes(Graph& g) {
     NodeMap<int> indeg(g.nodes.size(), 0);
+    NodeMap<std::vector<NodeId>> consumers(g.nodes.size());
     for (NodeId v : g.nodes.ids())
-        for (const auto& in : g.nodes[v].inputs) indeg[v] += in.node.valid();
-    std::vector<NodeId> ready;
+        for (const auto& in : g.nodes[v].inputs)
+            if (in.node.valid()) {
+                ++indeg[v];
+                consumers[in.node].push_back(v); // once per input: two inputs from one node, twice
+            }
+    std::vector<NodeId> ready; // a FIFO: taken from `next` on
     for (NodeId v : g.nodes.ids())
         if (!indeg[v]) ready.push_back(v);
-    while (!ready.empty()) {
-        NodeId v = ready.front();
-        ready.erase(ready.begin());
+    for (std::size_t next = 0; next < ready.size(); ++next) {
+        NodeId v = ready[next];
         g.order.push_back(v);
-        for (NodeId k : g.nodes.ids())
-            for (const auto& in : g.nodes[k].inputs)
-                if (in.node == v && --indeg[k] == 0) ready.push_back(k);
+        for (NodeId k : consumers[v])
+            if (--indeg[k] == 0) ready.push_back(k);
     }
     if (g.order.size() == g.nodes.size()) return;
     // Walk predecessors from a leftover node until one repeats: that loop is the cycle.
@@ -102,7 +106,9 @@ void order_nodes(Graph& g) {
     for (NodeId k : g.nodes.ids())
         if (indeg[k]) v = k;
     std::vector<NodeId> path;
-    while (std::find(path.begin(), path.end(), v) == path.end()) {
+    NodeMap<char> on_path(g.nodes.size(), 0);
+    while (!on_path[v]) {
+        on_path[v] = 1;
         path.push_back(v);
         for (const auto& in : g.nodes[v].inputs)
             if (in.node.valid() && indeg[in.node]) {

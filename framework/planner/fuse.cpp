@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <set>
+#include <tuple>
 
 namespace pixflow::host {
 
@@ -121,7 +122,71 @@ std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& 
     return n;
 }
 
+/// Where parameter `param` of node n got its value: its line, or the node's for a default.
+std::string value_where(const Node& n, const std::string& param, const pf_value& v, SourceLoc& loc) {
+    auto it = n.param_locs.find(param);
+    loc = it != n.param_locs.end() ? it->second : n.loc;
+    return param + " = " + format_value(v) + (it != n.param_locs.end() ? "" : " (the default)");
+}
+
+/// Every chain of `f`'s operators that starts at `first`, following each consumer of the first
+/// output that reads it as its first input (a node may feed several: each path is a chain).
+void chains_from(const Graph& g, const FusionInfo& f, std::vector<NodeId>& chain,
+                 std::vector<std::vector<NodeId>>& found) {
+    if (chain.size() == f.chain.size()) {
+        found.push_back(chain);
+        return;
+    }
+    for (const auto& [k, input] : g.consumers(chain.back(), 0)) {
+        const Node& n = g.nodes[k];
+        if (input != 0 || !n.op || n.op->desc->name != f.chain[chain.size()]) continue;
+        chain.push_back(k);
+        chains_from(g, f, chain, found);
+        chain.pop_back();
+    }
+}
+
 } // namespace
+
+std::vector<Diagnostic> fusion_disagreements(const Graph& g, const Registry& reg) {
+    std::vector<Diagnostic> out;
+    std::set<std::tuple<NodeId, std::string, NodeId, std::string>> reported; // a pair once, however many chains
+    for (const FusionInfo& f : reg.fusions()) {
+        const pf_fusion_desc& fd = *f.desc;
+        for (NodeId v : g.order) {
+            const Node& first = g.nodes[v];
+            if (!first.op || first.op->desc->name != f.chain[0]) continue;
+            std::vector<NodeId> chain{v};
+            std::vector<std::vector<NodeId>> found;
+            chains_from(g, f, chain, found);
+            for (const auto& c : found)
+                for (int j = 0; j < fd.n_same; ++j) {
+                    const pf_fusion_same& s = fd.same[j];
+                    if (s.node_a < 0 || s.node_b < 0 || std::size_t(s.node_a) >= c.size() || std::size_t(s.node_b) >= c.size())
+                        continue;
+                    const Node& a = g.nodes[c[std::size_t(s.node_a)]];
+                    const Node& b = g.nodes[c[std::size_t(s.node_b)]];
+                    int ia = param_index(*a.op->desc, s.param_a), ib = param_index(*b.op->desc, s.param_b);
+                    if (ia < 0 || ib < 0) continue; // a bad declaration: fuse() says so
+                    const pf_value& va = a.params[std::size_t(ia)];
+                    const pf_value& vb = b.params[std::size_t(ib)];
+                    if (same_value(va, vb) || !reported.emplace(c[std::size_t(s.node_a)], s.param_a,
+                                                                c[std::size_t(s.node_b)], s.param_b).second)
+                        continue;
+                    SourceLoc la, lb;
+                    std::string wa = value_where(a, s.param_a, va, la), wb = value_where(b, s.param_b, vb, lb);
+                    out.push_back(Diagnostic{
+                        lb, b.id,
+                        wb + " but node '" + a.id + "' (" + la.str() + ") has " + wa + "; " + a.op->desc->name + " and " +
+                            b.op->desc->name + " belong together: plugin " + f.fused->plugin + " fuses " + f.text() +
+                            " into " + fd.fused_op + " only when they agree, so these nodes run one by one and the "
+                            "result is most likely not the one meant; set both to the same value",
+                        {}});
+                }
+        }
+    }
+    return out;
+}
 
 int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg) {
     std::set<NodeId> taken;              // nodes already in a fused chain
@@ -170,6 +235,7 @@ int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg) {
     for (NodeId v : g.order)
         if (new_id[v].valid()) out.order.push_back(new_id[v]);
     g = std::move(out);
+    g.index();
     p = make_plan(g, opt);
     p.notes.insert(p.notes.end(), notes.begin(), notes.end());
     return int(fused_at.size());

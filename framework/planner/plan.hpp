@@ -46,6 +46,9 @@ struct Plan {
     /// per node, per input: index into transfers, or -1 when read in place
     NodeMap<std::vector<int>> input_transfer;
     std::vector<std::string> notes;  ///< e.g. "auto: no usable CUDA device (...); running on CPU"
+    /// What is valid but most likely not meant (nodes a fusion pairs that disagree); the CLI
+    /// prints them as `warning: <file:line:col>: node 'x': ...`. Set by compile().
+    std::vector<Diagnostic> warnings;
 
     bool on_device(NodeId node) const { return backend[node] == Backend::cuda; }
     int uploads() const;
@@ -69,5 +72,12 @@ namespace pixflow::host {
 /// keeps the last node's id and lists the nodes it replaced; the plan is redone for the new graph.
 /// Returns the number of chains fused.
 int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg);
+
+/// Nodes that belong together and disagree: for each chain in `g` that matches a fusion a plugin
+/// declares (the same operators, each one's first output feeding the next one's first input),
+/// one warning per `same` constraint of that fusion the chain violates, at the second node's
+/// parameter, naming both nodes, both values and where each was set. Such a chain is valid and
+/// runs unfused, but its result is rarely the one meant (quantize at 20, dequantize at 75).
+std::vector<Diagnostic> fusion_disagreements(const Graph& g, const Registry& reg);
 
 } // namespace pixflow::host
