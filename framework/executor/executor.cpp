@@ -1,6 +1,7 @@
 #include "executor/executor.hpp"
 
 #include "device/device.hpp"
+#include "loader/checked_size.hpp"
 
 #include <pixflow/image.hpp>
 
@@ -30,10 +31,9 @@ double ms_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-std::size_t row_bytes(const pf_image& im) {
-    return std::size_t(im.width) * std::size_t(im.channels) * dtype_size(DType(im.dtype));
-}
-std::size_t image_bytes(const pf_image& im) { return row_bytes(im) * std::size_t(im.height); }
+// Overflow-checked (loader/checked_size.hpp): a shape comes from a plugin's infer.
+std::size_t row_bytes(const pf_image& im) { return row_bytes_or_throw(im); }
+std::size_t image_bytes(const pf_image& im) { return image_bytes_or_throw(im, row_bytes(im)); }
 
 enum class Mem { none, host, pinned, device, external };
 
@@ -112,9 +112,9 @@ struct Executor::Impl {
         b.im.struct_size = sizeof(pf_image);
         std::size_t rb = row_bytes(shape);
         if (device) {
-            b.im.pitch = std::int64_t((rb + 255) / 256 * 256);
+            b.im.pitch = std::int64_t(checked_round_up(rb, 256).value_or(max_buffer_bytes));
             b.im.device = p.device;
-            b.im.data = device_alloc_async(std::size_t(b.im.pitch) * std::size_t(shape.height),
+            b.im.data = device_alloc_async(image_bytes_or_throw(shape, std::size_t(b.im.pitch)),
                                            streams[std::size_t(stream)]);
             b.mem = Mem::device;
             b.stream = stream;
@@ -122,7 +122,7 @@ struct Executor::Impl {
         } else {
             b.im.pitch = std::int64_t(rb);
             b.im.device = PF_HOST;
-            std::size_t bytes = std::max<std::size_t>(rb * std::size_t(shape.height), 1);
+            std::size_t bytes = std::max<std::size_t>(image_bytes_or_throw(shape, rb), 1);
             if (pinned) {
                 b.im.data = pinned_cache() ? pinned_cache()->take(bytes) : pinned_alloc(bytes);
                 b.mem = Mem::pinned;
@@ -263,6 +263,7 @@ struct Executor::Impl {
             }
         }
         free_scratch(c);
+        err[sizeof err - 1] = '\0'; // the plugin may have left it unterminated
         if (st != PF_OK) {
             fail(where(v) + ": " + (err[0] ? err : "failed with status " + std::to_string(st)));
             return false;

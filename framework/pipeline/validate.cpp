@@ -2,6 +2,8 @@
 // cycles, infer shapes in topological order and check every edge's dtype and channel count.
 #include "pipeline/pipeline.hpp"
 
+#include "loader/checked_size.hpp"
+
 #include <pixflow/image.hpp>
 
 #include <algorithm>
@@ -391,6 +393,7 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
         char buf[1024] = {0};
         int32_t st = d.infer(n.params.data(), d.n_params, ins.data(), int32_t(ins.size()),
                              n.outputs.data(), d.n_outputs, buf, sizeof buf);
+        buf[sizeof buf - 1] = '\0'; // the plugin may have left it unterminated
         if (st != PF_OK) {
             SourceLoc l = n.loc;
             // Point at the parameter the message names or quotes, if any.
@@ -411,6 +414,12 @@ Graph build_graph(const PipelineSpec& spec, const Registry& reg) {
             if (o.width < 1 || o.height < 1 || o.channels < 1 || o.channels > 4 || o.dtype < PF_U8 || o.dtype > PF_F64) {
                 err(n.loc, n.id, std::string("internal: op ") + d.name + " inferred an invalid output " +
                                      std::to_string(o.width) + "x" + std::to_string(o.height));
+                n.outputs.clear();
+                break;
+            }
+            if (!checked_image_bytes(o)) { // w * h * channels * sample size must not wrap
+                err(n.loc, n.id, std::string("op ") + d.name + " inferred an output of " + shape_for_message(o) +
+                                     ", whose size in bytes overflows");
                 n.outputs.clear();
                 break;
             }
