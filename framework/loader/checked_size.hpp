@@ -74,10 +74,12 @@ constexpr std::optional<std::size_t> checked_image_bytes(const pf_image& shape) 
     return rb ? checked_image_bytes(shape, *rb) : std::nullopt;
 }
 
-/// "WxH, C channels, dtype N" for messages about a shape a plugin answered.
+/// "WxH, C channel(s) of f32" for messages about a shape a plugin answered (any values).
 inline std::string shape_for_message(const pf_image& s) {
+    static constexpr const char* names[] = {"?", "u8", "u16", "i16", "i32", "u32", "u64", "f32", "f64"};
+    std::string dtype = s.dtype >= PF_U8 && s.dtype <= PF_F64 ? names[s.dtype] : "dtype " + std::to_string(s.dtype);
     return std::to_string(s.width) + "x" + std::to_string(s.height) + ", " + std::to_string(s.channels) +
-           " channel(s) of dtype " + std::to_string(s.dtype);
+           " channel(s) of " + dtype;
 }
 
 /// The throwing forms, for code that already checked the shape once and must not trust it
