@@ -18,13 +18,14 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWit
 cmake --build build-fuzz -j"$jobs" >>build-fuzz.log 2>&1 || { tail -40 build-fuzz.log; exit 1; }
 
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_pipeline fuzz_codec_npy fuzz_codec_pgm fuzz_codec_ppm fuzz_codec_pfm)
+((${#targets[@]})) || targets=(fuzz_pipeline fuzz_codec_npy fuzz_codec_pgm fuzz_codec_ppm fuzz_codec_pfm fuzz_descriptor)
 mkdir -p build-fuzz/findings
 export PIXFLOW_PLUGIN_PATH= ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
 status=0
 for t in "${targets[@]}"; do
     seeds=(tests/fuzz/corpus/${t#fuzz_codec_})
     [ "$t" = fuzz_pipeline ] && seeds=(tests/fuzz/corpus/pipeline pipelines pipelines/bench tests/errors)
+    [ "$t" = fuzz_descriptor ] && seeds=(tests/fuzz/corpus/descriptor)
     work=$(mktemp -d)
     log=build-fuzz/$t.log
     set +e

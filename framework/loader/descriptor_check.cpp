@@ -81,6 +81,12 @@ std::string struct_size_problem(std::uint32_t have, std::size_t want, const char
            " of this ABI";
 }
 
+std::string num(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
 std::string dtype_mask_text(std::uint32_t m) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%x", m);
@@ -117,7 +123,7 @@ std::string check_param(const pf_param_desc& p, const std::string& where) {
     bool numeric = p.type == PF_PARAM_INT || p.type == PF_PARAM_FLOAT;
     if (numeric && p.has_range) {
         if (std::isnan(p.min) || std::isnan(p.max) || p.min > p.max)
-            return w + ": range [" + std::to_string(p.min) + ", " + std::to_string(p.max) + "] is empty or NaN";
+            return w + ": range [" + num(p.min) + ", " + num(p.max) + "] is empty or NaN";
     }
     if (p.type == PF_PARAM_CHOICE) {
         if (auto e = count_problem(p.n_choices, L::choices, p.choices, "choices"); !e.empty()) return w + ": " + e;
@@ -139,14 +145,12 @@ std::string check_param(const pf_param_desc& p, const std::string& where) {
     switch (p.type) {
     case PF_PARAM_INT:
         if (p.has_range && (double(v.i) < p.min || double(v.i) > p.max))
-            return w + ": default " + std::to_string(v.i) + " is outside its range [" + std::to_string(p.min) + ", " +
-                   std::to_string(p.max) + "]";
+            return w + ": default " + std::to_string(v.i) + " is outside its range [" + num(p.min) + ", " + num(p.max) + "]";
         break;
     case PF_PARAM_FLOAT:
         if (std::isnan(v.f)) return w + ": default is NaN";
         if (p.has_range && (v.f < p.min || v.f > p.max))
-            return w + ": default " + std::to_string(v.f) + " is outside its range [" + std::to_string(p.min) + ", " +
-                   std::to_string(p.max) + "]";
+            return w + ": default " + num(v.f) + " is outside its range [" + num(p.min) + ", " + num(p.max) + "]";
         break;
     case PF_PARAM_STRING:
         if (auto e = string_problem(v.s, L::doc_bytes, Text::any); !e.empty()) return w + ": default string " + e;
