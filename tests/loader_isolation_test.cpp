@@ -258,7 +258,8 @@ TEST(PluginScanCache, ASecondRunStartsNoScanner) {
     ASSERT_EQ(box.run("ops").exit_code, 0);
     std::size_t first = box.scans();
     EXPECT_GE(first, 9u) << "every real plugin is scanned once";
-    EXPECT_NE(slurp(box.cache()).find("\"format\": \"pixflow plugin scan cache\""), std::string::npos);
+    EXPECT_NE(slurp(box.cache()).find("\"format\": \"pixflow plugin scan cache\""), std::string::npos)
+        << slurp(box.cache()).substr(0, 200);
     CommandResult second = box.run("ops");
     EXPECT_EQ(second.exit_code, 0);
     EXPECT_NE(second.out.find("gauss5x5"), std::string::npos);
@@ -303,17 +304,26 @@ TEST(PluginScanCache, ACorruptCacheIsIgnoredAndRewritten) {
     EXPECT_EQ(box.scans(), before) << "the rewritten cache is used";
 }
 
-TEST(PluginScanCache, ACacheOfAnotherPixflowIsNotTrusted) {
+// One cache file serves every pixflow of the user (build trees, installations): a verdict counts
+// only for the pixflow and scanner that made it, and the others' verdicts stay.
+TEST(PluginScanCache, VerdictsOfAnotherPixflowAreNotTrustedButKept) {
     Sandbox box;
     ASSERT_EQ(box.run("ops").exit_code, 0);
     std::size_t first = box.scans();
     std::string text = slurp(box.cache());
-    auto at = text.find("\"stamp\": \"pixflow ");
-    ASSERT_NE(at, std::string::npos) << text.substr(0, 300);
-    text.replace(at, 18, "\"stamp\": \"pixflow 0.0.0-older ");
+    const std::string from = "\"pixflow\": \"", to = from + "0.0.0-older ";
+    std::size_t older = 0;
+    for (std::size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size(), ++older)
+        text.replace(at, from.size(), to);
+    ASSERT_EQ(older, first) << text.substr(0, 300);
     pixflow::testing::write_text(box.cache().string(), text);
+
     ASSERT_EQ(box.run("ops").exit_code, 0);
     EXPECT_EQ(box.scans(), 2 * first) << "an upgrade rescans everything";
+    std::string after = slurp(box.cache());
+    std::size_t kept = 0;
+    for (std::size_t at = 0; (at = after.find(to, at)) != std::string::npos; ++at) ++kept;
+    EXPECT_EQ(kept, first) << "the older pixflow's verdicts are still there for it";
 }
 
 TEST(PluginScanCache, CanBeTurnedOff) {

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <map>
 #include <poll.h>
 #include <pwd.h>
 #include <random>
@@ -349,41 +350,48 @@ std::optional<FileIdentity> identify(const fs::path& file) {
     return id;
 }
 
-std::string scan_cache_stamp(const fs::path& scanner) {
-    std::string s = std::string("pixflow ") + PIXFLOW_VERSION + ", ABI " + std::to_string(PIXFLOW_ABI_MAJOR) + "." +
-                    std::to_string(PIXFLOW_ABI_MINOR) + ", scanner";
-    if (auto id = identify(scanner))
-        s += " " + std::to_string(id->size) + ":" + std::to_string(id->mtime_ns) + ":" + std::to_string(id->inode);
-    return s;
+namespace {
+std::string identity_text(const fs::path& file) {
+    auto id = identify(file);
+    return id ? std::to_string(id->size) + ":" + std::to_string(id->mtime_ns) + ":" + std::to_string(id->inode) : "";
+}
+} // namespace
+
+ScannerStamp ScannerStamp::of(const fs::path& scanner) {
+    return ScannerStamp{std::string(PIXFLOW_VERSION) + ", ABI " + std::to_string(PIXFLOW_ABI_MAJOR) + "." +
+                            std::to_string(PIXFLOW_ABI_MINOR),
+                        scanner.string(), identity_text(scanner)};
 }
 
 // ---- the cache file ----------------------------------------------------------------------------
 //
-// {"format": "pixflow plugin scan cache", "stamp": "pixflow 0.9.0, ABI 1.1, scanner ...",
-//  "plugins": {"/abs/path.so": {"size": N, "mtime_ns": N, "inode": N, "device": N, "ok": true,
-//              "reason": "", "name": "", "version": "", "abi": [1, 1], "ops": ["..."]}}}
+// {"format": "pixflow plugin scan cache", "entries": [
+//   {"plugin": "/abs/p.so", "size": N, "mtime_ns": N, "inode": N, "device": N,
+//    "pixflow": "0.1.0, ABI 1.1", "scanner": "/abs/pixflow-plugin-scanner", "scanner_id": "N:N:N",
+//    "ok": true, "reason": "", "name": "", "version": "", "abi": [1, 1], "ops": ["..."]}, ...]}
 
 namespace {
 constexpr const char* cache_format = "pixflow plugin scan cache";
 constexpr std::size_t max_entries = 4096;
 } // namespace
 
-ScanCache::ScanCache(fs::path file, std::string stamp) : m_file(std::move(file)), m_stamp(std::move(stamp)) {
+ScanCache::ScanCache(fs::path file, ScannerStamp stamp) : m_file(std::move(file)), m_stamp(std::move(stamp)) {
     if (m_file.empty()) return;
     std::ifstream in(m_file, std::ios::binary);
     if (!in) return; // none yet: written after the first scan
     try {
         nlohmann::json j = nlohmann::json::parse(in);
-        if (j.at("format") != cache_format || j.at("stamp") != m_stamp) {
-            m_dirty = true; // another pixflow or scanner: start again
-            return;
-        }
-        for (const auto& [path, e] : j.at("plugins").items()) {
+        if (j.at("format") != cache_format) throw std::runtime_error("another format");
+        for (const auto& e : j.at("entries")) {
             Entry en;
+            en.path = e.at("plugin").get<std::string>();
             en.id.size = e.at("size").get<std::uintmax_t>();
             en.id.mtime_ns = e.at("mtime_ns").get<std::int64_t>();
             en.id.inode = e.at("inode").get<std::uint64_t>();
             en.id.device = e.at("device").get<std::uint64_t>();
+            en.stamp.pixflow = e.at("pixflow").get<std::string>();
+            en.stamp.scanner = e.at("scanner").get<std::string>();
+            en.stamp.identity = e.at("scanner_id").get<std::string>();
             en.verdict.ok = e.at("ok").get<bool>();
             en.verdict.reason = e.at("reason").get<std::string>();
             en.verdict.name = e.at("name").get<std::string>();
@@ -392,7 +400,7 @@ ScanCache::ScanCache(fs::path file, std::string stamp) : m_file(std::move(file))
             en.verdict.abi_minor = e.at("abi").at(1).get<unsigned>();
             en.verdict.ops = e.at("ops").get<std::vector<std::string>>();
             if (!en.verdict.ok && en.verdict.reason.empty()) throw std::runtime_error("rejected without a reason");
-            m_entries.emplace_back(path, std::move(en));
+            m_entries.push_back(std::move(en));
         }
     } catch (const std::exception&) {
         // Corrupt (truncated, edited, another format): ignored, and rewritten at save().
@@ -402,37 +410,51 @@ ScanCache::ScanCache(fs::path file, std::string stamp) : m_file(std::move(file))
 }
 
 const ScanVerdict* ScanCache::find(const fs::path& plugin, const FileIdentity& id) const {
-    for (const auto& [path, e] : m_entries)
-        if (path == plugin.string() && e.id == id) return &e.verdict;
+    for (const Entry& e : m_entries)
+        if (e.path == plugin.string() && e.stamp == m_stamp && e.id == id) return &e.verdict;
     return nullptr;
 }
 
 void ScanCache::put(const fs::path& plugin, const FileIdentity& id, const ScanVerdict& v) {
     if (m_file.empty() || !v.cacheable) return;
-    auto it = std::find_if(m_entries.begin(), m_entries.end(), [&](const auto& e) { return e.first == plugin.string(); });
-    if (it == m_entries.end()) it = m_entries.insert(m_entries.end(), {plugin.string(), Entry{}});
-    it->second = Entry{id, v};
+    auto it = std::find_if(m_entries.begin(), m_entries.end(),
+                           [&](const Entry& e) { return e.path == plugin.string() && e.stamp == m_stamp; });
+    if (it == m_entries.end()) it = m_entries.insert(m_entries.end(), Entry{});
+    *it = Entry{plugin.string(), m_stamp, id, v};
     m_dirty = true;
 }
 
 void ScanCache::save() {
     if (m_file.empty() || !m_dirty) return;
     m_dirty = false;
-    // Drop what no longer exists (temporary plugins of tests, removed installs), oldest first
-    // beyond the cap.
-    std::erase_if(m_entries, [](const auto& e) {
+    // Drop what can never match again: deleted plugins, scanners deleted or rebuilt (ours too:
+    // its stamp was taken when this run started). Beyond the cap, the oldest go first.
+    std::map<std::string, std::string> scanner_now;
+    std::erase_if(m_entries, [&](const Entry& e) {
         std::error_code ec;
-        return !fs::exists(e.first, ec);
+        if (!fs::exists(e.path, ec)) return true;
+        auto [it, fresh] = scanner_now.try_emplace(e.stamp.scanner);
+        if (fresh) it->second = identity_text(e.stamp.scanner);
+        return it->second != e.stamp.identity;
     });
     if (m_entries.size() > max_entries) m_entries.erase(m_entries.begin(), m_entries.end() - max_entries);
-    nlohmann::json plugins = nlohmann::json::object();
-    for (const auto& [path, e] : m_entries)
-        plugins[path] = {{"size", e.id.size},          {"mtime_ns", e.id.mtime_ns},
-                         {"inode", e.id.inode},        {"device", e.id.device},
-                         {"ok", e.verdict.ok},         {"reason", e.verdict.reason},
-                         {"name", e.verdict.name},     {"version", e.verdict.version},
-                         {"abi", {e.verdict.abi_major, e.verdict.abi_minor}}, {"ops", e.verdict.ops}};
-    nlohmann::json j = {{"format", cache_format}, {"stamp", m_stamp}, {"plugins", plugins}};
+    nlohmann::json entries = nlohmann::json::array();
+    for (const Entry& e : m_entries)
+        entries.push_back({{"plugin", e.path},
+                           {"size", e.id.size},
+                           {"mtime_ns", e.id.mtime_ns},
+                           {"inode", e.id.inode},
+                           {"device", e.id.device},
+                           {"pixflow", e.stamp.pixflow},
+                           {"scanner", e.stamp.scanner},
+                           {"scanner_id", e.stamp.identity},
+                           {"ok", e.verdict.ok},
+                           {"reason", e.verdict.reason},
+                           {"name", e.verdict.name},
+                           {"version", e.verdict.version},
+                           {"abi", {e.verdict.abi_major, e.verdict.abi_minor}},
+                           {"ops", e.verdict.ops}});
+    nlohmann::json j = {{"format", cache_format}, {"entries", entries}};
     // Paths and plugin strings may be any bytes: replace what is not UTF-8 rather than fail.
     std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::error_code ec;

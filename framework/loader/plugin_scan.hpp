@@ -61,14 +61,25 @@ struct FileIdentity {
 };
 std::optional<FileIdentity> identify(const std::filesystem::path& file);
 
-/// Verdicts of earlier scans, kept in a JSON file. The file records the pixflow version, the ABI
-/// and the scanner's own identity: an upgrade (or a rebuilt scanner) starts from an empty cache.
-/// A missing, unreadable or corrupt file counts as empty and is rewritten. Entries of files that
-/// no longer exist are dropped when the cache is saved.
+/// Who scanned: the pixflow version and ABI, and the scanner executable with its identity. A
+/// verdict counts only for the same scanner of the same pixflow: an upgrade or a rebuilt scanner
+/// scans every plugin again.
+struct ScannerStamp {
+    std::string pixflow;  ///< "0.1.0, ABI 1.1"
+    std::string scanner;  ///< its path
+    std::string identity; ///< "size:mtime_ns:inode" of that file
+    bool operator==(const ScannerStamp&) const = default;
+    static ScannerStamp of(const std::filesystem::path& scanner);
+};
+
+/// Verdicts of earlier scans, kept in one JSON file for every pixflow of the user: several build
+/// trees or installations share it without evicting each other's verdicts. A missing,
+/// unreadable or corrupt file counts as empty and is rewritten. When the file is saved, entries
+/// are dropped whose plugin no longer exists or whose scanner is gone or was rebuilt.
 class ScanCache {
   public:
     /// `file` empty: a cache that remembers nothing and saves nothing.
-    ScanCache(std::filesystem::path file, std::string stamp);
+    ScanCache(std::filesystem::path file, ScannerStamp stamp);
     const ScanVerdict* find(const std::filesystem::path& plugin, const FileIdentity& id) const;
     void put(const std::filesystem::path& plugin, const FileIdentity& id, const ScanVerdict& v);
     /// Writes the file (temporary + rename) when an entry was added or the file was corrupt;
@@ -77,16 +88,15 @@ class ScanCache {
 
   private:
     struct Entry {
+        std::string path;
+        ScannerStamp stamp;
         FileIdentity id;
         ScanVerdict verdict;
     };
     std::filesystem::path m_file;
-    std::string m_stamp;
-    std::vector<std::pair<std::string, Entry>> m_entries; ///< by plugin path
+    ScannerStamp m_stamp;
+    std::vector<Entry> m_entries;
     bool m_dirty = false;
 };
-
-/// The stamp a cache must carry to be used: pixflow version, ABI, and the scanner's identity.
-std::string scan_cache_stamp(const std::filesystem::path& scanner);
 
 } // namespace pixflow::host

@@ -108,7 +108,7 @@ void Registry::scan(const std::vector<fs::path>& files) {
                          S.settings.missing.c_str());
         return;
     }
-    if (!S.cache) S.cache.emplace(S.settings.cache, scan_cache_stamp(S.settings.scanner));
+    if (!S.cache) S.cache.emplace(S.settings.cache, ScannerStamp::of(S.settings.scanner));
     std::vector<fs::path> todo;
     std::vector<FileIdentity> ids;
     for (const fs::path& f : files) {

@@ -67,8 +67,11 @@ void say(const std::string& line) {
 } // namespace
 
 // Sanitizer builds: let a plugin's SIGSEGV kill the process with the signal (the host names it),
-// instead of ASan turning it into exit status 1; leaks of a plugin are not the scan's business.
+// instead of ASan turning it into exit status 1; leaks of a plugin are not the scan's business,
+// also when $ASAN_OPTIONS turns leak detection on (a plugin calling exit() must end with its own
+// status, not LeakSanitizer's 23).
 extern "C" const char* __asan_default_options() { return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=0"; }
+extern "C" __attribute__((weak)) void __lsan_disable();
 
 int main(int argc, char** argv) {
     const char* file = nullptr;
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
         if (std::strcmp(argv[i], "--parent") == 0 && i + 1 < argc) parent = std::strtol(argv[++i], nullptr, 10);
         else file = argv[i];
     }
+    if (__lsan_disable) __lsan_disable();
     if (fcntl(proto::report_fd, F_GETFD) == -1) out_fd = STDOUT_FILENO; // run by hand
     if (!file) {
         std::fprintf(stderr, "usage: pixflow-plugin-scanner [--parent PID] PLUGIN.so\n");
