@@ -112,6 +112,9 @@ const BadCase bad_cases[] = {
     {"ctor_hang", "the scan did not finish within 3 s: it hangs while loading it (in a static constructor"},
 };
 
+/// GoogleTest prints the parameter in test listings: the plugin's name, not its bytes.
+[[maybe_unused]] void PrintTo(const BadCase& c, std::ostream* os) { *os << c.plugin; }
+
 class BadPlugin : public ::testing::TestWithParam<BadCase> {};
 
 } // namespace
