@@ -17,7 +17,7 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWit
     -DPIXFLOW_WITH_CUDA=OFF -DPIXFLOW_WITH_OIIO=OFF -DPIXFLOW_BUILD_TESTS=OFF >build-fuzz/build.log 2>&1 ||
     { tail -20 build-fuzz/build.log; exit 1; }
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_pipeline fuzz_codec_npy fuzz_codec_pgm fuzz_codec_ppm fuzz_codec_pfm)
+((${#targets[@]})) || targets=(fuzz_pipeline fuzz_codec_npy fuzz_codec_pgm fuzz_codec_ppm fuzz_codec_pfm fuzz_descriptor)
 # Every plugin but chan_vese, whose CPU kernel templates use GCC's target_clones (clang 14 has it
 # only for plain functions): the pipeline fuzzer then sees chan_vese as an unknown op.
 plugins=$(ninja -C build-fuzz -t targets all | sed -n 's|^lib/pixflow/plugins/\(pixflow_[a-z0-9_]*\)\.so:.*|\1|p' |
@@ -30,6 +30,7 @@ status=0
 for t in "${targets[@]}"; do
     seeds=(tests/fuzz/corpus/${t#fuzz_codec_})
     [ "$t" = fuzz_pipeline ] && seeds=(tests/fuzz/corpus/pipeline pipelines pipelines/bench tests/errors)
+    [ "$t" = fuzz_descriptor ] && seeds=(tests/fuzz/corpus/descriptor)
     work=$(mktemp -d)
     log=build-fuzz/$t.log
     set +e

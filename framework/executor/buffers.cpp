@@ -1,6 +1,8 @@
 // executor/ buffers: allocation, release after the last consumer, device-memory accounting.
 #include "executor/buffers.hpp"
 
+#include "loader/checked_size.hpp"
+
 #include <pixflow/image.hpp>
 
 #include <algorithm>
@@ -9,10 +11,9 @@
 
 namespace pixflow::host {
 
-std::size_t row_bytes(const pf_image& im) {
-    return std::size_t(im.width) * std::size_t(im.channels) * dtype_size(DType(im.dtype));
-}
-std::size_t image_bytes(const pf_image& im) { return row_bytes(im) * std::size_t(im.height); }
+// Overflow-checked (loader/checked_size.hpp): a shape comes from a plugin's infer.
+std::size_t row_bytes(const pf_image& im) { return row_bytes_or_throw(im); }
+std::size_t image_bytes(const pf_image& im) { return image_bytes_or_throw(im, row_bytes(im)); }
 
 Buffers::Buffers(const Graph& g, const Plan& p, const std::vector<Stream>& streams)
     : m_g(g), m_p(p), m_streams(streams) {
@@ -71,9 +72,9 @@ void Buffers::alloc(Buf& b, const pf_image& shape, bool device, int stream, bool
     b.im.struct_size = sizeof(pf_image);
     std::size_t rb = row_bytes(shape);
     if (device) {
-        b.im.pitch = std::int64_t((rb + 255) / 256 * 256);
+        b.im.pitch = std::int64_t(checked_round_up(rb, 256).value_or(max_buffer_bytes));
         b.im.device = m_p.device;
-        b.im.data = device_alloc_async(std::size_t(b.im.pitch) * std::size_t(shape.height), m_streams[std::size_t(stream)]);
+        b.im.data = device_alloc_async(image_bytes_or_throw(shape, std::size_t(b.im.pitch)), m_streams[std::size_t(stream)]);
         b.mem = Mem::device;
         b.stream = stream;
         m_device_bytes.add(b.im.pitch * shape.height);
@@ -81,7 +82,7 @@ void Buffers::alloc(Buf& b, const pf_image& shape, bool device, int stream, bool
     }
     b.im.pitch = std::int64_t(rb);
     b.im.device = PF_HOST;
-    std::size_t bytes = std::max<std::size_t>(rb * std::size_t(shape.height), 1);
+    std::size_t bytes = std::max<std::size_t>(image_bytes_or_throw(shape, rb), 1);
     if (pinned) {
         b.im.data = m_pinned ? m_pinned->take(bytes) : pinned_alloc(bytes);
         b.mem = Mem::pinned;

@@ -31,6 +31,7 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
         }
     }
     host.free_scratch();
+    err[sizeof err - 1] = '\0'; // the plugin may have left it unterminated
     if (status == PF_OK) return true;
     bool users = status == PF_ERR_INVALID || status == PF_ERR_UNSUPPORTED;
     run.fail(users ? RunSignals::Fault::user : RunSignals::Fault::internal,

@@ -1,10 +1,16 @@
 #include "loader/registry.hpp"
 
+#include "loader/descriptor_check.hpp"
+#include "loader/plugin_scan.hpp"
+
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -13,6 +19,13 @@ namespace pixflow::host {
 
 struct Registry::Library {
     boost::dll::shared_library lib;
+};
+
+struct Registry::Scan {
+    ScanSettings settings;
+    std::optional<ScanCache> cache;
+    /// By canonical path: the verdict and where it came from.
+    std::map<std::string, std::pair<ScanVerdict, PluginRecord::Scan>> verdicts;
 };
 
 Registry::Registry() = default;
@@ -44,22 +57,25 @@ std::vector<fs::path> Registry::search_path(const std::vector<fs::path>& explici
 
 void Registry::load_all(const std::vector<fs::path>& dirs) {
     std::set<fs::path> seen;
+    std::vector<fs::path> files;
     for (const fs::path& dir : dirs) {
         m_searched.push_back(dir);
         std::error_code ec;
         if (fs::is_regular_file(dir, ec)) {
-            if (seen.insert(fs::weakly_canonical(dir, ec)).second) load_file(dir);
+            if (seen.insert(fs::weakly_canonical(dir, ec)).second) files.push_back(dir);
             continue;
         }
         if (!fs::is_directory(dir, ec)) continue;
-        std::vector<fs::path> files;
+        std::vector<fs::path> in_dir;
         for (const auto& entry : fs::directory_iterator(dir, ec))
             if (entry.is_regular_file() && entry.path().extension() == ".so")
-                files.push_back(entry.path());
-        std::sort(files.begin(), files.end());
-        for (const fs::path& f : files)
-            if (seen.insert(fs::weakly_canonical(f, ec)).second) load_file(f);
+                in_dir.push_back(entry.path());
+        std::sort(in_dir.begin(), in_dir.end());
+        for (const fs::path& f : in_dir)
+            if (seen.insert(fs::weakly_canonical(f, ec)).second) files.push_back(f);
     }
+    scan(files); // all at once: the scanners run in parallel
+    for (const fs::path& f : files) load_file(f);
 }
 
 std::string Registry::search_path_text() const {
@@ -69,9 +85,79 @@ std::string Registry::search_path_text() const {
     return s;
 }
 
+namespace {
+fs::path scan_key(const fs::path& file) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(fs::absolute(file, ec), ec);
+    return ec ? fs::absolute(file, ec) : p;
+}
+} // namespace
+
+void Registry::scan(const std::vector<fs::path>& files) {
+    if (!m_scan) {
+        m_scan = std::make_unique<Scan>();
+        m_scan->settings = ScanSettings::from_environment();
+    }
+    Scan& S = *m_scan;
+    if (S.settings.scanner.empty()) {
+        static std::atomic<bool> warned{false};
+        if (!S.settings.missing.empty() && !warned.exchange(true))
+            std::fprintf(stderr,
+                         "warning: the plugin scanner %s is missing; plugins are loaded without isolation "
+                         "(set PIXFLOW_PLUGIN_SCANNER to its path, or to 'off' to silence this)\n",
+                         S.settings.missing.c_str());
+        return;
+    }
+    if (!S.cache) S.cache.emplace(S.settings.cache, ScannerStamp::of(S.settings.scanner));
+    std::vector<fs::path> todo;
+    std::vector<FileIdentity> ids;
+    for (const fs::path& f : files) {
+        fs::path key = scan_key(f);
+        if (S.verdicts.count(key.string())) continue;
+        auto id = identify(key);
+        if (!id) continue; // gone or unreadable: the in-process load says why
+        if (const ScanVerdict* v = S.cache->find(key, *id)) {
+            S.verdicts[key.string()] = {*v, PluginRecord::Scan::cache};
+        } else if (std::find(todo.begin(), todo.end(), key) == todo.end()) {
+            todo.push_back(key);
+            ids.push_back(*id);
+        }
+    }
+    if (!todo.empty()) {
+        std::vector<ScanVerdict> vs = scan_in_child_processes(todo, S.settings);
+        for (std::size_t k = 0; k < todo.size(); ++k) {
+            S.cache->put(todo[k], ids[k], vs[k]);
+            S.verdicts[todo[k].string()] = {std::move(vs[k]), PluginRecord::Scan::scanner};
+        }
+    }
+    S.cache->save();
+}
+
 const PluginRecord& Registry::load_file(const fs::path& file) {
     PluginRecord& rec = m_plugins.emplace_back();
     rec.path = file;
+    scan({file}); // nothing to do when load_all scanned it
+    if (m_scan) {
+        auto it = m_scan->verdicts.find(scan_key(file).string());
+        if (it != m_scan->verdicts.end()) {
+            const auto& [v, source] = it->second;
+            rec.scan = source;
+            if (!v.ok) {
+                // Never dlopen'ed here: the scanner rejected it (or crashed on it).
+                rec.loaded = false;
+                rec.reason = v.reason;
+                rec.name = v.name;
+                rec.version = v.version;
+                rec.abi_major = v.abi_major;
+                rec.abi_minor = v.abi_minor;
+                return rec;
+            }
+        }
+    }
+    return load_in_process(rec, file);
+}
+
+const PluginRecord& Registry::load_in_process(PluginRecord& rec, const fs::path& file) {
     auto reject = [&](std::string why) -> const PluginRecord& {
         rec.loaded = false;
         rec.reason = std::move(why);
@@ -89,68 +175,52 @@ const PluginRecord& Registry::load_file(const fs::path& file) {
         return reject("not a pixflow plugin: it exports no '" PIXFLOW_ENTRY_SYMBOL "' symbol");
 
     auto entry = lib->lib.get<const pf_plugin_desc*()>(PIXFLOW_ENTRY_SYMBOL);
-    const pf_plugin_desc* d = entry();
-    if (!d) return reject("its entry point returned no descriptor");
-    rec.abi_major = d->abi_major;
-    rec.abi_minor = d->abi_minor;
-    std::string versions = "plugin ABI " + std::to_string(d->abi_major) + "." +
-                           std::to_string(d->abi_minor) + ", pixflow ABI " +
-                           std::to_string(PIXFLOW_ABI_MAJOR) + "." + std::to_string(PIXFLOW_ABI_MINOR);
-    if (d->abi_major != PIXFLOW_ABI_MAJOR)
-        return reject("ABI major version differs (" + versions + "); rebuild it against this SDK");
-    if (d->abi_minor > PIXFLOW_ABI_MINOR)
-        return reject("built for a newer ABI (" + versions + "); upgrade pixflow");
-    if (d->struct_size < offsetof(pf_plugin_desc, init) + sizeof(d->init))
-        return reject("descriptor too small (struct_size " + std::to_string(d->struct_size) + ")");
-    rec.name = d->name ? d->name : "";
-    rec.version = d->version ? d->version : "";
-
-    for (int k = 0; k < d->n_ops; ++k) {
-        const pf_op_desc& op = d->ops[k];
-        if (!op.name || !op.run_cpu || !op.infer)
-            return reject("operator #" + std::to_string(k) + " lacks a name, infer or run_cpu");
-        if (auto it = m_ops.find(op.name); it != m_ops.end())
-            return reject("duplicate operator '" + std::string(op.name) + "', already provided by " +
-                          it->second.path.string());
-        for (int j = 0; j < k; ++j)
-            if (std::string(d->ops[j].name) == op.name)
-                return reject("declares operator '" + std::string(op.name) + "' twice");
+    const pf_plugin_desc* d = nullptr;
+    try {
+        d = entry();
+    } catch (const std::exception& e) {
+        return reject(std::string("its entry point threw an exception (") + e.what() +
+                      "); a C entry point must return a descriptor or NULL");
+    } catch (...) {
+        return reject("its entry point threw an exception of an unknown type; a C entry point must not throw");
     }
+    if (d && d->struct_size >= offsetof(pf_plugin_desc, name)) {
+        rec.abi_major = d->abi_major;
+        rec.abi_minor = d->abi_minor;
+    }
+    // The same checks the scanner made: defence in depth, and the only checks when scanning is
+    // off. Everything below may trust the descriptor's shape.
+    if (std::string why = check_plugin_descriptor(d); !why.empty()) return reject(why);
+    rec.name = d->name;
+    rec.version = d->version;
+
+    for (int k = 0; k < d->n_ops; ++k)
+        if (auto it = m_ops.find(d->ops[k].name); it != m_ops.end())
+            return reject("duplicate operator '" + std::string(d->ops[k].name) + "', already provided by " +
+                          it->second.path.string());
     // ABI 1.1: fusions, only when the plugin's descriptor is long enough to have them.
     std::vector<FusionInfo> fusions;
     if (d->struct_size >= offsetof(pf_plugin_desc, n_fusions) + sizeof(d->n_fusions) && d->abi_minor >= 1) {
         for (int k = 0; k < d->n_fusions; ++k) {
-            const pf_fusion_desc& f = d->fusions[k];
-            std::string where = "fusion #" + std::to_string(k);
-            const pf_op_desc* fused = nullptr;
-            for (int j = 0; j < d->n_ops; ++j)
-                if (f.fused_op && std::string(d->ops[j].name) == f.fused_op) fused = &d->ops[j];
-            if (!fused)
-                return reject(where + " names fused operator '" + (f.fused_op ? f.fused_op : "(null)") +
-                              "', which this plugin does not declare");
-            if (f.n_chain < 2) return reject(where + " ('" + f.fused_op + "') has a chain of fewer than 2 operators");
             FusionInfo info;
-            info.desc = &f;
-            for (int j = 0; j < f.n_chain; ++j) info.chain.emplace_back(f.chain[j] ? f.chain[j] : "");
-            for (int j = 0; j < f.n_binds; ++j) {
-                const pf_fusion_bind& b = f.binds[j];
-                bool known = false;
-                for (int q = 0; q < fused->n_params; ++q)
-                    known |= b.fused_param && std::string(fused->params[q].name) == b.fused_param;
-                if (!known || b.node < 0 || b.node >= f.n_chain || !b.param)
-                    return reject(where + " ('" + f.fused_op + "') binds an unknown parameter or node");
-            }
-            for (int j = 0; j < f.n_same; ++j)
-                if (f.same[j].node_a < 0 || f.same[j].node_a >= f.n_chain || f.same[j].node_b < 0 ||
-                    f.same[j].node_b >= f.n_chain || !f.same[j].param_a || !f.same[j].param_b)
-                    return reject(where + " ('" + f.fused_op + "') has a bad `same` constraint");
+            info.desc = &d->fusions[k];
+            for (int j = 0; j < d->fusions[k].n_chain; ++j) info.chain.emplace_back(d->fusions[k].chain[j]);
             fusions.push_back(std::move(info));
         }
     }
     if (d->init) {
         char err[512] = {0};
-        if (int32_t s = d->init(err, sizeof err); s != PF_OK)
-            return reject(std::string("its init failed: ") + (err[0] ? err : "no message"));
+        int32_t s = PF_OK;
+        try {
+            s = d->init(err, sizeof err);
+        } catch (const std::exception& e) {
+            return reject(std::string("its init threw an exception (") + e.what() + ")");
+        } catch (...) {
+            return reject("its init threw an exception of an unknown type");
+        }
+        // The plugin may have left the buffer unterminated: read at most its size - 1 bytes.
+        std::string msg = terminated_message(err, sizeof err);
+        if (s != PF_OK) return reject("its init failed: " + (msg.empty() ? std::string("no message") : msg));
     }
     for (int k = 0; k < d->n_ops; ++k) {
         m_ops[d->ops[k].name] = OpInfo{&d->ops[k], rec.name, file};

@@ -1,5 +1,8 @@
-// loader/: finds plugin files, loads them with Boost.DLL, checks the ABI handshake and indexes
-// their operators by name. A bad file never stops the others: it is kept with its reason.
+// loader/: finds plugin files, scans each in a child process first (plugin_scan.hpp: a plugin that
+// crashes, exits, hangs or answers garbage is rejected there, and the verdict is cached by file
+// identity), loads the accepted ones with Boost.DLL, validates their descriptors again
+// (descriptor_check.hpp) and indexes their operators by name. A bad file never stops the others:
+// it is kept with its reason.
 #pragma once
 
 #include <pixflow/abi.h>
@@ -20,6 +23,9 @@ struct PluginRecord {
     std::string name, version;
     unsigned abi_major = 0, abi_minor = 0;
     std::vector<std::string> ops;
+    /// Where the verdict came from: a scanner process, the scan cache, or only the in-process
+    /// checks (scanning off, or the scanner missing).
+    enum class Scan { in_process, scanner, cache } scan = Scan::in_process;
 };
 
 /// An operator as the host sees it: the plugin's descriptor plus where it came from.
@@ -50,9 +56,10 @@ class Registry {
     static std::vector<std::filesystem::path> search_path(
         const std::vector<std::filesystem::path>& explicit_dirs);
     /// Loads every plugin file (*.so) of every folder on the path, in order; a file can also be
-    /// named directly.
+    /// named directly. Files the scan cache does not know are scanned first, in parallel child
+    /// processes; only those the scanner accepted are loaded into this process.
     void load_all(const std::vector<std::filesystem::path>& dirs);
-    /// Loads one plugin file; returns its record (rejected ones too).
+    /// Loads one plugin file (scanned first, as above); returns its record (rejected ones too).
     const PluginRecord& load_file(const std::filesystem::path& file);
     /// Registers operators the host itself provides (no file; `where` names them), before any
     /// file is loaded so that no plugin can take their names.
@@ -74,6 +81,11 @@ class Registry {
 
   private:
     struct Library;
+    struct Scan;
+    /// Scan verdicts for `files` (from the cache, else from scanner processes) into m_scan.
+    void scan(const std::vector<std::filesystem::path>& files);
+    const PluginRecord& load_in_process(PluginRecord& rec, const std::filesystem::path& file);
+    std::unique_ptr<Scan> m_scan;
     std::vector<std::unique_ptr<Library>> m_libs;
     std::vector<PluginRecord> m_plugins;
     std::map<std::string, OpInfo> m_ops;

@@ -1,6 +1,7 @@
 // Phases 4 and 5 of build_graph: output shapes from each op's infer, in topological order, with
 // every edge checked against the consumer's port; then the file paths the pipeline reads and writes.
 #include "pipeline/validate_phases.hpp"
+#include "loader/checked_size.hpp"
 
 #include <filesystem>
 
@@ -68,6 +69,7 @@ void infer_shapes(Graph& g, Errors& errs) {
         char buf[1024] = {0};
         int32_t st = d.infer(n.params.data(), d.n_params, ins->data(), int32_t(ins->size()), n.outputs.data(),
                              d.n_outputs, buf, sizeof buf);
+        buf[sizeof buf - 1] = '\0'; // the plugin may have left it unterminated
         if (st != PF_OK) {
             // Point at the parameter the message names or quotes, if any.
             SourceLoc l = n.loc;
@@ -89,6 +91,12 @@ void infer_shapes(Graph& g, Errors& errs) {
                                     " inferred an invalid output (" + std::to_string(o.width) + "x" +
                                     std::to_string(o.height) + ", " + std::to_string(o.channels) +
                                     " channels, dtype " + std::to_string(o.dtype) + "): a bug in the plugin");
+            if (!checked_image_bytes(o)) { // w * h * channels * sample size must not wrap
+                add(errs, n.loc, n.id, std::string("op ") + d.name + " inferred an output of " + shape_for_message(o) +
+                                           ", whose size in bytes overflows");
+                n.outputs.clear();
+                break;
+            }
             o.data = nullptr;
             o.device = PF_HOST;
             o.pitch = 0;

@@ -109,6 +109,7 @@ std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& 
     if (int(in.size()) != op.n_inputs || op.n_outputs != int(last.outputs.size()) ||
         op.infer(n.params.data(), op.n_params, in.data(), int32_t(in.size()), out.data(),
                  int32_t(out.size()), err, sizeof err) != PF_OK) {
+        err[sizeof err - 1] = '\0'; // the plugin may have left it unterminated
         why = "fusion " + std::string(fd.fused_op) + " refused the chain ending at '" + last.id + "'" +
               (err[0] ? std::string(": ") + err : std::string());
         return std::nullopt;
