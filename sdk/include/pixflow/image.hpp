@@ -119,4 +119,12 @@ struct ImageView {
     }
 };
 
+/// True when the view's data and pitch are multiples of `bytes`, so that every row starts on
+/// such a boundary: the condition for vector loads and stores of that width. Buffers from the
+/// host qualify for 256 bytes (device) and 64 bytes (host); views made elsewhere may not.
+inline bool is_aligned(const ImageView& v, std::size_t bytes) {
+    return reinterpret_cast<std::uintptr_t>(v.data) % bytes == 0 &&
+           static_cast<std::uint64_t>(v.pitch) % bytes == 0;
+}
+
 } // namespace pixflow

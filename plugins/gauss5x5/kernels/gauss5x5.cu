@@ -39,6 +39,7 @@
 #include "gauss5x5.hpp"
 
 #include <pixflow/cuda.hpp>
+#include <pixflow/dispatch.hpp>
 
 #include <cstdint>
 #include <type_traits>
@@ -334,8 +335,8 @@ __device__ __forceinline__ void blur_strip(const Args& a, int lane, int s, int y
 
 // Warp w of block (bx, by): output samples [(bx * kWarps + w) * kWarpOut, + kWarpOut) of rows
 // [by * kRows, + kRows); see the top of the file. No shared memory.
-// blockDim.x = 32 * kWarps, gridDim = (ceil(chunks / kWarps), strips split over y and z): the
-// strip index is blockIdx.y + blockIdx.z * gridDim.y, as gridDim.y holds at most 65535 blocks.
+// blockDim.x = 32 * kWarps, gridDim = cuda::grid_rows(ceil(chunks / kWarps), strips): the strip
+// index is cuda::block_row(), as gridDim.y holds at most 65535 blocks.
 template <class T, int C>
 __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) gauss5x5_kernel(const Args a) {
     static_assert(2 * C <= kVec, "the horizontal apron must fit in one lane");
@@ -344,7 +345,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) gauss5x5_kernel(const
     const int out0 = (int(blockIdx.x) * kWarps + (int(threadIdx.x) >> 5)) * kWarpOut;
     if (out0 >= a.samples) return; // the whole warp
     const int s = out0 - kVec + lane * kVec;
-    const int y0 = int(blockIdx.y + blockIdx.z * gridDim.y) * kRows;
+    const int y0 = int(cuda::block_row()) * kRows;
     if (y0 >= a.height) return; // past the last strip
     // Warp-uniform: all but the warps at the image's edges take the interior path.
     if (a.in_vec && a.out_vec && out0 >= kVec && out0 + kWarpOut + kVec <= a.samples && y0 >= 2 &&
@@ -352,22 +353,6 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) gauss5x5_kernel(const
         blur_strip<T, C, true>(a, lane, s, y0);
     else
         blur_strip<T, C, false>(a, lane, s, y0);
-}
-
-template <class T> void launch(const Args& a, int channels, dim3 grid, cudaStream_t stream) {
-    const dim3 block(32 * kWarps);
-    switch (channels) {
-    case 1: gauss5x5_kernel<T, 1><<<grid, block, 0, stream>>>(a); break;
-    case 2: gauss5x5_kernel<T, 2><<<grid, block, 0, stream>>>(a); break;
-    case 3: gauss5x5_kernel<T, 3><<<grid, block, 0, stream>>>(a); break;
-    default: gauss5x5_kernel<T, 4><<<grid, block, 0, stream>>>(a); break;
-    }
-    PIXFLOW_CUDA_CHECK_LAUNCH();
-}
-
-bool aligned(const ImageView& v, std::uintptr_t bytes) {
-    return reinterpret_cast<std::uintptr_t>(v.data) % bytes == 0 &&
-           static_cast<std::uint64_t>(v.pitch) % bytes == 0;
 }
 
 } // namespace
@@ -378,11 +363,9 @@ void gauss5x5_cuda(const ImageView& in, const ImageView& out, const std::array<f
     if (in.width == 0 || in.height == 0) return;
     const int samples = int(in.row_samples());
     const long long strips = (in.height + kRows - 1) / kRows;
-    const unsigned grid_y = unsigned(strips < 65535 ? strips : 65535);
-    const dim3 grid(cuda::div_up(cuda::div_up(samples, kWarpOut), kWarps), grid_y,
-                    cuda::div_up(strips, grid_y));
+    const dim3 grid = cuda::grid_rows(cuda::div_up(cuda::div_up(samples, kWarpOut), kWarps), strips);
     // One lane's 8 samples: 8, 16 or 32 bytes, loaded as uint2 or uint4s.
-    const std::uintptr_t vec_bytes = dtype_size(in.dtype) == 1 ? 8 : 16;
+    const std::size_t vec_bytes = dtype_size(in.dtype) == 1 ? 8 : 16;
     const Args a{static_cast<const char*>(in.data),
                  static_cast<char*>(out.data),
                  in.pitch,
@@ -392,14 +375,15 @@ void gauss5x5_cuda(const ImageView& in, const ImageView& out, const std::array<f
                  samples,
                  border,
                  Weights{taps[0], taps[1], taps[2]},
-                 aligned(in, vec_bytes),
-                 aligned(out, vec_bytes)};
+                 is_aligned(in, vec_bytes),
+                 is_aligned(out, vec_bytes)};
     const cudaStream_t s = cuda::stream_of(stream);
-    switch (in.dtype) {
-    case DType::u8: launch<std::uint8_t>(a, in.channels, grid, s); break;
-    case DType::u16: launch<std::uint16_t>(a, in.channels, grid, s); break;
-    default: launch<float>(a, in.channels, grid, s); break;
-    }
+    visit_dtype<DType::u8, DType::u16, DType::f32>("gauss5x5", in.dtype, [&](auto tag) {
+        visit_channels("gauss5x5", in.channels, [&](auto c) {
+            gauss5x5_kernel<decltype(tag), decltype(c)::value><<<grid, dim3(32 * kWarps), 0, s>>>(a);
+        });
+    });
+    PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace pixflow::gauss5x5

@@ -45,8 +45,8 @@
 namespace pixflow::gauss5x5 {
 
 std::array<float, 5> gauss5x5_taps(double sigma) {
-    if (!(sigma > 0.0) || !std::isfinite(sigma))
-        throw Error("gauss5x5: sigma = " + std::to_string(sigma) + " must be a finite number > 0");
+    PIXFLOW_USER_CHECK(sigma > 0.0 && std::isfinite(sigma),
+                       "gauss5x5: sigma = " + std::to_string(sigma) + " must be a finite number > 0");
     double w[5];
     double sum = 0.0;
     for (int x = -2; x <= 2; ++x)
@@ -57,35 +57,35 @@ std::array<float, 5> gauss5x5_taps(double sigma) {
 
 void gauss5x5_check(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
                     bool on_host) {
-    auto fail = [](const std::string& what) { throw Error("gauss5x5: " + what, PF_ERR_RUNTIME); };
     if (in.dtype != DType::u8 && in.dtype != DType::u16 && in.dtype != DType::f32)
-        throw Error(std::string("gauss5x5: dtype ") + dtype_name(in.dtype) +
-                        " is not supported (u8, u16, f32)",
-                    PF_ERR_UNSUPPORTED);
+        throw UserError(std::string("gauss5x5: dtype ") + dtype_name(in.dtype) +
+                            " is not supported (u8, u16, f32)",
+                        PF_ERR_UNSUPPORTED);
     if (in.channels < 1 || in.channels > 4)
-        throw Error("gauss5x5: " + std::to_string(in.channels) + " channels (1 to 4 supported)",
-                    PF_ERR_UNSUPPORTED);
-    if (out.width != in.width || out.height != in.height || out.channels != in.channels ||
-        out.dtype != in.dtype)
-        fail("output shape or dtype differs from the input's");
-    if (in.width < 0 || in.height < 0) fail("negative image size");
-    if (std::int64_t(in.width) * in.channels > std::numeric_limits<int>::max() - 4096)
-        fail("rows of " + std::to_string(in.width) + " pixels are too wide");
-    if (in.on_host() != on_host || out.on_host() != on_host || in.device != out.device)
-        fail(on_host ? "images must be in host memory" : "images must be on one CUDA device");
-    if (taps[0] != taps[4] || taps[1] != taps[3]) fail("taps must be symmetric");
+        throw UserError("gauss5x5: " + std::to_string(in.channels) + " channels (1 to 4 supported)",
+                        PF_ERR_UNSUPPORTED);
+    PIXFLOW_INTERNAL_CHECK(out.width == in.width && out.height == in.height &&
+                               out.channels == in.channels && out.dtype == in.dtype,
+                           "gauss5x5: output shape or dtype differs from the input's");
+    PIXFLOW_INTERNAL_CHECK(in.width >= 0 && in.height >= 0, "gauss5x5: negative image size");
+    PIXFLOW_INTERNAL_CHECK(std::int64_t(in.width) * in.channels <= std::numeric_limits<int>::max() - 4096,
+                           "gauss5x5: rows of " + std::to_string(in.width) + " pixels are too wide");
+    PIXFLOW_INTERNAL_CHECK(in.on_host() == on_host && out.on_host() == on_host && in.device == out.device,
+                           on_host ? "gauss5x5: images must be in host memory"
+                                   : "gauss5x5: images must be on one CUDA device");
+    PIXFLOW_INTERNAL_CHECK(taps[0] == taps[4] && taps[1] == taps[3], "gauss5x5: taps must be symmetric");
     double sum = 0.0;
     for (float w : taps) sum += w;
-    if (!(taps[0] >= 0.0f && taps[1] >= 0.0f && taps[2] >= 0.0f) || !(std::abs(sum - 1.0) <= 1e-6))
-        fail("taps must be non-negative and sum to 1");
+    PIXFLOW_INTERNAL_CHECK((taps[0] >= 0.0f && taps[1] >= 0.0f && taps[2] >= 0.0f) && std::abs(sum - 1.0) <= 1e-6,
+                           "gauss5x5: taps must be non-negative and sum to 1");
     if (in.width == 0 || in.height == 0) return;
     const auto bytes = std::int64_t(in.row_bytes());
-    if (!in.data || !out.data) fail("null image data");
-    if (in.pitch < bytes || out.pitch < bytes) fail("pitch smaller than a row");
+    PIXFLOW_INTERNAL_CHECK(in.data && out.data, "gauss5x5: null image data");
+    PIXFLOW_INTERNAL_CHECK(in.pitch >= bytes && out.pitch >= bytes, "gauss5x5: pitch smaller than a row");
     const auto* a = static_cast<const char*>(in.data);
     const auto* b = static_cast<const char*>(out.data);
-    if (a < b + (in.height - 1) * out.pitch + bytes && b < a + (in.height - 1) * in.pitch + bytes)
-        fail("input and output overlap (in-place filtering is not supported)");
+    PIXFLOW_INTERNAL_CHECK(!(a < b + (in.height - 1) * out.pitch + bytes && b < a + (in.height - 1) * in.pitch + bytes),
+                           "gauss5x5: input and output overlap (in-place filtering is not supported)");
 }
 
 namespace {

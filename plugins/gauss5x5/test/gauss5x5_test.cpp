@@ -2,7 +2,10 @@
 // GPU is usable, on CUDA, and is compared with a direct double-precision 2D 5x5 convolution
 // written here (taps and border indexing computed independently of the plugin). CUDA must also
 // match the CPU bit for bit: both kernels use the same float operations in the same order.
+#include "../kernels/gauss5x5.hpp"
 #include "support/op_harness.hpp"
+
+#include <pixflow/error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -242,6 +245,63 @@ TEST(Gauss5x5, RejectsAnUnknownBorderAndSigmaOutOfRange) {
     EXPECT_THROW(run_op("gauss5x5", "cpu", {&in}, {{"border", "mirror"}}), std::runtime_error);
     EXPECT_THROW(run_op("gauss5x5", "cpu", {&in}, {{"sigma", "0.01"}}), std::runtime_error);
     EXPECT_THROW(run_op("gauss5x5", "cpu", {&in}, {{"sigma", "250.0"}}), std::runtime_error);
+}
+
+} // namespace
+
+// ---- the kernels on their own, without pixflow
+// ---------------------------------------------------
+
+namespace {
+
+namespace g = pixflow::gauss5x5;
+
+TEST(Gauss5x5Kernel, TapsAreSymmetricNonNegativeAndSumToOne) {
+    for (double sigma : {0.1, 1.5, 100.0}) {
+        const auto w = g::gauss5x5_taps(sigma);
+        EXPECT_EQ(w[0], w[4]);
+        EXPECT_EQ(w[1], w[3]);
+        EXPECT_GE(w[0], 0.0f);
+        EXPECT_NEAR(double(w[0]) + w[1] + w[2] + w[3] + w[4], 1.0, 1e-6);
+    }
+    EXPECT_THROW(g::gauss5x5_taps(0.0), pixflow::UserError);
+}
+
+TEST(Gauss5x5Kernel, RowsWithPaddingGiveTheSameBytes) {
+    // The same image twice, once packed and once with 40 bytes of padding after every row.
+    Image in = Image::make(29, 13, 3, DType::u8);
+    fill_random(in, 3);
+    Image out = Image::make(29, 13, 3, DType::u8);
+    const auto taps = g::gauss5x5_taps(1.5);
+    g::gauss5x5_cpu(in.view(), out.view(), taps, g::Border::reflect101);
+
+    const std::int64_t pitch = std::int64_t(in.view().row_bytes()) + 40;
+    std::vector<std::uint8_t> pin(std::size_t(pitch) * 13), pout(pin.size());
+    for (int y = 0; y < 13; ++y)
+        std::copy_n(in.view().row<std::uint8_t>(y), in.view().row_bytes(), pin.data() + y * pitch);
+    pixflow::ImageView vin = in.view(), vout = out.view();
+    vin.pitch = vout.pitch = pitch;
+    vin.data = pin.data();
+    vout.data = pout.data();
+    g::gauss5x5_cpu(vin, vout, taps, g::Border::reflect101);
+    for (int y = 0; y < 13; ++y)
+        EXPECT_TRUE(std::equal(pout.data() + y * pitch, pout.data() + y * pitch + in.view().row_bytes(),
+                               out.view().row<std::uint8_t>(y)))
+            << "row " << y;
+}
+
+TEST(Gauss5x5Kernel, RefusesInPlaceFilteringAsAnInternalError) {
+    Image im = Image::make(8, 8, 1, DType::f32);
+    try {
+        g::gauss5x5_cpu(im.view(), im.view(), g::gauss5x5_taps(1.0), g::Border::zero);
+        ADD_FAILURE() << "in-place filtering was accepted";
+    } catch (const pixflow::InternalError& e) {
+        EXPECT_EQ(e.status(), PF_ERR_RUNTIME);
+        EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("internal error at plugins/gauss5x5/kernels/gauss5x5_cpu.cpp:"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 } // namespace

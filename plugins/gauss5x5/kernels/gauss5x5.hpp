@@ -30,6 +30,8 @@
 namespace pixflow::gauss5x5 {
 
 enum class Border : int { reflect101 = 0, replicate = 1, zero = 2 };
+/// The borders' names, in the enum's order: the choices of the operator's `border` parameter.
+constexpr std::array<const char*, 3> pixflow_choices(Border) { return {"reflect101", "replicate", "zero"}; }
 
 /// The pixel read for index i in 0..n-1 (n >= 1), or -1 for a pixel of a zero border.
 PIXFLOW_HD inline int border_index(int i, int n, Border border) {
@@ -41,22 +43,24 @@ PIXFLOW_HD inline int border_index(int i, int n, Border border) {
 }
 
 /// The 5 taps exp(-x^2 / (2 sigma^2)) for x = -2..2, normalised to sum 1 (in double, then
-/// rounded to float). sigma must be > 0.
+/// rounded to float). sigma must be a finite number > 0 (else UserError).
 std::array<float, 5> gauss5x5_taps(double sigma);
 
-/// Throws pixflow::Error unless `in` and `out` satisfy the conventions above and live where the
-/// kernel runs (`on_host`: host memory, else one CUDA device), and `taps` are as above.
+/// Throws unless `in` and `out` satisfy the conventions above and live where the kernel runs
+/// (`on_host`: host memory, else one CUDA device), and `taps` are as above: UserError
+/// (PF_ERR_UNSUPPORTED) for a dtype or channel count the kernel lacks, InternalError for the rest,
+/// which the operator's schema and the host rule out.
 void gauss5x5_check(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
                     bool on_host);
 
-/// CPU kernel: TBB threads over bands of rows, SIMD over samples. Throws pixflow::Error when the
-/// views do not satisfy the conventions above.
+/// CPU kernel: TBB threads over bands of rows, SIMD over samples. Throws as gauss5x5_check when
+/// the views do not satisfy the conventions above.
 void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
                   Border border);
 
 #ifdef PIXFLOW_WITH_CUDA
 /// CUDA kernel: launches on `stream` (a cudaStream_t) and returns without synchronising; `in` and
-/// `out` live on the current device. Throws pixflow::Error on invalid views or a failed launch.
+/// `out` live on the current device. Throws as gauss5x5_check, or on a failed launch.
 void gauss5x5_cuda(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
                    Border border, void* stream);
 #endif
