@@ -1,12 +1,14 @@
 // Tests of the floyd_steinberg plugin through the real plugin: every backend (and the CPU's
 // sequential schedule) against a reference written here from the rules alone, CUDA against the
 // CPU bit for bit, and one small image whose output was worked out by hand.
+#include "../kernels/floyd_steinberg.hpp"
 #include "support/op_harness.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <tuple>
@@ -102,14 +104,8 @@ std::vector<Case> cases() {
     return out;
 }
 
-std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
-
-class FloydSteinbergOn : public ::testing::TestWithParam<std::string> {
-  protected:
-    void SetUp() override {
-        if (GetParam() == "cuda") PIXFLOW_REQUIRE_CUDA();
-    }
-};
+/// "cpu", "sequential" (the CPU with cpu_schedule = sequential) or "cuda".
+class FloydSteinbergOn : public pixflow::testing::OnEachBackend {};
 
 TEST_P(FloydSteinbergOn, MatchesAHandComputedImage) {
     // Worked out from the rules, row by row (e: error, in 1/16 units inside the sums):
@@ -173,7 +169,7 @@ TEST_P(FloydSteinbergOn, HandlesEachChannelOnItsOwn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FloydSteinberg, FloydSteinbergOn, ::testing::Values("cpu", "sequential", "cuda"),
-                         backend_name);
+                         pixflow::testing::backend_name);
 
 TEST(FloydSteinbergCuda, MatchesCpuBitForBit) {
     PIXFLOW_REQUIRE_CUDA();
@@ -196,6 +192,42 @@ TEST(FloydSteinbergCuda, MatchesCpuOnATallAndAWideImage) {
 TEST(FloydSteinberg, RefusesOtherDtypes) {
     Image in = Image::make(8, 8, 1, DType::u16);
     EXPECT_THROW(run_op("floyd_steinberg", "cpu", {&in}), std::runtime_error);
+}
+
+} // namespace
+
+// ---- the kernels on their own, without pixflow
+// ---------------------------------------------------
+
+namespace {
+
+namespace fs_k = pixflow::floyd_steinberg;
+
+/// Host scratch aligned to 64 bytes, as the wavefront wants it.
+struct Scratch {
+    void* p;
+    explicit Scratch(std::size_t bytes) : p(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64)) {}
+    ~Scratch() { std::free(p); }
+};
+
+TEST(FloydSteinbergKernel, TheWavefrontEqualsTheSequentialScanForAnyWorkerCount) {
+    const Image in = random_image(203, 97, 2, 12);
+    Image want = Image::make(203, 97, 2, DType::u8);
+    Scratch seq(fs_k::sequential_scratch_bytes(in.view()));
+    fs_k::dither_sequential(in.view(), want.view(), seq.p);
+    for (int workers : {1, 2, 5}) {
+        Image got = Image::make(203, 97, 2, DType::u8);
+        Scratch s(fs_k::wavefront_scratch_bytes(in.view(), workers));
+        ASSERT_TRUE(fs_k::dither_wavefront(in.view(), got.view(), workers, s.p, [] { return false; }));
+        EXPECT_TRUE(got.bytes == want.bytes) << workers << " workers";
+    }
+}
+
+TEST(FloydSteinbergKernel, StopsWhenCancelled) {
+    const Image in = random_image(64, 64, 1, 3);
+    Image out = Image::make(64, 64, 1, DType::u8);
+    Scratch s(fs_k::wavefront_scratch_bytes(in.view(), 2));
+    EXPECT_FALSE(fs_k::dither_wavefront(in.view(), out.view(), 2, s.p, [] { return true; }));
 }
 
 } // namespace

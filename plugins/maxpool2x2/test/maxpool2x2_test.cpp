@@ -1,7 +1,10 @@
 // Tests of maxpool2x2 through the real plugin: every backend against a naive reference written
 // here, for every dtype, 1 to 4 channels and odd sizes; NaN and signed-zero rules; the error for
 // inputs smaller than 2x2; CUDA equal to the CPU bit for bit.
+#include "../kernels/maxpool2x2.hpp"
 #include "support/op_harness.hpp"
+
+#include <pixflow/error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -81,12 +84,7 @@ Image pool(const std::string& backend, const Image& in) {
     return out.at(0);
 }
 
-class Maxpool2x2On : public ::testing::TestWithParam<std::string> {
-  protected:
-    void SetUp() override {
-        if (GetParam() == "cuda") PIXFLOW_REQUIRE_CUDA();
-    }
-};
+class Maxpool2x2On : public pixflow::testing::OnEachBackend {};
 
 TEST_P(Maxpool2x2On, MatchesReferenceForEveryDtypeSizeAndChannelCount) {
     std::uint32_t seed = 1;
@@ -152,8 +150,8 @@ TEST_P(Maxpool2x2On, KeepsExtremeIntegers) {
     EXPECT_EQ(pool(GetParam(), s).at<std::int32_t>(0, 0), -7);
 }
 
-INSTANTIATE_TEST_SUITE_P(Maxpool2x2, Maxpool2x2On, ::testing::Values("cpu", "cuda"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Maxpool2x2, Maxpool2x2On, pixflow::testing::each_backend(),
+                         pixflow::testing::backend_name);
 
 TEST(Maxpool2x2, RejectsInputsNarrowerOrShorterThanTwo) {
     for (auto [w, h] : {std::pair{1, 1}, std::pair{1, 7}, std::pair{300, 1}, std::pair{1, 300}}) {
@@ -178,6 +176,52 @@ TEST(Maxpool2x2Cuda, MatchesCpuBitForBit) {
                 const Image in = random_image(w, h, c, d, seed++);
                 EXPECT_TRUE(pool("cpu", in).bytes == pool("cuda", in).bytes) << describe(w, h, c, d);
             }
+}
+
+} // namespace
+
+// ---- the kernel on its own, without pixflow
+// ------------------------------------------------------
+
+namespace {
+
+TEST(Maxpool2x2Kernel, PoolsAViewIntoALargerImage) {
+    // A 9x7 window at (5, 3) of a 40x20 RGB image, pooled through views that keep the parent's
+    // pitch, into a 4x3 window of another image: the same as pooling a packed copy.
+    const Image parent = random_image(40, 20, 3, DType::u16, 77);
+    Image sub = Image::make(9, 7, 3, DType::u16);
+    for (int y = 0; y < 7; ++y)
+        for (int x = 0; x < 9; ++x)
+            for (int c = 0; c < 3; ++c) sub.at<std::uint16_t>(x, y, c) = parent.at<std::uint16_t>(5 + x, 3 + y, c);
+    pixflow::ImageView in = parent.view();
+    in.width = 9;
+    in.height = 7;
+    in.data = const_cast<std::uint16_t*>(&parent.at<std::uint16_t>(5, 3));
+    Image dst = Image::make(30, 10, 3, DType::u16);
+    pixflow::ImageView out = dst.view();
+    out.width = 4;
+    out.height = 3;
+    out.data = &dst.at<std::uint16_t>(2, 1);
+    pixflow::maxpool2x2::maxpool2x2_cpu(in, out);
+    const Image want = reference(sub);
+    for (int y = 0; y < 3; ++y)
+        for (int x = 0; x < 4; ++x)
+            for (int c = 0; c < 3; ++c)
+                EXPECT_EQ(dst.at<std::uint16_t>(2 + x, 1 + y, c), want.at<std::uint16_t>(x, y, c)) << x << "," << y;
+    EXPECT_EQ(dst.at<std::uint16_t>(0, 0, 0), 0); // nothing outside the window
+}
+
+TEST(Maxpool2x2Kernel, RefusesFiveChannelsAsUnsupported) {
+    Image in = Image::make(4, 4, 1, DType::u8), out = Image::make(2, 2, 1, DType::u8);
+    pixflow::ImageView v = in.view(), o = out.view();
+    v.channels = o.channels = 5;
+    try {
+        pixflow::maxpool2x2::maxpool2x2_cpu(v, o);
+        ADD_FAILURE() << "5 channels were accepted";
+    } catch (const pixflow::UserError& e) {
+        EXPECT_EQ(e.status(), PF_ERR_UNSUPPORTED);
+        EXPECT_STREQ(e.what(), "maxpool2x2: 5 channels are not supported; accepted: 1, 2, 3, 4");
+    }
 }
 
 } // namespace

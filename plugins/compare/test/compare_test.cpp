@@ -2,7 +2,11 @@
 // reference computed here from the same images, the PSNR peak of each dtype, identical images
 // (PSNR +inf: printed "inf", null in the JSON report), and shape or dtype mismatches reported at
 // validation.
+#include "../kernels/compare.hpp"
+#include "support/op_harness.hpp"
 #include "support/paths.hpp"
+
+#include <pixflow/error.hpp>
 
 #include "executor/executor.hpp"
 #include "loader/registry.hpp"
@@ -142,4 +146,21 @@ TEST(Compare, PixflowRunPrintsInfAndTheReportWritesNull) {
     std::ifstream in(dir / "r.json");
     const std::string json((std::istreambuf_iterator<char>(in)), {});
     EXPECT_NE(json.find("\"psnr\": null"), std::string::npos) << json;
+}
+
+// ---- the kernel on its own, without pixflow
+// ------------------------------------------------------
+
+TEST(CompareKernel, OneOffEverywhereGivesPsnrOfThePeak) {
+    auto a = pixflow::testing::Image::make(13, 7, 2, pixflow::DType::u16);
+    auto b = a;
+    for (std::size_t k = 0; k < b.samples(); ++k) b.set(k, k % 2 ? 1.0 : 0.0);
+    a.set(0, 1.0); // one sample off the other way: |a - b| = 1 there too
+    const pixflow::compare::Stats s = pixflow::compare::compare_cpu(a.view(), b.view());
+    const double off = double(b.samples() / 2 + 1) / double(b.samples());
+    EXPECT_EQ(s.max_abs_diff, 1.0);
+    EXPECT_DOUBLE_EQ(s.mean_abs_diff, off);
+    EXPECT_DOUBLE_EQ(s.psnr, 10.0 * std::log10(65535.0 * 65535.0 / off));
+    EXPECT_THROW(pixflow::compare::compare_cpu(a.view(), pixflow::testing::Image::make(13, 7, 1, pixflow::DType::u16).view()),
+                 pixflow::UserError);
 }

@@ -2,6 +2,7 @@
 // here, for every input dtype, output dtype, 1 to 4 channels and odd sizes; the auto dtype on
 // both sides of the u32 limit; u32 wrap-around with exact box sums; CUDA equal to the CPU bit
 // for bit (f64 included: both add in the documented order).
+#include "../kernels/integral.hpp"
 #include "support/op_harness.hpp"
 
 #include <gtest/gtest.h>
@@ -85,12 +86,7 @@ Image constant(int w, int h, DType d, double v) {
     return im;
 }
 
-class IntegralOn : public ::testing::TestWithParam<std::string> {
-  protected:
-    void SetUp() override {
-        if (GetParam() == "cuda") PIXFLOW_REQUIRE_CUDA();
-    }
-};
+class IntegralOn : public pixflow::testing::OnEachBackend {};
 
 TEST_P(IntegralOn, MatchesReferenceForEverySizeDtypeAndChannelCount) {
     std::uint32_t seed = 1;
@@ -180,8 +176,8 @@ TEST_P(IntegralOn, ExplicitU32WrapsButKeepsBoxSumsExact) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Integral, IntegralOn, ::testing::Values("cpu", "cuda"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Integral, IntegralOn, pixflow::testing::each_backend(),
+                         pixflow::testing::backend_name);
 
 TEST(Integral, RejectsIntegerOutputsForFloatInput) {
     const Image in = Image::make(4, 4, 1, DType::f32);
@@ -215,6 +211,25 @@ TEST(IntegralCuda, MatchesCpuBitForBit) {
                     EXPECT_EQ(cpu.dtype, gpu.dtype);
                     EXPECT_TRUE(cpu.bytes == gpu.bytes) << describe(w, h, c, d, out_name);
                 }
+}
+
+} // namespace
+
+// ---- the kernel on its own, without pixflow
+// ------------------------------------------------------
+
+namespace {
+
+TEST(IntegralKernel, MatchesTheReferenceWithTheScratchItAsksFor) {
+    // Tall enough for several strips of the integer path.
+    Image in = Image::make(37, 700, 3, DType::u16);
+    fill_random(in, 21);
+    for (DType d : {DType::u32, DType::u64, DType::f64}) {
+        Image out = Image::make(37, 700, 3, d);
+        std::vector<std::byte> scratch(pixflow::integral::integral_cpu_scratch_bytes(in.view(), out.view()));
+        pixflow::integral::integral_cpu(in.view(), out.view(), scratch.data());
+        EXPECT_TRUE(out.bytes == reference(in, d).bytes) << pixflow::dtype_name(d);
+    }
 }
 
 } // namespace
