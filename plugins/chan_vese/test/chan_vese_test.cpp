@@ -3,6 +3,8 @@
 // noisy synthetic shapes of several sizes (square and not), dtypes, initial level sets and
 // seeds; a constant image; 1x1 and 2x2; RGB refused with a hint; the metrics in the run report;
 // CUDA against the CPU.
+#include "../kernels/chan_vese.hpp"
+
 #include "executor/run_op.hpp"
 #include "loader/registry.hpp"
 #include "support/op_harness.hpp"
@@ -233,12 +235,7 @@ std::string describe(const Case& c) {
            " init=" + c.init + " seed=" + std::to_string(c.seed);
 }
 
-class ChanVeseOn : public ::testing::TestWithParam<std::string> {
-  protected:
-    void SetUp() override {
-        if (GetParam() == "cuda") PIXFLOW_REQUIRE_CUDA();
-    }
-};
+class ChanVeseOn : public pixflow::testing::OnEachBackend {};
 
 TEST_P(ChanVeseOn, MatchesDoubleReferenceOnNoisyShapes) {
     for (const Case& c : noisy_cases) {
@@ -336,8 +333,8 @@ TEST_P(ChanVeseOn, HandlesOneAndTwoPixelImages) {
         }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ChanVeseOn, ::testing::Values("cpu", "cuda"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, ChanVeseOn, pixflow::testing::each_backend(),
+                         pixflow::testing::backend_name);
 
 TEST(ChanVese, RefusesRgbInputSuggestingGrayscale) {
     auto in = Image::make(16, 12, 3, DType::u8);
@@ -401,6 +398,31 @@ TEST(ChanVese, CudaAgreesWithCpu) {
         apart += std::abs(gpu.phi.get(k) - cpu.phi.get(k)) > 1e-4;
     EXPECT_LT(double(apart), 0.01 * double(cpu.phi.samples()));
     EXPECT_GE(agreement(gpu.mask, cpu.mask), 0.999);
+}
+
+} // namespace
+
+// ---- the kernel on its own, without pixflow
+// ------------------------------------------------------
+
+namespace {
+
+namespace cv = pixflow::chan_vese;
+
+TEST(ChanVeseKernel, RunsWithTheDefaultSettingsAndStopsWhenCancelled) {
+    Image in = Image::make(40, 30, 1, DType::u8);
+    pixflow::testing::fill_random(in, 8);
+    Image mask = Image::make(40, 30, 1, DType::u8), phi = Image::make(40, 30, 1, DType::f32);
+    std::vector<std::byte> scratch(cv::cpu_scratch_bytes(40, 30));
+    cv::Settings s; // the operator's defaults
+    s.max_iter = 20;
+    cv::Outcome o;
+    ASSERT_TRUE(cv::chan_vese_cpu(in.view(), mask.view(), phi.view(), s, scratch.data(), o, nullptr));
+    EXPECT_GE(o.iterations, 1);
+    EXPECT_LE(o.iterations, 20);
+    for (std::size_t k = 0; k < mask.samples(); ++k)
+        ASSERT_EQ(mask.get(k), phi.get(k) > 0 ? 255.0 : 0.0) << k;
+    EXPECT_FALSE(cv::chan_vese_cpu(in.view(), mask.view(), phi.view(), s, scratch.data(), o, [] { return true; }));
 }
 
 } // namespace
