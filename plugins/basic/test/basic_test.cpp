@@ -1,6 +1,8 @@
 // Tests of the basic plugin (synth, convert, grayscale) through the real plugin. convert and
 // grayscale run on every backend against references computed here, and CUDA must match the CPU
 // bit for bit.
+#include "../kernels/convert.hpp"
+#include "../kernels/synth.hpp"
 #include "support/op_harness.hpp"
 
 #include <gtest/gtest.h>
@@ -184,16 +186,9 @@ Image probe_image() {
     return im;
 }
 
-std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
-
 // ---- convert, on every backend ----------------------------------------------------------------
 
-class ConvertOn : public ::testing::TestWithParam<std::string> {
-  protected:
-    void SetUp() override {
-        if (GetParam() == "cuda") PIXFLOW_REQUIRE_CUDA();
-    }
-};
+class ConvertOn : public pixflow::testing::OnEachBackend {};
 
 TEST_P(ConvertOn, RoundsSaturatesAndMapsNanToZero) {
     const Image in = probe_image();
@@ -262,16 +257,11 @@ TEST_P(ConvertOn, KeepsShapeAndChannels) {
     for (std::size_t k = 0; k < in.samples(); ++k) ASSERT_EQ(out.get(k), in.get(k));
 }
 
-INSTANTIATE_TEST_SUITE_P(Convert, ConvertOn, ::testing::Values("cpu", "cuda"), backend_name);
+INSTANTIATE_TEST_SUITE_P(Convert, ConvertOn, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 
 // ---- grayscale, on every backend --------------------------------------------------------------
 
-class GrayscaleOn : public ::testing::TestWithParam<std::string> {
-  protected:
-    void SetUp() override {
-        if (GetParam() == "cuda") PIXFLOW_REQUIRE_CUDA();
-    }
-};
+class GrayscaleOn : public pixflow::testing::OnEachBackend {};
 
 TEST_P(GrayscaleOn, MatchesBt601OnRandomImages) {
     std::uint32_t seed = 7;
@@ -313,7 +303,7 @@ TEST_P(GrayscaleOn, KeepsWhiteWhite) {
     for (int x = 0; x < 3; ++x) EXPECT_EQ(out.at<std::uint16_t>(x, 0), 65535);
 }
 
-INSTANTIATE_TEST_SUITE_P(Grayscale, GrayscaleOn, ::testing::Values("cpu", "cuda"), backend_name);
+INSTANTIATE_TEST_SUITE_P(Grayscale, GrayscaleOn, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 
 // ---- CUDA against CPU, bit for bit ------------------------------------------------------------
 
@@ -352,6 +342,35 @@ TEST(GrayscaleCuda, MatchesCpuBitForBit) {
             Image gpu = run1("grayscale", "cuda", {&in}, {});
             EXPECT_TRUE(cpu.bytes == gpu.bytes) << pixflow::dtype_name(d) << " x" << c;
         }
+}
+
+} // namespace
+
+// ---- the kernels on their own, without pixflow
+// ---------------------------------------------------
+
+namespace {
+
+namespace b = pixflow::basic;
+
+TEST(BasicKernels, SynthThenConvertThroughPaddedViewsGiveTheOperatorsBytes) {
+    // synth into rows padded to 1000 bytes, then convert to f32 from there: the same samples as
+    // the operators give through pixflow.
+    std::vector<std::uint8_t> rows(1000 * 45);
+    pixflow::ImageView v;
+    v.width = 67;
+    v.height = 45;
+    v.channels = 3;
+    v.dtype = DType::u8;
+    v.pitch = 1000;
+    v.data = rows.data();
+    b::synth(v, b::Pattern::shapes, 9);
+    Image f = Image::make(67, 45, 3, DType::f32);
+    b::convert_cpu(v, f.view(), 0.5, 1.0);
+
+    const Image src = synth("shapes", 67, 45, 3, DType::u8, 9);
+    const Image want = run1("convert", "cpu", {&src}, {{"dtype", "f32"}, {"scale", "0.5"}, {"offset", "1.0"}});
+    EXPECT_TRUE(f.bytes == want.bytes);
 }
 
 } // namespace
