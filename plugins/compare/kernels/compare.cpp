@@ -73,16 +73,11 @@ template <class T> auto reduce(const ImageView& a, const ImageView& b) {
         });
 }
 
-std::string shape(const ImageView& v) {
-    return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" +
-           std::to_string(v.channels) + " " + dtype_name(v.dtype);
-}
-
 } // namespace
 
 void check_same_shape(const ImageView& a, const ImageView& b) {
     PIXFLOW_USER_CHECK(a.width == b.width && a.height == b.height && a.channels == b.channels && a.dtype == b.dtype,
-                       "compare: a is " + shape(a) + " and b is " + shape(b) +
+                       "compare: a is " + shape_of(a) + " and b is " + shape_of(b) +
                            "; they need the same size, channels and dtype");
 }
 

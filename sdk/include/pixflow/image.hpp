@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #if defined(__CUDACC__)
 #define PIXFLOW_HD __host__ __device__
@@ -118,6 +119,12 @@ struct ImageView {
                         device, pitch, data};
     }
 };
+
+/// "64x48x3 u8": a view's size, channels and dtype, for messages.
+inline std::string shape_of(const ImageView& v) {
+    return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(v.channels) + " " +
+           dtype_name(v.dtype);
+}
 
 /// True when the view's data and pitch are multiples of `bytes`, so that every row starts on
 /// such a boundary: the condition for vector loads and stores of that width. Buffers from the

@@ -126,12 +126,7 @@ Image random_f32(int w, int h, int channels, std::uint32_t seed, double scale) {
     return im;
 }
 
-class JpegOp : public ::testing::TestWithParam<std::string> {
-  protected:
-    void SetUp() override {
-        if (GetParam() == "cuda") PIXFLOW_REQUIRE_CUDA();
-    }
-};
+class JpegOp : public pixflow::testing::OnEachBackend {};
 
 const std::pair<int, int> kOddSizes[] = {{1, 1}, {9, 7}, {17, 33}};
 
@@ -338,8 +333,8 @@ TEST_P(JpegOp, RoundTripPsnrRisesWithQuality) {
     EXPECT_GT(last, 45.0); // quality 100 (all steps 1) is nearly lossless
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, JpegOp, ::testing::Values("cpu", "cuda"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, JpegOp, pixflow::testing::each_backend(),
+                         pixflow::testing::backend_name);
 
 // ---- CUDA against the CPU --------------------------------------------------------------------------
 
@@ -515,8 +510,8 @@ TEST_P(JpegFusion, DifferentTablesOrAnotherReaderKeepTheChain) {
     EXPECT_NE(r.g.find("dct"), -1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, JpegFusion, ::testing::Values("cpu", "cuda"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, JpegFusion, pixflow::testing::each_backend(),
+                         pixflow::testing::backend_name);
 
 TEST(JpegFusion, PixflowGraphShowsTheFusedNodeAndNoFuseRunsTheChain) {
     auto r = pixflow::testing::run_pixflow("graph pipelines/jpeg-roundtrip.toml");
