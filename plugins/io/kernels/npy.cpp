@@ -7,7 +7,7 @@
 // Read: descr u1 u2 i2 i4 u4 u8 f4 f8 (either byte order; b1 reads as u8), shape (H, W) or
 // (H, W, C) with C 1..4, C order only. Written: little-endian, shape (H, W) for one channel,
 // version 1.0, header padded so that the data starts on a 64-byte boundary (as NumPy does).
-#include "codecs_pvt.hpp"
+#include "codec.hpp"
 
 #include <vector>
 
@@ -212,8 +212,6 @@ const char* descr_of(DType d) {
     return "|u1";
 }
 
-} // namespace
-
 Header npy_read_header(InFile& f) { return parse_header(f).header; }
 
 void npy_read(InFile& f, const Header& h, const ImageView& dst) {
@@ -254,5 +252,12 @@ void npy_write(const std::string& path, const ImageView& src) {
     for (int y = 0; y < src.height; ++y) f.write(src.row<unsigned char>(y), src.row_bytes());
     f.close();
 }
+
+constexpr Format kNpyFormats[] = {{".npy", PF_ALL_DTYPES, PF_ALL_CHANNELS}};
+
+} // namespace
+
+constexpr Codec npy_codec{"NumPy", kNpyFormats, false, &header_of<npy_read_header>,
+                          &read_with<npy_read_header, npy_read>, &npy_write};
 
 } // namespace pixflow::io::detail

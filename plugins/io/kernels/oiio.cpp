@@ -5,7 +5,7 @@
 // half becomes f32 and int8 becomes i16. Alpha is read and written unassociated (as stored in
 // PNG), so a round trip never premultiplies or divides colours. Only the first subimage and MIP
 // level are read.
-#include "codecs_pvt.hpp"
+#include "codec.hpp"
 
 #include <OpenImageIO/imageio.h>
 
@@ -45,7 +45,7 @@ std::unique_ptr<OIIO::ImageInput> open_input(const std::string& path) {
     return in;
 }
 
-Header header_of(const std::string& path, const OIIO::ImageSpec& spec) {
+Header header_from(const std::string& path, const OIIO::ImageSpec& spec) {
     if (spec.deep) fail_read(path, "deep images are not supported");
     if (spec.depth > 1) fail_read(path, "volume images are not supported");
     if (spec.width < 1 || spec.height < 1) fail_read(path, "the image is empty");
@@ -74,19 +74,14 @@ Header header_of(const std::string& path, const OIIO::ImageSpec& spec) {
     return h;
 }
 
-} // namespace
-
 Header oiio_read_header(const std::string& path) {
     auto in = open_input(path);
-    return header_of(path, in->spec());
+    return header_from(path, in->spec());
 }
 
 void oiio_read(const std::string& path, const Header& h, const ImageView& dst) {
     auto in = open_input(path);
-    Header now = header_of(path, in->spec());
-    if (now.width != h.width || now.height != h.height || now.channels != h.channels ||
-        now.dtype != h.dtype)
-        fail_read(path, "the file changed since its header was read");
+    expect_header(path, h, header_from(path, in->spec()));
     if (!in->read_image(0, 0, 0, h.channels, type_of(h.dtype), dst.data, OIIO::AutoStride,
                         OIIO::stride_t(dst.pitch))) {
         std::string e = in->geterror();
@@ -120,5 +115,28 @@ void oiio_write(const std::string& path, const ImageView& src) {
         fail_write(path, e.empty() ? std::string("OpenImageIO failed to finish it") : e);
     }
 }
+
+// What OpenImageIO's writers store without converting (OIIO 2.4). Alpha is written unassociated.
+constexpr std::uint32_t bit(DType d) { return PF_DTYPE_BIT(int(d)); }
+constexpr std::uint32_t kU8U16 = bit(DType::u8) | bit(DType::u16);
+constexpr Format kOiioFormats[] = {
+    {".png", kU8U16, PF_ALL_CHANNELS},
+    {".jpg .jpeg .jpe .jif .jfif .jfi", bit(DType::u8), PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3)},
+    {".tif .tiff",
+     kU8U16 | bit(DType::i16) | bit(DType::i32) | bit(DType::u32) | bit(DType::f32) | bit(DType::f64),
+     PF_ALL_CHANNELS},
+    {".exr", bit(DType::u32) | bit(DType::f32), PF_ALL_CHANNELS},
+    {".hdr .rgbe", bit(DType::f32), PF_CHANNELS_BIT(3)},
+    {".bmp .dib", bit(DType::u8), PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3) | PF_CHANNELS_BIT(4)},
+    {".tga", bit(DType::u8), PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3) | PF_CHANNELS_BIT(4)},
+    {".webp", bit(DType::u8), PF_CHANNELS_BIT(3) | PF_CHANNELS_BIT(4)},
+};
+
+} // namespace
+
+// The fallback: every extension the built-in rows do not list; any other extension it can write
+// stores u8, whatever channels it takes.
+constexpr Codec oiio_codec{"OpenImageIO", kOiioFormats, true, &oiio_read_header, &oiio_read, &oiio_write,
+                           nullptr, &oiio_can_write, Format{"", bit(DType::u8), PF_ALL_CHANNELS}};
 
 } // namespace pixflow::io::detail

@@ -1,4 +1,5 @@
-// codecs_pvt.hpp: what the format files of the io plugin share; not part of codecs.hpp.
+// file.hpp: what the format files of the io plugin share: errors that name the file, checked
+// file access and byte order. The bottom layer: it knows no format and no codec table.
 #pragma once
 
 #include "codecs.hpp"
@@ -13,9 +14,10 @@
 
 namespace pixflow::io::detail {
 
-/// "cannot read 'path': what" as a user error.
+/// "cannot read 'path': what", the user's error (a missing, corrupt or truncated file).
 [[noreturn]] void fail_read(const std::string& path, const std::string& what);
-/// "cannot write 'path': what" (an I/O failure, so PF_ERR_RUNTIME unless said otherwise).
+/// "cannot write 'path': what": an I/O failure (PF_ERR_RUNTIME), or the user's error when the
+/// status says so.
 [[noreturn]] void fail_write(const std::string& path, const std::string& what,
                              pf_status status = PF_ERR_RUNTIME);
 
@@ -74,31 +76,22 @@ constexpr bool host_is_little_endian = std::endian::native == std::endian::littl
 std::uint64_t image_bytes(const InFile& f, std::uint64_t w, std::uint64_t h, std::uint64_t c,
                           std::size_t sample_size);
 
-// ---- per format: header, decode into dst (shape already checked), encode -------------------
-// Netpbm P5/P6 (.pgm .ppm .pnm)
-Header pnm_read_header(InFile& f);
-void pnm_read(InFile& f, const Header& h, const ImageView& dst);
-void pnm_write(const std::string& path, const ImageView& src);
-/// True when the file starts with a Netpbm magic other than P5/P6 (P1..P4: plain or bitmap).
-bool pnm_is_other_variant(const std::string& path);
+/// Fails (the file changed since its header was read) unless `now` is `want`.
+void expect_header(const std::string& path, const Header& want, const Header& now);
 
-// Portable float map (.pfm)
-Header pfm_read_header(InFile& f);
-void pfm_read(InFile& f, const Header& h, const ImageView& dst);
-void pfm_write(const std::string& path, const ImageView& src);
-
-// NumPy (.npy)
-Header npy_read_header(InFile& f);
-void npy_read(InFile& f, const Header& h, const ImageView& dst);
-void npy_write(const std::string& path, const ImageView& src);
-
-#ifdef PIXFLOW_WITH_OIIO
-// OpenImageIO, for every other extension
-Header oiio_read_header(const std::string& path);
-void oiio_read(const std::string& path, const Header& h, const ImageView& dst);
-void oiio_write(const std::string& path, const ImageView& src);
-/// True when OpenImageIO has a writer for this file name.
-bool oiio_can_write(const std::string& path);
-#endif
+/// A built-in format's header reader and reader, over an InFile, as the codec table's functions
+/// of a path: header_of<H> opens the file and reads its header; read_with<H, R> opens it, reads
+/// the header again, checks it against `want` and reads the pixels into dst.
+template <Header (*H)(InFile&)> Header header_of(const std::string& path) {
+    InFile f(path);
+    return H(f);
+}
+template <Header (*H)(InFile&), void (*R)(InFile&, const Header&, const ImageView&)>
+void read_with(const std::string& path, const Header& want, const ImageView& dst) {
+    InFile f(path);
+    const Header h = H(f);
+    expect_header(path, want, h);
+    R(f, h, dst);
+}
 
 } // namespace pixflow::io::detail

@@ -9,7 +9,7 @@
 // Header tokens are separated by whitespace, and `#` starts a comment up to the end of the line.
 // PGM/PPM samples are kept as stored (a maxval of 1023 gives u16 values 0..1023, not rescaled), so
 // a round trip is exact; written files use maxval 255 (u8) or 65535 (u16).
-#include "codecs_pvt.hpp"
+#include "codec.hpp"
 
 #include <cctype>
 #include <cmath>
@@ -62,8 +62,6 @@ int parse_dim(InFile& f, const std::string& tok, const char* what, long long max
                std::to_string(max));
     return int(v);
 }
-
-} // namespace
 
 // ---- PGM / PPM -------------------------------------------------------------------------------
 
@@ -127,7 +125,6 @@ void pnm_write(const std::string& path, const ImageView& src) {
 
 // ---- PFM -------------------------------------------------------------------------------------
 
-namespace {
 /// Header plus the file's byte order, which the scale's sign gives.
 Header pfm_header(InFile& f, bool& little_endian) {
     int a = f.get(), b = f.get();
@@ -149,7 +146,6 @@ Header pfm_header(InFile& f, bool& little_endian) {
               "the pixel data");
     return h;
 }
-} // namespace
 
 Header pfm_read_header(InFile& f) {
     bool le = true;
@@ -177,5 +173,23 @@ void pfm_write(const std::string& path, const ImageView& src) {
         f.write(src.row<unsigned char>(src.height - 1 - k), src.row_bytes());
     f.close();
 }
+
+bool pnm_reads(const std::string& path) { return !pnm_is_other_variant(path); }
+
+constexpr std::uint32_t kU8U16 = PF_DTYPE_BIT(PF_U8) | PF_DTYPE_BIT(PF_U16);
+constexpr Format kPnmFormats[] = {
+    {".pgm", kU8U16, PF_CHANNELS_BIT(1)},
+    {".ppm", kU8U16, PF_CHANNELS_BIT(3)},
+    {".pnm", kU8U16, PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3), /*suggested=*/false},
+};
+constexpr Format kPfmFormats[] = {{".pfm", PF_DTYPE_BIT(PF_F32), PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3)}};
+
+} // namespace
+
+// P1..P4 (plain text or bitmaps) are rare enough to leave to the fallback, when there is one.
+constexpr Codec pnm_codec{"binary PGM/PPM", kPnmFormats, false, &header_of<pnm_read_header>,
+                          &read_with<pnm_read_header, pnm_read>, &pnm_write, &pnm_reads};
+constexpr Codec pfm_codec{"PFM", kPfmFormats, false, &header_of<pfm_read_header>,
+                          &read_with<pfm_read_header, pfm_read>, &pfm_write};
 
 } // namespace pixflow::io::detail
