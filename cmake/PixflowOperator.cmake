@@ -35,6 +35,7 @@
 #    PIXFLOW_BUILD_TESTS is OFF or GoogleTest is not found.
 #  - EXAMPLE: a CTest test runs the pipeline with this plugin, from a folder of the build tree
 #    (relative output paths land there).
+#  - A third-party project calls enable_testing() before this, so that ctest finds the tests.
 # Used in-tree and, through find_package(pixflow), by third-party plugins.
 # The compiler policy (see above) of one target's C++ and CUDA sources; `float` is exact, fast or "".
 function(_pixflow_policy tgt float)
@@ -130,7 +131,6 @@ function(pixflow_add_operator name)
     if(NOT GTest_FOUND)
       message(STATUS "pixflow_add_operator(${name}): GoogleTest not found; its tests are not built")
     else()
-      enable_testing()
       include(GoogleTest)
       add_executable(${name}_test ${_tests})
       target_link_libraries(${name}_test PRIVATE pixflow::framework GTest::gtest_main)
@@ -143,7 +143,6 @@ function(pixflow_add_operator name)
     endif()
   endif()
   if(_example AND DEFINED PIXFLOW_EXECUTABLE)
-    enable_testing()
     file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/example)
     add_test(NAME ${name}.ExamplePipelineRuns
              COMMAND ${PIXFLOW_EXECUTABLE} --plugin-path ${_plugin_dir} run ${_example}

@@ -110,9 +110,14 @@ inline void fill_random(Image& im, std::uint32_t seed) {
 }
 
 /// Folders or files (':'-separated) searched for plugins before $PIXFLOW_PLUGIN_PATH and the
-/// installation's plugin folder. Set it to your plugin's build folder in main() or a fixture.
+/// installation's plugin folder: PIXFLOW_TEST_PLUGIN_DIR, the plugin's build folder, which
+/// pixflow_add_operator defines for the tests it builds; else empty. Assign it to change it.
 inline std::string& plugin_path() {
+#ifdef PIXFLOW_TEST_PLUGIN_DIR
+    static std::string path = PIXFLOW_TEST_PLUGIN_DIR;
+#else
     static std::string path;
+#endif
     return path;
 }
 

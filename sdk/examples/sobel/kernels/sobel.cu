@@ -1,6 +1,7 @@
 // Sobel on the GPU. Each thread block computes a 32x8 tile of pixels (all channels); the tile
 // plus a one-pixel apron is staged in shared memory with coalesced row loads, so every input
-// sample is read from global memory once per tile.
+// sample is read from global memory once per tile. The rows of tiles are spread over the grid's
+// y and z (cuda::grid_rows), so any height works.
 #include "sobel.hpp"
 
 #include <pixflow/cuda.hpp>
@@ -13,7 +14,8 @@ constexpr int TX = 32, TY = 8, MAXC = 4;
 __global__ void sobel_kernel(pixflow::ImageView in, pixflow::ImageView out, float scale) {
     __shared__ unsigned char tile[TY + 2][(TX + 2) * MAXC];
     const int C = in.channels, W = in.width, H = in.height;
-    const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY;
+    const int x0 = blockIdx.x * TX, y0 = int(pixflow::cuda::block_row()) * TY;
+    if (y0 >= H) return; // past the last row of tiles: the whole block leaves
     // Stage (TY+2) rows of (TX+2)*C samples, borders replicated.
     for (int r = threadIdx.y; r < TY + 2; r += TY) {
         int y = min(max(y0 + r - 1, 0), H - 1);
@@ -37,7 +39,8 @@ __global__ void sobel_kernel(pixflow::ImageView in, pixflow::ImageView out, floa
 } // namespace
 
 void sobel_cuda(const pixflow::ImageView& in, const pixflow::ImageView& out, float scale, void* stream) {
-    dim3 block(TX, TY), grid(pixflow::cuda::div_up(in.width, TX), pixflow::cuda::div_up(in.height, TY));
+    const dim3 block(TX, TY);
+    const dim3 grid = pixflow::cuda::grid_rows(pixflow::cuda::div_up(in.width, TX), pixflow::cuda::div_up(in.height, TY));
     sobel_kernel<<<grid, block, 0, pixflow::cuda::stream_of(stream)>>>(in, out, scale);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }

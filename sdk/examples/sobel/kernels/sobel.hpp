@@ -1,4 +1,5 @@
-// The Sobel kernels, free of pixflow's framework: functions over image views.
+// The Sobel kernels, free of pixflow's framework: functions over image views, which the tests
+// call directly too.
 // Gradient magnitude |Gx| + |Gy| of the 3x3 Sobel operator per channel, borders replicated,
 // scaled by `scale` and saturated to u8. u8 in, u8 out, 1 to 4 channels.
 #pragma once
