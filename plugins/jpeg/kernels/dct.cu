@@ -25,13 +25,10 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ Transpose<C> sm;
     const Place p = place(strips);
     float a[C][8], t[C][8];
-    forward_rows<T, C>(in, sm, p, nbx, wide_in, a, t); // a[c][y] = column u = r
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-        fdct8(a[c], t[c]); // t[c][v] = F[v][r]
+    forward_dct<T, C>(in, sm, p, nbx, wide_in, a, t, [&](int c) { // t[c][v] = F[v][r]
 #pragma unroll
         for (int v = 0; v < 8; ++v) sm.v[c][p.lane][v * 8 + p.r] = t[c][v];
-    }
+    });
     __syncthreads();
     const int y = 8 * p.ty + p.r;
     store_row_from_smem<float, C>(out, sm, p.r, p.lane, p.tx - p.lane, y, 8 * nbx, wide_out);

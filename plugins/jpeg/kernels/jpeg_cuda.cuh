@@ -200,9 +200,9 @@ __device__ inline void transpose(Transpose<C>& sm, int lane, int r, const float 
 
 // ---- the stages of the transforms, shared by the separate and the fused kernels --------------
 //
-//   dct.cu        forward_rows -> column fdct8 -> (coefficients out)
+//   dct.cu        forward_dct (forward_rows, column fdct8) -> (coefficients out)
 //   idct.cu       (coefficients in) -> column idct8 -> inverse_rows
-//   roundtrip.cu  forward_rows -> column fdct8, quantize_dequantize, column idct8 -> inverse_rows
+//   roundtrip.cu  forward_dct -> quantize_dequantize, column idct8 -> inverse_rows
 //
 // so the fused kernel runs the separate kernels' float operations, in their order, by running
 // their code: bit for bit the same result.
@@ -225,6 +225,21 @@ __device__ inline void forward_rows(const ImageView& in, Transpose<C>& sm, const
         fdct8(a[c], t[c]); // row r: t[c][u]
     }
     transpose<C>(sm, p.lane, p.r, t, a); // a[c][y] = column u = r
+}
+
+/// The whole forward transform: forward_rows, then for each channel c the column transform, after
+/// which t[c][v] = F[v][r] (coefficients of column r), and `column(c)`: what the kernel does with
+/// them (dct.cu stores them, roundtrip.cu quantises them and starts the inverse). A device
+/// lambda, inlined: the kernels keep their one loop over channels.
+template <class T, int C, class Column>
+__device__ inline void forward_dct(const ImageView& in, Transpose<C>& sm, const Place& p, int nbx,
+                                   bool wide_in, float (&a)[C][8], float (&t)[C][8], Column&& column) {
+    forward_rows<T, C>(in, sm, p, nbx, wide_in, a, t); // a[c][y]: column r
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        fdct8(a[c], t[c]); // t[c][v] = F[v][r]
+        column(c);
+    }
 }
 
 /// The last stage of the inverse transform: from column r of the tile after the inverse column

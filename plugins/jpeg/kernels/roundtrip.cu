@@ -32,16 +32,11 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ Transpose<C> sm;
     const Place p = place(strips);
     float a[C][8], t[C][8];
-    forward_rows<Ti, C>(in, sm, p, nbx, wide_in, a, t); // a[c][y]: column r
+    forward_dct<Ti, C>(in, sm, p, nbx, wide_in, a, t, [&](int c) { // t[c][v] = F[v][r]
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-        fdct8(a[c], t[c]); // t[c][v] = F[v][r]
-#pragma unroll
-        for (int v = 0; v < 8; ++v) {
-            t[c][v] = quantize_dequantize(t[c][v], q.q[v * 8 + p.r], q.r[v * 8 + p.r]);
-        }
+        for (int v = 0; v < 8; ++v) t[c][v] = quantize_dequantize(t[c][v], q.q[v * 8 + p.r], q.r[v * 8 + p.r]);
         idct8(t[c], a[c]); // a[c][y]: column r after the inverse column pass
-    }
+    });
     inverse_rows<C>(sm, p, a, t); // a[c][x]: pixels of row r
     store_pixels<To, C>(out, sm, p, nbx, wide_out, a);
 }

@@ -655,23 +655,18 @@ int32_t infer_thunk(const pf_value* params, int32_t n_params, const pf_image* in
     });
 }
 
-template <class T> int32_t run_cpu_thunk(const pf_run_args* a) {
+/// run_cpu (Cuda false) or run_cuda of operator T, with the parameter struct when it takes one.
+template <class T, bool Cuda> int32_t run_thunk(const pf_run_args* a) {
     return guarded(a->error, a->error_size, [&] {
         Context ctx(a, schema_of<T>().params());
-        if constexpr (TypedRunCpu<T>)
-            T::run_cpu(ctx, params_of<T>(a->params, a->n_params));
-        else
-            T::run_cpu(ctx);
-    });
-}
-
-template <class T> int32_t run_cuda_thunk(const pf_run_args* a) {
-    return guarded(a->error, a->error_size, [&] {
-        Context ctx(a, schema_of<T>().params());
-        if constexpr (TypedRunCuda<T>)
-            T::run_cuda(ctx, params_of<T>(a->params, a->n_params));
-        else
-            T::run_cuda(ctx);
+        if constexpr (Cuda ? TypedRunCuda<T> : TypedRunCpu<T>) {
+            const auto p = params_of<T>(a->params, a->n_params);
+            if constexpr (Cuda) T::run_cuda(ctx, p);
+            else T::run_cpu(ctx, p);
+        } else {
+            if constexpr (Cuda) T::run_cuda(ctx);
+            else T::run_cpu(ctx);
+        }
     });
 }
 
@@ -709,9 +704,9 @@ template <class T> pf_op_desc make_op() {
     d.params = s.params().data();
     d.n_params = int32_t(s.params().size());
     d.infer = &infer_thunk<T>;
-    d.run_cpu = &run_cpu_thunk<T>;
+    d.run_cpu = &run_thunk<T, false>;
     if constexpr (TypedRunCuda<T> || PlainRunCuda<T>)
-        d.run_cuda = &run_cuda_thunk<T>;
+        d.run_cuda = &run_thunk<T, true>;
     else
         d.run_cuda = nullptr;
     return d;
