@@ -37,6 +37,7 @@
 #    (relative output paths land there).
 #  - A third-party project calls enable_testing() before this, so that ctest finds the tests.
 # Used in-tree and, through find_package(pixflow), by third-party plugins.
+
 # The compiler policy (see above) of one target's C++ and CUDA sources; `float` is exact, fast or "".
 function(_pixflow_policy tgt float)
   set(gnu $<OR:$<CXX_COMPILER_ID:GNU>,$<CXX_COMPILER_ID:Clang>,$<CXX_COMPILER_ID:AppleClang>>)
@@ -66,7 +67,6 @@ function(pixflow_add_operator name)
   if(ARG_FLOAT AND NOT ARG_FLOAT MATCHES "^(exact|fast)$")
     message(FATAL_ERROR "pixflow_add_operator(${name}): FLOAT is exact or fast, not '${ARG_FLOAT}'")
   endif()
-
 
   add_library(${target} MODULE ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE pixflow::sdk ${ARG_LIBRARIES})

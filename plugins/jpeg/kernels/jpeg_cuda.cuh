@@ -262,9 +262,9 @@ inline Launch launch_for(int tiles_x, int tiles_y) {
     const int strips = (tiles_x + kLanes - 1) / kLanes;
     const long long blocks = (long long)strips * tiles_y;
     if (blocks > 0x7FFFFFFFLL)
-        throw Error("jpeg: image too large for one launch (" + std::to_string(tiles_x) + "x" +
-                        std::to_string(tiles_y) + " tiles)",
-                    PF_ERR_UNSUPPORTED);
+        throw UserError("jpeg: image too large for one launch (" + std::to_string(tiles_x) + "x" +
+                            std::to_string(tiles_y) + " tiles)",
+                        PF_ERR_UNSUPPORTED);
     return {strips, unsigned(blocks)};
 }
 
