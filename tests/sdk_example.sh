@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The SDK from a user's point of view (CTest runs this): install pixflow into a temporary
 # prefix, build sdk/examples/sobel out of tree against it with g++ (CUDA too when nvcc exists)
-# and run its own tests, run its pipeline with the installed pixflow, then build the same plugin
-# with clang++ and libc++ and check that the g++-built pixflow loads it and gets the same image.
+# and run its own tests and example pipeline, run its pipeline with the installed pixflow, then
+# build the same plugin with clang++ and libc++ and check that the g++-built pixflow loads it and
+# gets the same image; check that the tutorial shows every file of the example; and build, test
+# and run what `pixflow new-operator` writes.
 # usage: sdk_example.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
@@ -29,7 +31,7 @@ cd "$tmp"
 echo "== clang++ and libc++ build of the same plugin, loaded by the g++-built pixflow"
 CXX=clang++ cmake -S "$example" -B "$tmp/clang" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_CXX_FLAGS="-stdlib=libc++" \
-  -DCMAKE_MODULE_LINKER_FLAGS="-stdlib=libc++" -DSOBEL_WITH_CUDA=OFF -DSOBEL_BUILD_TESTS=OFF >/dev/null
+  -DCMAKE_MODULE_LINKER_FLAGS="-stdlib=libc++" -DSOBEL_WITH_CUDA=OFF -DPIXFLOW_BUILD_TESTS=OFF >/dev/null
 cmake --build "$tmp/clang"
 plugin="$tmp/clang/plugins/pixflow_sobel.so"
 libs=$(ldd "$plugin")
@@ -39,6 +41,12 @@ grep -A1 "loaded    $plugin" <<<"$listing" | grep -q 'sobel 1.0.0' || { echo "$l
 "$px" --plugin-path "$plugin" run "$example/sobel.toml" --backend cpu --set out.path="$tmp/clang.pgm"
 cmp "$tmp/gcc.pgm" "$tmp/clang.pgm"
 echo "sdk example: g++ and clang++/libc++ plugins agree byte for byte"
+
+echo "== docs/writing-operators.md shows every file of the example, its subfolders included"
+for f in $(cd "$example" && find . -type f | sed 's|^\./||' | sort); do
+  grep -qxF "<!-- file: sdk/examples/sobel/$f -->" "$src/docs/writing-operators.md" ||
+    { echo "docs/writing-operators.md does not show sdk/examples/sobel/$f"; exit 1; }
+done
 
 echo "== pixflow new-operator: the skeleton builds, its tests pass, its pipeline runs"
 "$px" new-operator my_gain --dir "$tmp/my_gain"

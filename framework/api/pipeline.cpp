@@ -47,7 +47,7 @@ PipelineState::~PipelineState() {
     executor.reset(); // before the graph it runs, and before the streams it borrowed go
 }
 
-pf_image shape_of(const ImageView& v) {
+pf_image pf_shape_of(const ImageView& v) {
     pf_image im = packed_pitch(v).to_c();
     im.data = nullptr;
     return im;
@@ -66,7 +66,7 @@ void compile_state(PipelineState& s) {
     s.run_options = {};
     host::CompileOptions co = s.options;
     co.inputs.clear();
-    for (const auto& [id, view] : s.inputs) co.inputs[id] = shape_of(view);
+    for (const auto& [id, view] : s.inputs) co.inputs[id] = pf_shape_of(view);
     for (const auto& [name, dest] : s.outputs) co.outputs_read.insert(name); // read by the caller: no note
     co.note_no_sink = false; // results land in caller memory, not in files
     host::PipelineSpec spec = host::parse_pipeline_text(s.text, s.file, {}, s.overrides);
@@ -99,7 +99,7 @@ bool inputs_changed(const PipelineState& s) {
     if (s.inputs.size() != s.compiled_inputs.size()) return true;
     for (const auto& [id, view] : s.inputs) {
         auto it = s.compiled_inputs.find(id);
-        pf_image now = shape_of(view);
+        pf_image now = pf_shape_of(view);
         if (it == s.compiled_inputs.end() || it->second.width != now.width || it->second.height != now.height ||
             it->second.channels != now.channels || it->second.dtype != now.dtype || it->second.device != now.device)
             return true;

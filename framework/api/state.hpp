@@ -80,7 +80,7 @@ struct Access {
 };
 
 /// The shape and location of a view as the compile step wants it (data left out).
-pf_image shape_of(const ImageView& v);
+pf_image pf_shape_of(const ImageView& v);
 /// The view with pitch 0 read as tightly packed.
 ImageView packed_pitch(ImageView v);
 

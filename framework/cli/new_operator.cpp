@@ -9,10 +9,11 @@ namespace fs = std::filesystem;
 namespace pixflow::host {
 namespace {
 
-// @NAME@ is the operator's name, @CLASS@ its class name.
+// @NAME@ is the operator's name, @CLASS@ its class name. The folder has the layout of every
+// built-in plugin and of sdk/examples/sobel (cmake/PixflowOperator.cmake describes it).
 const char* k_cmake = R"(# The @NAME@ operator, built against an installed pixflow:
 #   cmake -S . -B build -DCMAKE_PREFIX_PATH=<pixflow prefix> && cmake --build build
-#   (cd build && ctest)
+#   (cd build && ctest)                      its tests, then its example pipeline
 #   pixflow --plugin-path build/plugins run @NAME@.toml
 cmake_minimum_required(VERSION 3.24)
 project(@NAME@ LANGUAGES CXX)
@@ -29,44 +30,43 @@ if(CMAKE_CUDA_COMPILER)
 endif()
 
 find_package(pixflow REQUIRED)
+enable_testing()
+# FLOAT exact: the CPU and CUDA kernels round every operation as written, so they agree bit for
+# bit. The tests need GoogleTest; -DPIXFLOW_BUILD_TESTS=OFF leaves them out.
 pixflow_add_operator(@NAME@
   SOURCES @NAME@.cpp
-  CUDA_SOURCES @NAME@.cu
+  KERNELS kernels/@NAME@_cpu.cpp
+  CUDA_SOURCES kernels/@NAME@.cu
   LIBRARIES TBB::tbb
+  FLOAT exact
+  TESTS test/@NAME@_test.cpp
+  EXAMPLE @NAME@.toml
   OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/plugins)
-
-find_package(GTest QUIET)
-if(GTest_FOUND)
-  enable_testing()
-  include(GoogleTest)
-  add_executable(@NAME@_test @NAME@_test.cpp)
-  target_link_libraries(@NAME@_test PRIVATE pixflow::framework GTest::gtest_main)
-  target_compile_definitions(@NAME@_test PRIVATE PLUGIN_DIR="${CMAKE_BINARY_DIR}/plugins")
-  add_dependencies(@NAME@_test pixflow_@NAME@)
-  gtest_discover_tests(@NAME@_test PROPERTIES SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
-endif()
 )";
 
-const char* k_hpp = R"(// The @NAME@ kernels: plain functions over image views, no framework types.
+const char* k_hpp = R"(// The @NAME@ kernels: plain functions over image views, no framework types, so that they can
+// be called and tested without pixflow.
 #pragma once
 
 #include <pixflow/image.hpp>
 
 namespace @NAME@ {
 
-/// out = in * gain + bias for f32 samples, every channel.
+/// out = in * gain + bias for f32 samples, every channel; in and out of one shape.
 void run_cpu(const pixflow::ImageView& in, const pixflow::ImageView& out, float gain, float bias);
 #ifdef PIXFLOW_WITH_CUDA
+/// The same on device memory, enqueued on `stream` (a cudaStream_t); never synchronises.
 void run_cuda(const pixflow::ImageView& in, const pixflow::ImageView& out, float gain, float bias, void* stream);
 #endif
+
+/// One sample, exactly as both backends compute it (no fused multiply-add: FLOAT exact).
+inline PIXFLOW_HD float sample(float v, float gain, float bias) { return v * gain + bias; }
 
 } // namespace @NAME@
 )";
 
-const char* k_cpp = R"(// The @NAME@ operator: its schema, declared once, and one run function per backend.
+const char* k_cpu = R"(// The @NAME@ CPU kernel: TBB over rows, SIMD along a row.
 #include "@NAME@.hpp"
-
-#include <pixflow/operator.hpp>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -78,30 +78,41 @@ void run_cpu(const pixflow::ImageView& in, const pixflow::ImageView& out, float 
         for (int y = rows.begin(); y != rows.end(); ++y) {
             const float* src = in.row<float>(y);
             float* dst = out.row<float>(y);
-            for (std::size_t i = 0; i < in.row_samples(); ++i) dst[i] = src[i] * gain + bias;
+#pragma omp simd
+            for (std::size_t i = 0; i < in.row_samples(); ++i) dst[i] = sample(src[i], gain, bias);
         }
     });
 }
 
 } // namespace @NAME@
+)";
+
+const char* k_cpp = R"(// The @NAME@ operator: its parameters, its schema, declared once, and one run function per
+// backend over the kernels of kernels/.
+#include "kernels/@NAME@.hpp"
+
+#include <pixflow/operator.hpp>
 
 struct @CLASS@ {
+    struct Params {
+        float gain = 1.0f;
+        float bias = 0.0f;
+    };
+
     static pixflow::Schema schema() {
         using namespace pixflow;
         return Schema("@NAME@", "out = in * gain + bias (f32); replace with what your operator does")
             .input("in", dtypes({DType::f32}), channels(1, 4), "the image")
             .output("out", dtypes({DType::f32}), channels(1, 4), "the result, same shape")
-            .param_float("gain", 1.0, -1e6, 1e6, "multiplier")
-            .param_float("bias", 0.0, -1e6, 1e6, "added after the multiplication");
+            .param(&Params::gain, "gain", range(-1e6, 1e6), "multiplier")
+            .param(&Params::bias, "bias", range(-1e6, 1e6), "added after the multiplication");
     }
-    static void run_cpu(pixflow::Context& ctx) {
-        const auto& p = ctx.params();
-        @NAME@::run_cpu(ctx.input(), ctx.output(), float(p.f("gain")), float(p.f("bias")));
+    static void run_cpu(pixflow::Context& ctx, const Params& p) {
+        @NAME@::run_cpu(ctx.input(), ctx.output(), p.gain, p.bias);
     }
 #ifdef PIXFLOW_WITH_CUDA
-    static void run_cuda(pixflow::Context& ctx) {
-        const auto& p = ctx.params();
-        @NAME@::run_cuda(ctx.input(), ctx.output(), float(p.f("gain")), float(p.f("bias")), ctx.stream());
+    static void run_cuda(pixflow::Context& ctx, const Params& p) {
+        @NAME@::run_cuda(ctx.input(), ctx.output(), p.gain, p.bias, ctx.stream());
     }
 #endif
 };
@@ -109,8 +120,9 @@ struct @CLASS@ {
 PIXFLOW_PLUGIN("@NAME@", "0.1.0", @CLASS@)
 )";
 
-const char* k_cu = R"(// The @NAME@ CUDA kernel: one thread per sample of a row, rows strided over the grid's y.
-// Launch on the stream pixflow gives you; never synchronise; check every launch.
+const char* k_cu = R"(// The @NAME@ CUDA kernel: one thread per sample of a row, one row of blocks per image row
+// (pixflow::cuda::grid_rows covers any height). Enqueue on the stream pixflow gives you, never
+// synchronise, check every launch.
 #include "@NAME@.hpp"
 
 #include <pixflow/cuda.hpp>
@@ -119,14 +131,15 @@ namespace @NAME@ {
 namespace {
 __global__ void kernel(pixflow::ImageView in, pixflow::ImageView out, float gain, float bias) {
     const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= in.row_samples()) return;
-    for (int y = blockIdx.y; y < in.height; y += gridDim.y)
-        out.row<float>(y)[i] = in.row<float>(y)[i] * gain + bias;
+    const int y = int(pixflow::cuda::block_row());
+    if (i >= in.row_samples() || y >= in.height) return;
+    out.row<float>(y)[i] = sample(in.row<float>(y)[i], gain, bias);
 }
 } // namespace
 
 void run_cuda(const pixflow::ImageView& in, const pixflow::ImageView& out, float gain, float bias, void* stream) {
-    dim3 block(256), grid(pixflow::cuda::div_up((long long)in.row_samples(), 256), unsigned(in.height < 65535 ? in.height : 65535));
+    const dim3 block(256);
+    const dim3 grid = pixflow::cuda::grid_rows(pixflow::cuda::div_up((long long)in.row_samples(), 256), in.height);
     kernel<<<grid, block, 0, pixflow::cuda::stream_of(stream)>>>(in, out, gain, bias);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
@@ -134,33 +147,48 @@ void run_cuda(const pixflow::ImageView& in, const pixflow::ImageView& out, float
 } // namespace @NAME@
 )";
 
-const char* k_test = R"(// @NAME@ through pixflow, against a reference written here, on the CPU and on CUDA.
+const char* k_test = R"(// @NAME@ against a reference written here: its CPU kernel called directly, then both backends
+// through pixflow (pixflow/testing.hpp; the plugin is found in its build folder).
+#include "../kernels/@NAME@.hpp"
+
 #include <pixflow/testing.hpp>
 
 using pixflow::testing::Image;
 
-class @CLASS@Test : public ::testing::Test {
-  protected:
-    void SetUp() override { pixflow::testing::plugin_path() = PLUGIN_DIR; }
-};
+namespace {
+Image input(int w, int h, int c, std::uint32_t seed) {
+    Image in = Image::make(w, h, c, pixflow::DType::f32);
+    pixflow::testing::fill_random(in, seed);
+    return in;
+}
+} // namespace
 
-TEST_F(@CLASS@Test, CpuMatchesReference) {
-    Image in = Image::make(37, 21, 3, pixflow::DType::f32);
-    pixflow::testing::fill_random(in, 1);
-    auto out = pixflow::testing::run_op("@NAME@", "cpu", {&in}, {{"gain", "2"}, {"bias", "0.5"}});
+TEST(@CLASS@, KernelMatchesReference) {
+    const Image in = input(37, 21, 3, 1);
+    Image out = Image::make(37, 21, 3, pixflow::DType::f32);
+    @NAME@::run_cpu(in.view(), out.view(), 2.0f, 0.5f);
+    for (std::size_t k = 0; k < in.samples(); ++k) EXPECT_FLOAT_EQ(float(out.get(k)), float(in.get(k)) * 2 + 0.5f);
+}
+
+class @CLASS@On : public pixflow::testing::OnEachBackend {};
+
+TEST_P(@CLASS@On, MatchesReference) {
+    const Image in = input(37, 21, 3, 2);
+    auto out = pixflow::testing::run_op("@NAME@", backend(), {&in}, {{"gain", "2"}, {"bias", "0.5"}});
     ASSERT_EQ(out.size(), 1u);
     for (std::size_t k = 0; k < in.samples(); ++k) EXPECT_FLOAT_EQ(float(out[0].get(k)), float(in.get(k)) * 2 + 0.5f);
 }
 
-TEST_F(@CLASS@Test, CudaMatchesCpu) {
+TEST(@CLASS@, CudaMatchesCpu) {
     PIXFLOW_REQUIRE_CUDA();
-    Image in = Image::make(640, 480, 1, pixflow::DType::f32);
-    pixflow::testing::fill_random(in, 2);
-    pixflow::testing::expect_backends_agree("@NAME@", {&in}, {{"gain", "3"}}, 1e-6);
+    const Image in = input(640, 480, 1, 3);
+    pixflow::testing::expect_backends_agree("@NAME@", {&in}, {{"gain", "3"}});
 }
+
+INSTANTIATE_TEST_SUITE_P(@CLASS@, @CLASS@On, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 )";
 
-const char* k_toml = R"(# A pipeline that uses @NAME@:  pixflow --plugin-path build/plugins run @NAME@.toml
+const char* k_toml = R"(# @NAME@'s example pipeline (CTest runs it):  pixflow --plugin-path build/plugins run @NAME@.toml
 [pipeline]
 name = "@NAME@-demo"
 
@@ -209,10 +237,16 @@ std::vector<fs::path> write_operator_skeleton(const std::string& name, const fs:
         cls += upper ? char(std::toupper(static_cast<unsigned char>(c))) : c;
         upper = false;
     }
-    fs::create_directories(dir);
+    fs::create_directories(dir / "kernels");
+    fs::create_directories(dir / "test");
     std::vector<std::pair<std::string, const char*>> files = {
-        {"CMakeLists.txt", k_cmake}, {name + ".hpp", k_hpp},        {name + ".cpp", k_cpp},
-        {name + ".cu", k_cu},        {name + "_test.cpp", k_test}, {name + ".toml", k_toml}};
+        {"CMakeLists.txt", k_cmake},
+        {name + ".cpp", k_cpp},
+        {name + ".toml", k_toml},
+        {"kernels/" + name + ".hpp", k_hpp},
+        {"kernels/" + name + "_cpu.cpp", k_cpu},
+        {"kernels/" + name + ".cu", k_cu},
+        {"test/" + name + "_test.cpp", k_test}};
     std::vector<fs::path> written;
     for (const auto& [file, text] : files) {
         std::ofstream o(dir / file);

@@ -1,4 +1,5 @@
-// `pixflow new-operator NAME --dir D`: writes a compile-ready operator folder.
+// `pixflow new-operator NAME --dir D`: writes a compile-ready operator folder, laid out as every
+// built-in plugin is (CMakeLists.txt, NAME.cpp, NAME.toml, kernels/, test/).
 #pragma once
 
 #include <filesystem>

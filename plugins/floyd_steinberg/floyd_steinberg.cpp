@@ -1,4 +1,5 @@
-// floyd_steinberg.cpp: the floyd_steinberg operator: schema and the thin adapters over kernels/.
+// floyd_steinberg.cpp: the floyd_steinberg operator: its parameter, its schema and the thin
+// adapters over kernels/.
 #include "kernels/floyd_steinberg.hpp"
 
 #include <pixflow/operator.hpp>
@@ -8,24 +9,25 @@
 namespace pixflow::floyd_steinberg {
 
 struct FloydSteinberg {
+    struct Params {
+        Schedule cpu_schedule = Schedule::wavefront;
+    };
+
     static Schema schema() {
-        Schema s("floyd_steinberg",
-                 "Floyd-Steinberg error diffusion to 0/255 per channel, bit-exact with Pillow's "
-                 "Image.convert('1')");
-        s.input("in", dtypes({DType::u8}), channels(1, 4), "each channel is halftoned on its own")
+        return Schema("floyd_steinberg",
+                      "Floyd-Steinberg error diffusion to 0/255 per channel, bit-exact with Pillow's "
+                      "Image.convert('1')")
+            .input("in", dtypes({DType::u8}), channels(1, 4), "each channel is halftoned on its own")
             .output("out", dtypes({DType::u8}), channels(1, 4), "same shape; every sample 0 or 255")
-            .param_choice("cpu_schedule", {"wavefront", "sequential"}, "wavefront",
-                          "CPU only, same result either way: wavefront runs channels and groups of "
-                          "rows in parallel; sequential is the one-thread reference scan");
-        // Returned by name, not as the builder chain's Schema&: a copy would leave the param
-        // descriptors pointing at the temporary's strings and choice lists.
-        return s;
+            .param(&Params::cpu_schedule, "cpu_schedule",
+                   "CPU only, same result either way: wavefront runs channels and groups of rows in "
+                   "parallel; sequential is the one-thread reference scan");
     }
 
-    static void run_cpu(Context& ctx) {
-        const ImageView in = ctx.input(0), out = ctx.output(0);
+    static void run_cpu(Context& ctx, const Params& p) {
+        const ImageView in = ctx.input(), out = ctx.output();
         check_views(in, out, true);
-        if (ctx.params().s("cpu_schedule") == "sequential") {
+        if (p.cpu_schedule == Schedule::sequential) {
             dither_sequential(in, out, ctx.alloc(sequential_scratch_bytes(in)));
             return;
         }
@@ -36,8 +38,8 @@ struct FloydSteinberg {
     }
 
 #ifdef PIXFLOW_WITH_CUDA
-    static void run_cuda(Context& ctx) {
-        const ImageView in = ctx.input(0), out = ctx.output(0);
+    static void run_cuda(Context& ctx, const Params&) {
+        const ImageView in = ctx.input(), out = ctx.output();
         check_views(in, out, false);
         const std::size_t bytes = cuda_scratch_bytes(in);
         dither_cuda(in, out, bytes ? ctx.alloc(bytes) : nullptr, ctx.stream());

@@ -1,15 +1,19 @@
-// integral.cpp: the integral operator: schema, the output dtype rule, and adapters from the
-// context to the kernels in kernels/integral.hpp.
+// integral.cpp: the integral operator: its parameter, its schema, the output dtype rule, and
+// adapters from the context to the kernels in kernels/integral.hpp.
 #include "kernels/integral.hpp"
 
 #include <pixflow/operator.hpp>
 
+#include <array>
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace pixflow::integral {
 namespace {
+
+/// The `dtype` parameter: the output dtype, or the rule below.
+enum class OutputDtype { automatic, u32, u64, f64 };
+constexpr std::array<const char*, 4> pixflow_choices(OutputDtype) { return {"auto", "u32", "u64", "f64"}; }
 
 /// Largest sample value of an integer dtype.
 std::uint64_t dtype_max(DType d) {
@@ -31,47 +35,48 @@ DType auto_dtype(const ImageView& in) {
 } // namespace
 
 struct Integral {
+    struct Params {
+        OutputDtype dtype = OutputDtype::automatic;
+    };
+
     static Schema schema() {
-        Schema s("integral",
-                 "inclusive integral image per channel, same size: out(x,y) = sum of in(i,j) over "
-                 "i <= x, j <= y. An explicit u32 output wraps modulo 2^32 on large images; box "
-                 "sums taken from it in u32 arithmetic stay exact while the true box sum is below "
-                 "2^32. f64: each row summed left to right, then each column top to bottom, the "
-                 "same additions on every backend");
-        s.input("in", dtypes({DType::u8, DType::u16, DType::u32, DType::f32}), channels(1, 4))
+        return Schema("integral",
+                      "inclusive integral image per channel, same size: out(x,y) = sum of in(i,j) over "
+                      "i <= x, j <= y. An explicit u32 output wraps modulo 2^32 on large images; box "
+                      "sums taken from it in u32 arithmetic stay exact while the true box sum is below "
+                      "2^32. f64: each row summed left to right, then each column top to bottom, the "
+                      "same additions on every backend")
+            .input("in", dtypes({DType::u8, DType::u16, DType::u32, DType::f32}), channels(1, 4))
             .output("out", dtypes({DType::u32, DType::u64, DType::f64}), channels(1, 4),
                     "same size and channels, dtype as the parameter says")
-            .param_choice("dtype", {"auto", "u32", "u64", "f64"}, "auto",
-                          "output dtype; auto: u32 when width * height * (largest value of the "
-                          "input dtype) <= 4294967295, else u64; f64 for an f32 input");
-        return s; // by name: the descriptors point into this object's strings and choices
+            .param(&Params::dtype, "dtype",
+                   "output dtype; auto: u32 when width * height * (largest value of the input dtype) "
+                   "<= 4294967295, else u64; f64 for an f32 input");
     }
 
     static void infer(const Params& p, const Shapes& in, Shapes& out) {
-        const std::string_view want = p.s("dtype");
         out[0] = in[0];
-        if (want == "auto") {
-            out[0].dtype = auto_dtype(in[0]);
-        } else if (want == "f64") {
-            out[0].dtype = DType::f64;
-        } else {
-            if (dtype_is_float(in[0].dtype))
-                throw Error("integral: dtype = \"" + std::string(want) + "\" needs an integer " +
-                            "input, got " + dtype_name(in[0].dtype) +
-                            "; accepted for it: auto or f64");
-            out[0].dtype = want == "u32" ? DType::u32 : DType::u64;
+        switch (p.dtype) {
+        case OutputDtype::automatic: out[0].dtype = auto_dtype(in[0]); break;
+        case OutputDtype::f64: out[0].dtype = DType::f64; break;
+        default:
+            PIXFLOW_USER_CHECK(!dtype_is_float(in[0].dtype),
+                               std::string("integral: dtype = \"") + pixflow_choices(p.dtype)[std::size_t(p.dtype)] +
+                                   "\" needs an integer input, got " + dtype_name(in[0].dtype) +
+                                   "; accepted for it: auto or f64");
+            out[0].dtype = p.dtype == OutputDtype::u32 ? DType::u32 : DType::u64;
         }
     }
 
-    static void run_cpu(Context& ctx) {
-        const ImageView in = ctx.input(0), out = ctx.output(0);
+    static void run_cpu(Context& ctx, const Params&) {
+        const ImageView in = ctx.input(), out = ctx.output();
         const std::size_t bytes = integral_cpu_scratch_bytes(in, out);
         integral_cpu(in, out, bytes ? ctx.alloc(bytes) : nullptr);
     }
 
 #ifdef PIXFLOW_WITH_CUDA
-    static void run_cuda(Context& ctx) {
-        const ImageView in = ctx.input(0), out = ctx.output(0);
+    static void run_cuda(Context& ctx, const Params&) {
+        const ImageView in = ctx.input(), out = ctx.output();
         const std::size_t bytes = integral_cuda_scratch_bytes(in, out);
         integral_cuda(in, out, bytes ? ctx.alloc(bytes) : nullptr, ctx.stream());
     }

@@ -1,5 +1,5 @@
 // maxpool2x2.cpp: the maxpool2x2 operator: schema, shape inference, and adapters from the
-// context to the kernels in kernels/maxpool2x2.hpp.
+// context to the kernels in kernels/maxpool2x2.hpp. No parameters.
 #include "kernels/maxpool2x2.hpp"
 
 #include <pixflow/operator.hpp>
@@ -10,31 +10,26 @@ namespace pixflow::maxpool2x2 {
 
 struct Maxpool2x2 {
     static Schema schema() {
-        Schema s("maxpool2x2",
-                 "2x2 max pooling, stride 2, per channel; output floor(W/2) x floor(H/2) (an odd "
-                 "last row or column is dropped); a NaN in a window gives NaN");
-        s.input("in", all_dtypes(), channels(1, 4), "at least 2x2 pixels")
+        return Schema("maxpool2x2",
+                      "2x2 max pooling, stride 2, per channel; output floor(W/2) x floor(H/2) (an odd "
+                      "last row or column is dropped); a NaN in a window gives NaN")
+            .input("in", all_dtypes(), channels(1, 4), "at least 2x2 pixels")
             .output("out", all_dtypes(), channels(1, 4),
                     "half the size, same dtype and channels; each sample is one of its window's, "
                     "bit for bit");
-        return s; // by name: the descriptors point into this object's strings
     }
 
-    static void infer(const Params&, const Shapes& in, Shapes& out) {
-        if (in[0].width < 2 || in[0].height < 2)
-            throw Error("maxpool2x2 needs at least 2x2 pixels; got " + std::to_string(in[0].width) +
-                        "x" + std::to_string(in[0].height));
+    static void infer(const Shapes& in, Shapes& out) {
+        check_size(in[0]);
         out[0] = in[0];
         out[0].width = in[0].width / 2;
         out[0].height = in[0].height / 2;
     }
 
-    static void run_cpu(Context& ctx) { maxpool2x2_cpu(ctx.input(0), ctx.output(0)); }
+    static void run_cpu(Context& ctx) { maxpool2x2_cpu(ctx.input(), ctx.output()); }
 
 #ifdef PIXFLOW_WITH_CUDA
-    static void run_cuda(Context& ctx) {
-        maxpool2x2_cuda(ctx.input(0), ctx.output(0), ctx.stream());
-    }
+    static void run_cuda(Context& ctx) { maxpool2x2_cuda(ctx.input(), ctx.output(), ctx.stream()); }
 #endif
 };
 

@@ -26,16 +26,8 @@ void convert_rows(const ImageView& in, const ImageView& out, double scale, doubl
 } // namespace
 
 void convert_cpu(const ImageView& in, const ImageView& out, double scale, double offset) {
-    const bool exact = convert_is_exact(in.dtype, out.dtype, scale, offset);
-    visit_dtype(in.dtype, [&](auto ti) {
-        visit_dtype(out.dtype, [&](auto to) {
-            using Ti = decltype(ti);
-            using To = decltype(to);
-            if constexpr (!is_float_sample<Ti> && !is_float_sample<To>) {
-                if (exact) return convert_rows<Ti, To, true>(in, out, scale, offset);
-            }
-            convert_rows<Ti, To, false>(in, out, scale, offset);
-        });
+    visit_conversion(in.dtype, out.dtype, scale, offset, [&](auto ti, auto to, auto exact) {
+        convert_rows<decltype(ti), decltype(to), decltype(exact)::value>(in, out, scale, offset);
     });
 }
 

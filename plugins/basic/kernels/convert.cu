@@ -1,6 +1,7 @@
 // convert.cu: CUDA kernel of convert.
 //
-// Grid: blockIdx.y strides over rows; along a row each block covers a tile of 4 x 256 samples,
+// Grid: one row of blocks per image row (cuda::grid_rows); along a row each block covers a tile
+// of 4 x 256 samples,
 // thread t taking samples t, t + 256, t + 512, t + 768 of the tile, so every load and store
 // instruction of a warp touches 32 consecutive samples (coalesced whatever the pitch) and each
 // thread has 4 loads in flight. No shared memory. Memory-bound: one read and one write per
@@ -23,23 +24,23 @@ constexpr int tile = block_threads * items_per_thread; // samples per block and 
 template <class Ti, class To, bool Exact> __global__ void __launch_bounds__(block_threads)
     convert_kernel(ImageView in, ImageView out, double scale, double offset) {
     const std::size_t n = in.row_samples();
-    for (int y = blockIdx.y; y < in.height; y += gridDim.y) {
-        const Ti* src = in.row<Ti>(y);
-        To* dst = out.row<To>(y);
-        for (std::size_t base = std::size_t(blockIdx.x) * tile + threadIdx.x; base < n;
-             base += std::size_t(gridDim.x) * tile) {
-            // All loads first, so that items_per_thread of them are in flight at once.
-            Ti v[items_per_thread];
+    const int y = int(cuda::block_row());
+    if (y >= in.height) return;
+    const Ti* src = in.row<Ti>(y);
+    To* dst = out.row<To>(y);
+    for (std::size_t base = std::size_t(blockIdx.x) * tile + threadIdx.x; base < n;
+         base += std::size_t(gridDim.x) * tile) {
+        // All loads first, so that items_per_thread of them are in flight at once.
+        Ti v[items_per_thread];
 #pragma unroll
-            for (int j = 0; j < items_per_thread; ++j) {
-                const std::size_t i = base + std::size_t(j) * block_threads;
-                if (i < n) v[j] = src[i];
-            }
+        for (int j = 0; j < items_per_thread; ++j) {
+            const std::size_t i = base + std::size_t(j) * block_threads;
+            if (i < n) v[j] = src[i];
+        }
 #pragma unroll
-            for (int j = 0; j < items_per_thread; ++j) {
-                const std::size_t i = base + std::size_t(j) * block_threads;
-                if (i < n) dst[i] = convert_sample<To, Ti, Exact>(v[j], scale, offset);
-            }
+        for (int j = 0; j < items_per_thread; ++j) {
+            const std::size_t i = base + std::size_t(j) * block_threads;
+            if (i < n) dst[i] = convert_sample<To, Ti, Exact>(v[j], scale, offset);
         }
     }
 }
@@ -50,22 +51,10 @@ void convert_cuda(const ImageView& in, const ImageView& out, double scale, doubl
                   void* stream) {
     if (in.width <= 0 || in.height <= 0) return;
     const dim3 block(block_threads);
-    const dim3 grid(cuda::div_up((long long)in.row_samples(), tile),
-                    unsigned(in.height < 65535 ? in.height : 65535));
+    const dim3 grid = cuda::grid_rows(cuda::div_up((long long)in.row_samples(), tile), in.height);
     cudaStream_t s = cuda::stream_of(stream);
-    const bool exact = convert_is_exact(in.dtype, out.dtype, scale, offset);
-    visit_dtype(in.dtype, [&](auto ti) {
-        visit_dtype(out.dtype, [&](auto to) {
-            using Ti = decltype(ti);
-            using To = decltype(to);
-            if constexpr (!is_float_sample<Ti> && !is_float_sample<To>) {
-                if (exact) {
-                    convert_kernel<Ti, To, true><<<grid, block, 0, s>>>(in, out, scale, offset);
-                    return;
-                }
-            }
-            convert_kernel<Ti, To, false><<<grid, block, 0, s>>>(in, out, scale, offset);
-        });
+    visit_conversion(in.dtype, out.dtype, scale, offset, [&](auto ti, auto to, auto exact) {
+        convert_kernel<decltype(ti), decltype(to), decltype(exact)::value><<<grid, block, 0, s>>>(in, out, scale, offset);
     });
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }

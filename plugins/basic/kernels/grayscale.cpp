@@ -3,7 +3,7 @@
 
 #include "grayscale_pixel.hpp"
 
-#include <pixflow/error.hpp>
+#include <pixflow/dispatch.hpp>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -28,30 +28,20 @@ template <class T, int C> void grayscale_rows(const ImageView& in, const ImageVi
     });
 }
 
-template <class T> void grayscale_rows(const ImageView& in, const ImageView& out) {
-    switch (in.channels) {
-    case 1:
-        tbb::parallel_for(0, in.height, [&](int y) {
-            std::memcpy(out.row<T>(y), in.row<T>(y), std::size_t(in.width) * sizeof(T));
-        });
-        return;
-    case 3: return grayscale_rows<T, 3>(in, out);
-    case 4: return grayscale_rows<T, 4>(in, out);
-    default: throw Error("grayscale: " + std::to_string(in.channels) + " channels; expected 1, 3 or 4");
-    }
-}
-
 } // namespace
 
 void grayscale_cpu(const ImageView& in, const ImageView& out) {
-    switch (in.dtype) {
-    case DType::u8: return grayscale_rows<std::uint8_t>(in, out);
-    case DType::u16: return grayscale_rows<std::uint16_t>(in, out);
-    case DType::f32: return grayscale_rows<float>(in, out);
-    default:
-        throw Error(std::string("grayscale: dtype ") + dtype_name(in.dtype) +
-                    " is not u8, u16 or f32");
-    }
+    visit_dtype<DType::u8, DType::u16, DType::f32>("grayscale", in.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        visit_channels<1, 3, 4>("grayscale", in.channels, [&](auto c) {
+            if constexpr (decltype(c)::value == 1)
+                tbb::parallel_for(0, in.height, [&](int y) {
+                    std::memcpy(out.row<T>(y), in.row<T>(y), std::size_t(in.width) * sizeof(T));
+                });
+            else
+                grayscale_rows<T, decltype(c)::value>(in, out);
+        });
+    });
 }
 
 } // namespace pixflow::basic

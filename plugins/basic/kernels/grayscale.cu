@@ -1,6 +1,7 @@
 // grayscale.cu: CUDA kernel of grayscale.
 //
-// Grid: blockIdx.y strides over rows; along a row each block covers a tile of 4 x 256 pixels,
+// Grid: one row of blocks per image row (cuda::grid_rows); along a row each block covers a tile
+// of 4 x 256 pixels,
 // thread t taking pixels t, t + 256, t + 512, t + 768 of the tile. A warp's store covers 32
 // consecutive outputs (coalesced) and its loads one contiguous span of 32 pixels (96 or 128
 // samples, the same cache lines); each thread has 4 pixels of loads in flight. No shared memory.
@@ -12,6 +13,7 @@
 #include "grayscale_pixel.hpp"
 
 #include <pixflow/cuda.hpp>
+#include <pixflow/dispatch.hpp>
 
 namespace pixflow::basic {
 namespace {
@@ -24,50 +26,40 @@ template <class T> __global__ void __launch_bounds__(block_threads)
     grayscale_kernel(ImageView in, ImageView out) {
     const int c = in.channels;
     const unsigned w = unsigned(in.width);
-    for (int y = blockIdx.y; y < in.height; y += gridDim.y) {
-        const T* src = in.row<T>(y);
-        T* dst = out.row<T>(y);
-        for (unsigned base = blockIdx.x * tile + threadIdx.x; base < w; base += gridDim.x * tile) {
-            T r[items_per_thread], g[items_per_thread], b[items_per_thread];
+    const int y = int(cuda::block_row());
+    if (y >= in.height) return;
+    const T* src = in.row<T>(y);
+    T* dst = out.row<T>(y);
+    for (unsigned base = blockIdx.x * tile + threadIdx.x; base < w; base += gridDim.x * tile) {
+        T r[items_per_thread], g[items_per_thread], b[items_per_thread];
 #pragma unroll
-            for (int j = 0; j < items_per_thread; ++j) {
-                const unsigned x = base + j * block_threads;
-                if (x < w) {
-                    const T* p = src + std::size_t(x) * c;
-                    r[j] = p[0];
-                    g[j] = c == 1 ? p[0] : p[1];
-                    b[j] = c == 1 ? p[0] : p[2];
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < items_per_thread; ++j) {
-                const unsigned x = base + j * block_threads;
-                if (x < w) dst[x] = c == 1 ? r[j] : luma<T>(r[j], g[j], b[j]);
+        for (int j = 0; j < items_per_thread; ++j) {
+            const unsigned x = base + j * block_threads;
+            if (x < w) {
+                const T* p = src + std::size_t(x) * c;
+                r[j] = p[0];
+                g[j] = c == 1 ? p[0] : p[1];
+                b[j] = c == 1 ? p[0] : p[2];
             }
         }
+#pragma unroll
+        for (int j = 0; j < items_per_thread; ++j) {
+            const unsigned x = base + j * block_threads;
+            if (x < w) dst[x] = c == 1 ? r[j] : luma<T>(r[j], g[j], b[j]);
+        }
     }
-}
-
-template <class T> void launch(const ImageView& in, const ImageView& out, cudaStream_t s) {
-    const dim3 block(block_threads);
-    const dim3 grid(cuda::div_up(in.width, tile), unsigned(in.height < 65535 ? in.height : 65535));
-    grayscale_kernel<T><<<grid, block, 0, s>>>(in, out);
-    PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace
 
 void grayscale_cuda(const ImageView& in, const ImageView& out, void* stream) {
     if (in.width <= 0 || in.height <= 0) return;
-    cudaStream_t s = cuda::stream_of(stream);
-    switch (in.dtype) {
-    case DType::u8: return launch<std::uint8_t>(in, out, s);
-    case DType::u16: return launch<std::uint16_t>(in, out, s);
-    case DType::f32: return launch<float>(in, out, s);
-    default:
-        throw Error(std::string("grayscale: dtype ") + dtype_name(in.dtype) +
-                    " is not u8, u16 or f32");
-    }
+    const dim3 grid = cuda::grid_rows(cuda::div_up(in.width, tile), in.height);
+    const cudaStream_t s = cuda::stream_of(stream);
+    visit_dtype<DType::u8, DType::u16, DType::f32>("grayscale", in.dtype, [&](auto tag) {
+        grayscale_kernel<decltype(tag)><<<grid, block_threads, 0, s>>>(in, out);
+    });
+    PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace pixflow::basic

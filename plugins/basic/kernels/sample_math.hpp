@@ -5,7 +5,7 @@
 //  - Integer results are rounded to nearest, ties away from zero (C's round()), then saturated
 //    to the type's range; NaN becomes 0.
 //  - a*x + b is never fused: device code uses the _rn intrinsics, which nvcc does not contract,
-//    and the host code is compiled with -ffp-contract=off (see plugins/basic/CMakeLists.txt).
+//    and the host code is compiled with FLOAT exact, -ffp-contract=off (plugins/basic/CMakeLists.txt).
 #pragma once
 
 #include <pixflow/image.hpp>

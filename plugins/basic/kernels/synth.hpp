@@ -12,11 +12,14 @@
 
 #include <pixflow/image.hpp>
 
+#include <array>
 #include <cstdint>
 
 namespace pixflow::basic {
 
 enum class Pattern { noise, gradient, checker, shapes };
+/// The patterns' names, in the enum's order: the choices of synth's `pattern` parameter.
+constexpr std::array<const char*, 4> pixflow_choices(Pattern) { return {"noise", "gradient", "checker", "shapes"}; }
 
 /// Fills `out` (host memory, any dtype, 1..4 channels), in parallel over rows.
 void synth(const ImageView& out, Pattern pattern, std::uint64_t seed);

@@ -14,8 +14,8 @@
 //      additions in every block, so every block gets the same c1, c2 and RMS change, bit for
 //      bit, and all leave the loop at the same iteration: the convergence test is on the
 //      device); then one fused sweep: stencil, update phi -> phi', and the sums for the next
-//      c1, c2 and the squared change, reduced per block (warp shuffles, then one warp over the
-//      16 warp totals) into its slot                                    -> grid.sync
+//      c1, c2 and the squared change, reduced per block (cub::BlockReduce: warp shuffles, then
+//      the 16 warp totals in order) into its slot                       -> grid.sync
 //   C. write phi and the mask from the final buffer; block 0 writes the outcome.
 //
 // One grid.sync per iteration: the block sums alternate between two slot arrays, since a slot
@@ -46,8 +46,10 @@
 #include "chan_vese.hpp"
 
 #include <pixflow/cuda.hpp>
+#include <pixflow/dispatch.hpp>
 
 #include <cooperative_groups.h>
+#include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -59,8 +61,6 @@ namespace pixflow::chan_vese {
 namespace {
 
 constexpr int threads = 512;
-constexpr int warps = threads / 32;
-constexpr unsigned full_mask = 0xFFFFFFFFu;
 
 /// One block's sums: I where phi > 0, the pixel count there, and (phi' - phi)^2 (in the first
 /// pass: I over all pixels).
@@ -96,65 +96,48 @@ template <class T> struct Args {
     Init init;
 };
 
-__device__ __forceinline__ Sums warp_sum(Sums v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        v.in += __shfl_down_sync(full_mask, v.in, o);
-        v.count += __shfl_down_sync(full_mask, v.count, o);
-        v.sq += __shfl_down_sync(full_mask, v.sq, o);
+/// Adds two blocks' (or threads') sums, field by field.
+struct AddSums {
+    __device__ __forceinline__ Sums operator()(const Sums& a, const Sums& b) const {
+        return {a.in + b.in, a.count + b.count, a.sq + b.sq};
     }
-    return v;
-}
+};
 
-/// Sum over the block in a fixed order; every thread gets the result. smem: warps + 1 slots.
-/// No trailing barrier is needed: the broadcast slot is written again only after the first
-/// barrier of the next call, which every thread reaches after reading it.
-__device__ Sums block_sum(Sums v, Sums* smem) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_sum(v);
-    if (lane == 0) smem[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < warps ? smem[lane] : Sums{0, 0, 0};
-        v = warp_sum(v);
-        if (lane == 0) smem[warps] = v;
+/// The smaller x and the larger y (NaNs skipped, as fminf and fmaxf do).
+struct MinMax {
+    __device__ __forceinline__ float2 operator()(const float2& a, const float2& b) const {
+        return make_float2(fminf(a.x, b.x), fmaxf(a.y, b.y));
     }
+};
+
+/// The shared memory of a block reduction: CUB's temporary storage and the slot that hands the
+/// result to every thread.
+template <class T> struct BlockShared {
+    typename cub::BlockReduce<T, threads>::TempStorage tmp;
+    T result;
+};
+
+/// `op` over the block, in a fixed order (cub::BlockReduce's warp reductions, then the warps'
+/// totals in warp order), so every block that reduces the same values gets the same bits; every
+/// thread gets the result. No trailing barrier is needed: `result` is written again only after
+/// the barrier inside the next reduction, which every thread reaches after reading it.
+template <class T, class Op> __device__ __forceinline__ T block_reduce(T v, Op op, BlockShared<T>& sh) {
+    const T r = cub::BlockReduce<T, threads>(sh.tmp).Reduce(v, op);
+    if (threadIdx.x == 0) sh.result = r;
     __syncthreads();
-    return smem[warps];
+    return sh.result;
 }
 
 /// Sum of the n block slots, added in the same order by every block. The slots were written by
 /// other blocks before the last grid.sync; read through L2 (__ldcg).
-__device__ Sums grid_total(const Sums* parts, int n, Sums* smem) {
+__device__ Sums grid_total(const Sums* parts, int n, BlockShared<Sums>& sh) {
     Sums v{0, 0, 0};
     for (int i = threadIdx.x; i < n; i += threads) {
         v.in += __ldcg(&parts[i].in);
         v.count += __ldcg(&parts[i].count);
         v.sq += __ldcg(&parts[i].sq);
     }
-    return block_sum(v, smem);
-}
-
-__device__ float2 block_min_max(float2 v, float2* smem) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        v.x = fminf(v.x, __shfl_down_sync(full_mask, v.x, o));
-        v.y = fmaxf(v.y, __shfl_down_sync(full_mask, v.y, o));
-    }
-    if (lane == 0) smem[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < warps ? smem[lane] : make_float2(INFINITY, -INFINITY);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            v.x = fminf(v.x, __shfl_down_sync(full_mask, v.x, o));
-            v.y = fmaxf(v.y, __shfl_down_sync(full_mask, v.y, o));
-        }
-        if (lane == 0) smem[warps] = v;
-    }
-    __syncthreads();
-    return smem[warps];
+    return block_reduce(v, AddSums{}, sh);
 }
 
 __device__ __forceinline__ void to_floats(uchar4 q, float v[4]) {
@@ -222,8 +205,8 @@ template <class T>
 __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) {
     using Q = typename Quad<T>::type;
     cg::grid_group grid = cg::this_grid();
-    __shared__ Sums s_sums[warps + 1];
-    __shared__ float2 s_mm[warps + 1];
+    __shared__ BlockShared<Sums> s_sums;
+    __shared__ BlockShared<float2> s_mm;
     const long long first = (long long)blockIdx.x * threads + threadIdx.x;
     const long long step = (long long)gridDim.x * threads;
     const int w = a.width, h = a.height, pitch = a.pitch;
@@ -246,7 +229,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
         out.x = v[0], out.y = v[1], out.z = v[2], out.w = v[3];
         *reinterpret_cast<Q*>(a.img + std::size_t(y) * pitch + x0) = out;
     }
-    mm = block_min_max(mm, s_mm);
+    mm = block_reduce(mm, MinMax{}, s_mm);
     if (threadIdx.x == 0) a.minmax[blockIdx.x] = mm;
     grid.sync();
 
@@ -257,7 +240,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
         mm.x = fminf(mm.x, b.x);
         mm.y = fmaxf(mm.y, b.y);
     }
-    mm = block_min_max(mm, s_mm);
+    mm = block_reduce(mm, MinMax{}, s_mm);
     const double range = double(mm.y) - double(mm.x);
     const float scale = float(range != 0 ? 1.0 / range : 1.0);
     const float offset = float(-double(mm.x)) * scale;
@@ -280,7 +263,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
         *reinterpret_cast<float4*>(a.phi[0] + std::size_t(y) * pitch + x0) =
             make_float4(p[0], p[1], p[2], p[3]);
     }
-    acc = block_sum(acc, s_sums);
+    acc = block_reduce(acc, AddSums{}, s_sums);
     if (threadIdx.x == 0) a.parts[blockIdx.x] = acc;
     grid.sync();
 
@@ -312,7 +295,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
             *reinterpret_cast<float4*>(dst + std::size_t(y) * pitch + x0) =
                 update_quad(c4, u4, d4, left, right, v, x0, w, st, acc_t);
         }
-        acc = block_sum(Sums{acc_t.in, double(acc_t.count), acc_t.sq}, s_sums);
+        acc = block_reduce(Sums{acc_t.in, double(acc_t.count), acc_t.sq}, AddSums{}, s_sums);
         if (threadIdx.x == 0) slot[blockIdx.x] = acc;
         grid.sync();
         t = grid_total(slot, gridDim.x, s_sums);
@@ -355,14 +338,13 @@ template <class T> Layout layout_for(const ImageView& in) {
     int sms = 0, per_sm = 0, coop = 0;
     PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, in.device));
     if (!coop)
-        throw Error("chan_vese: CUDA device " + std::to_string(in.device) +
-                        " does not support cooperative launches; run this node on the CPU",
-                    PF_ERR_UNSUPPORTED);
+        throw UserError("chan_vese: CUDA device " + std::to_string(in.device) +
+                            " does not support cooperative launches; run this node on the CPU",
+                        PF_ERR_UNSUPPORTED);
     PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, in.device));
     PIXFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chan_vese_kernel<T>,
                                                                      threads, 0));
-    if (per_sm < 1)
-        throw Error("chan_vese: the CUDA kernel does not fit on an SM", PF_ERR_RUNTIME);
+    PIXFLOW_INTERNAL_CHECK(per_sm >= 1, "chan_vese: the CUDA kernel does not fit on an SM");
     const long long wanted = std::max<long long>(1, (l.quads + threads - 1) / threads);
     l.grid = int(std::min<long long>(wanted, (long long)per_sm * sms));
     l.phi_bytes = align_up(std::size_t(l.pitch) * in.height * sizeof(float), 256);
@@ -414,29 +396,18 @@ void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, co
     outcome = h;
 }
 
-template <class F> decltype(auto) visit_input(DType d, F&& f) {
-    switch (d) {
-    case DType::u8: return f(std::uint8_t{});
-    case DType::u16: return f(std::uint16_t{});
-    case DType::f32: return f(float{});
-    default:
-        throw Error(std::string("chan_vese: input dtype ") + dtype_name(d) +
-                        " is not u8, u16 or f32",
-                    PF_ERR_UNSUPPORTED);
-    }
-}
-
 } // namespace
 
 std::size_t cuda_scratch_bytes(const ImageView& in) {
     if (in.width <= 0 || in.height <= 0) return 0;
-    return visit_input(in.dtype, [&](auto tag) { return layout_for<decltype(tag)>(in).total; });
+    return visit_dtype<DType::u8, DType::u16, DType::f32>("chan_vese", in.dtype,
+                                                        [&](auto tag) { return layout_for<decltype(tag)>(in).total; });
 }
 
 void chan_vese_cuda(const ImageView& in, const ImageView& mask, const ImageView& phi,
                     const Settings& s, void* scratch, void* stream, Outcome& outcome) {
     if (in.width <= 0 || in.height <= 0) return;
-    visit_input(in.dtype, [&](auto tag) {
+    visit_dtype<DType::u8, DType::u16, DType::f32>("chan_vese", in.dtype, [&](auto tag) {
         launch<decltype(tag)>(in, mask, phi, s, scratch, cuda::stream_of(stream), outcome);
     });
 }

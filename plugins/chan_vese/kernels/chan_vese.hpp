@@ -32,14 +32,18 @@
 
 #include <pixflow/image.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <functional>
 
 namespace pixflow::chan_vese {
 
+/// The initial level set (see above); the choices of the operator's `init` parameter, in order.
 enum class Init { checkerboard, disk, small_disk };
+constexpr std::array<const char*, 3> pixflow_choices(Init) { return {"checkerboard", "disk", "small_disk"}; }
 
+/// The parameters of the scheme, with their defaults: also the operator's parameter struct.
 struct Settings {
     double mu = 0.25, lambda1 = 1.0, lambda2 = 1.0, tol = 1e-3, dt = 0.5;
     int max_iter = 500;

@@ -2,7 +2,7 @@
 // split (parallel_deterministic_reduce), each band's rows in an `omp simd` loop.
 #include "compare.hpp"
 
-#include <pixflow/error.hpp>
+#include <pixflow/dispatch.hpp>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_reduce.h>
@@ -73,12 +73,13 @@ template <class T> auto reduce(const ImageView& a, const ImageView& b) {
         });
 }
 
-std::string shape(const ImageView& v) {
-    return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" +
-           std::to_string(v.channels) + " " + dtype_name(v.dtype);
-}
-
 } // namespace
+
+void check_same_shape(const ImageView& a, const ImageView& b) {
+    PIXFLOW_USER_CHECK(a.width == b.width && a.height == b.height && a.channels == b.channels && a.dtype == b.dtype,
+                       "compare: a is " + shape_of(a) + " and b is " + shape_of(b) +
+                           "; they need the same size, channels and dtype");
+}
 
 double psnr_peak(DType d) {
     switch (d) {
@@ -87,32 +88,25 @@ double psnr_peak(DType d) {
     case DType::f32:
     case DType::f64: return 1.0;
     default:
-        throw Error(std::string("compare: dtype ") + dtype_name(d) +
-                        " is not supported (u8, u16, f32, f64)",
-                    PF_ERR_UNSUPPORTED);
+        throw UserError(std::string("compare: dtype ") + dtype_name(d) + " is not supported (u8, u16, f32, f64)",
+                        PF_ERR_UNSUPPORTED);
     }
 }
 
 Stats compare_cpu(const ImageView& a, const ImageView& b) {
-    if (a.width != b.width || a.height != b.height || a.channels != b.channels || a.dtype != b.dtype)
-        throw Error("compare: a is " + shape(a) + " and b is " + shape(b) +
-                    "; they need the same size, channels and dtype");
-    if (!a.on_host() || !b.on_host()) throw Error("compare: images must be in host memory", PF_ERR_RUNTIME);
+    check_same_shape(a, b);
+    PIXFLOW_INTERNAL_CHECK(a.on_host() && b.on_host(), "compare: images must be in host memory");
     Stats s;
     s.peak = psnr_peak(a.dtype);
     const double count = double(a.row_samples()) * a.height;
     double sum_abs = 0, sum_sq = 0, max_abs = 0;
     bool nan = false;
-    visit_dtype(a.dtype, [&](auto tag) {
-        using T = decltype(tag);
-        if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::uint16_t> ||
-                      std::is_same_v<T, float> || std::is_same_v<T, double>) {
-            const auto p = reduce<T>(a, b);
-            sum_abs = double(p.sum_abs);
-            sum_sq = double(p.sum_sq);
-            max_abs = p.max_abs;
-            nan = p.nan;
-        }
+    visit_dtype<DType::u8, DType::u16, DType::f32, DType::f64>("compare", a.dtype, [&](auto tag) {
+        const auto p = reduce<decltype(tag)>(a, b);
+        sum_abs = double(p.sum_abs);
+        sum_sq = double(p.sum_sq);
+        max_abs = p.max_abs;
+        nan = p.nan;
     });
     if (nan) {
         const double q = std::numeric_limits<double>::quiet_NaN();

@@ -56,20 +56,21 @@
 namespace pixflow::floyd_steinberg {
 
 void check_views(const ImageView& in, const ImageView& out, bool on_host) {
-    auto fail = [](const std::string& what) { throw Error("floyd_steinberg: " + what, PF_ERR_RUNTIME); };
     if (in.dtype != DType::u8)
-        throw Error(std::string("floyd_steinberg: dtype ") + dtype_name(in.dtype) + " is not u8",
-                    PF_ERR_UNSUPPORTED);
+        throw UserError(std::string("floyd_steinberg: dtype ") + dtype_name(in.dtype) + " is not u8",
+                        PF_ERR_UNSUPPORTED);
     if (in.channels < 1 || in.channels > 4)
-        throw Error("floyd_steinberg: " + std::to_string(in.channels) + " channels (1 to 4 supported)",
-                    PF_ERR_UNSUPPORTED);
-    if (out.width != in.width || out.height != in.height || out.channels != in.channels ||
-        out.dtype != DType::u8)
-        fail("output shape or dtype differs from the input's");
-    if (in.width < 0 || in.height < 0) fail("negative image size");
-    if (in.width > std::numeric_limits<int>::max() / 8) fail("rows of " + std::to_string(in.width) + " pixels are too wide");
-    if (in.on_host() != on_host || out.on_host() != on_host || in.device != out.device)
-        fail(on_host ? "images must be in host memory" : "images must be on one CUDA device");
+        throw UserError("floyd_steinberg: " + std::to_string(in.channels) + " channels (1 to 4 supported)",
+                        PF_ERR_UNSUPPORTED);
+    PIXFLOW_INTERNAL_CHECK(out.width == in.width && out.height == in.height && out.channels == in.channels &&
+                               out.dtype == DType::u8,
+                           "floyd_steinberg: output shape or dtype differs from the input's");
+    PIXFLOW_INTERNAL_CHECK(in.width >= 0 && in.height >= 0, "floyd_steinberg: negative image size");
+    PIXFLOW_INTERNAL_CHECK(in.width <= std::numeric_limits<int>::max() / 8,
+                           "floyd_steinberg: rows of " + std::to_string(in.width) + " pixels are too wide");
+    PIXFLOW_INTERNAL_CHECK(in.on_host() == on_host && out.on_host() == on_host && in.device == out.device,
+                           on_host ? "floyd_steinberg: images must be in host memory"
+                                   : "floyd_steinberg: images must be on one CUDA device");
 }
 
 // ---- the reference ----------------------------------------------------------------------------

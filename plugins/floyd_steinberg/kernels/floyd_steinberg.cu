@@ -349,9 +349,7 @@ void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void*
     a.ticket = static_cast<unsigned*>(scratch);
     a.hand = static_cast<std::uint8_t*>(scratch) + 256;
     PIXFLOW_CUDA_CHECK(cudaMemsetAsync(scratch, 0, cuda_scratch_bytes(in), s));
-    const bool vec = in.channels == 1 && (reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0) &&
-                     (reinterpret_cast<std::uintptr_t>(out.data) % 16 == 0) && in.pitch % 16 == 0 &&
-                     out.pitch % 16 == 0;
+    const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
     const unsigned blocks = unsigned(a.bands) * unsigned(a.channels);
     if (vec) dither_kernel<true><<<blocks, kLanes, 0, s>>>(a);
     else dither_kernel<false><<<blocks, kLanes, 0, s>>>(a);

@@ -19,10 +19,16 @@
 
 #include <pixflow/image.hpp>
 
+#include <array>
 #include <cstddef>
 #include <functional>
 
 namespace pixflow::floyd_steinberg {
+
+/// How the CPU runs the scan (the same bytes either way): the wavefront over TBB workers, or the
+/// one-thread reference. The choices of the operator's `cpu_schedule` parameter, in this order.
+enum class Schedule { wavefront, sequential };
+constexpr std::array<const char*, 2> pixflow_choices(Schedule) { return {"wavefront", "sequential"}; }
 
 /// The reference: one thread, channel by channel, row by row. `scratch` holds
 /// sequential_scratch_bytes(in) bytes (host).
@@ -44,8 +50,8 @@ std::size_t wavefront_scratch_bytes(const ImageView& in, int workers);
 void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream);
 std::size_t cuda_scratch_bytes(const ImageView& in);
 
-/// Throws pixflow::Error unless in/out are u8, 1..4 channels, of one shape, and on the host
-/// (on_host) or on one CUDA device.
+/// Throws unless in/out are u8, 1..4 channels (else UserError, PF_ERR_UNSUPPORTED), of one shape,
+/// and on the host (on_host) or on one CUDA device (else InternalError: the host guarantees it).
 void check_views(const ImageView& in, const ImageView& out, bool on_host);
 
 } // namespace pixflow::floyd_steinberg

@@ -14,7 +14,7 @@
 //      above into the row (vectorised; the row above is still in cache).
 #include "integral.hpp"
 
-#include <pixflow/error.hpp>
+#include <pixflow/dispatch.hpp>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace pixflow::integral {
 namespace {
@@ -120,35 +121,6 @@ void column_accumulate(const ImageView& out) {
                       });
 }
 
-// ---- dispatch ----------------------------------------------------------------------------------
-
-template <class T, int C> void integral_typed(const ImageView& in, const ImageView& out, void* scratch) {
-    switch (out.dtype) {
-    case DType::u32:
-        return integral_strips<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch));
-    case DType::u64:
-        return integral_strips<T, std::uint64_t, C>(in, out, static_cast<std::uint64_t*>(scratch));
-    case DType::f64:
-        row_prefix<T, C>(in, out);
-        return column_accumulate(out);
-    default:
-        throw Error(std::string("integral: output dtype ") + dtype_name(out.dtype) +
-                        " is not u32, u64 or f64",
-                    PF_ERR_RUNTIME);
-    }
-}
-
-template <class T> void integral_in(const ImageView& in, const ImageView& out, void* scratch) {
-    switch (in.channels) {
-    case 1: return integral_typed<T, 1>(in, out, scratch);
-    case 2: return integral_typed<T, 2>(in, out, scratch);
-    case 3: return integral_typed<T, 3>(in, out, scratch);
-    case 4: return integral_typed<T, 4>(in, out, scratch);
-    default:
-        throw Error("integral: " + std::to_string(in.channels) + " channels; accepted: 1 to 4");
-    }
-}
-
 } // namespace
 
 std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out) {
@@ -158,18 +130,28 @@ std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out
 
 void integral_cpu(const ImageView& in, const ImageView& out, void* scratch) {
     if (in.width <= 0 || in.height <= 0) return;
-    switch (in.dtype) {
-    case DType::u8: return integral_in<std::uint8_t>(in, out, scratch);
-    case DType::u16: return integral_in<std::uint16_t>(in, out, scratch);
-    case DType::u32: return integral_in<std::uint32_t>(in, out, scratch);
-    case DType::f32:
-        if (out.dtype == DType::f64) return integral_in<float>(in, out, scratch);
-        [[fallthrough]];
-    default:
-        throw Error(std::string("integral: no CPU kernel from ") + dtype_name(in.dtype) + " to " +
-                        dtype_name(out.dtype),
-                    PF_ERR_UNSUPPORTED);
-    }
+    if (dtype_is_float(in.dtype) && out.dtype != DType::f64)
+        throw UserError(std::string("integral: no CPU kernel from ") + dtype_name(in.dtype) + " to " +
+                            dtype_name(out.dtype),
+                        PF_ERR_UNSUPPORTED);
+    visit_dtype<DType::u8, DType::u16, DType::u32, DType::f32>("integral", in.dtype, [&](auto in_tag) {
+        using T = decltype(in_tag);
+        visit_channels("integral", in.channels, [&](auto channels) {
+            constexpr int C = decltype(channels)::value;
+            if (out.dtype == DType::f64) {
+                row_prefix<T, C>(in, out);
+                return column_accumulate(out);
+            }
+            if constexpr (std::is_integral_v<T>) { // float inputs have f64 outputs (checked above)
+                if (out.dtype == DType::u32)
+                    return integral_strips<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch));
+                if (out.dtype == DType::u64)
+                    return integral_strips<T, std::uint64_t, C>(in, out, static_cast<std::uint64_t*>(scratch));
+            }
+            PIXFLOW_INTERNAL_ERROR(std::string("integral: output dtype ") + dtype_name(out.dtype) +
+                                   " is not u32, u64 or f64");
+        });
+    });
 }
 
 } // namespace pixflow::integral

@@ -36,6 +36,7 @@
 #include "integral.hpp"
 
 #include <pixflow/cuda.hpp>
+#include <pixflow/dispatch.hpp>
 
 #include <cub/block/block_scan.cuh>
 
@@ -166,15 +167,15 @@ __device__ __forceinline__ void put_row(U* seg, int valid, bool aligned, std::ui
 }
 
 /// Tile geometry shared by tile_sums and integral_tiles.
-/// Tile rows are numbered across gridDim.y and gridDim.z (y holds at most 65535 blocks), so any
-/// height works; blocks past the last tile row have rows <= 0 and return at once.
+/// Tile rows are numbered across gridDim.y and gridDim.z (cuda::grid_rows), so any height works;
+/// blocks past the last tile row have rows <= 0 and return at once.
 struct Tile {
     int x0, y0;  // first pixel
     unsigned ty; // tile row
     int rows;    // rows of the tile inside the image
     int valid;   // samples of a tile row inside the image
     __device__ Tile(int width, int height, int channels) {
-        ty = blockIdx.y + blockIdx.z * gridDim.y;
+        ty = cuda::block_row();
         x0 = blockIdx.x * tile_w;
         y0 = int(ty) * tile_h;
         rows = min(tile_h, height - y0);
@@ -481,10 +482,6 @@ std::size_t scratch_elements(const ImageView& in, int& n_tx, int& n_ty) {
     return std::size_t(n_ty) * in.row_samples() + std::size_t(n_tx) * in.height * in.channels;
 }
 
-bool aligned4(const ImageView& v) {
-    return reinterpret_cast<std::uintptr_t>(v.data) % 4 == 0 && v.pitch % 4 == 0;
-}
-
 template <class T, class U, int C>
 void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, cudaStream_t s) {
     int n_tx = 0, n_ty = 0;
@@ -493,13 +490,12 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, cudaS
     const std::size_t column_samples = std::size_t(in.height) * C;
     U* d_col = d_scratch;                                    // [n_ty][width * C]
     U* d_row = d_scratch + std::size_t(n_ty) * row_samples; // [n_tx][height * C]
-    const unsigned grid_y = unsigned(n_ty < 65535 ? n_ty : 65535);
-    const dim3 tiles{unsigned(n_tx), grid_y, cuda::div_up(n_ty, grid_y)};
+    const dim3 tiles = cuda::grid_rows(unsigned(n_tx), n_ty);
 
     if constexpr (sizeof(T) == 1)
-        tile_sums_u8_kernel<U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, aligned4(in));
+        tile_sums_u8_kernel<U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, is_aligned(in, 4));
     else
-        tile_sums_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, aligned4(in));
+        tile_sums_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, is_aligned(in, 4));
     PIXFLOW_CUDA_CHECK_LAUNCH();
     scan_col_rows_kernel<U, C><<<unsigned(n_ty), block_threads, 0, s>>>(d_col, in.width);
     PIXFLOW_CUDA_CHECK_LAUNCH();
@@ -510,7 +506,7 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, cudaS
                                                   column_samples);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     integral_tiles_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, out, d_col, d_row,
-                                                                    aligned4(in), aligned4(out));
+                                                                    is_aligned(in, 4), is_aligned(out, 4));
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
@@ -613,33 +609,6 @@ template <class T, int C> void launch_seq(const ImageView& in, const ImageView& 
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
-// ---- dispatch --------------------------------------------------------------------------------
-
-/// Calls f(std::integral_constant<int, C>{}) for the image's channel count.
-template <class F> void visit_channels(int channels, F&& f) {
-    switch (channels) {
-    case 1: return f(std::integral_constant<int, 1>{});
-    case 2: return f(std::integral_constant<int, 2>{});
-    case 3: return f(std::integral_constant<int, 3>{});
-    case 4: return f(std::integral_constant<int, 4>{});
-    default:
-        throw Error("integral: " + std::to_string(channels) + " channels; accepted: 1 to 4");
-    }
-}
-
-/// Calls f(T{}) for the input dtype.
-template <class F> void visit_input(DType d, F&& f) {
-    switch (d) {
-    case DType::u8: return f(std::uint8_t{});
-    case DType::u16: return f(std::uint16_t{});
-    case DType::u32: return f(std::uint32_t{});
-    case DType::f32: return f(float{});
-    default:
-        throw Error(std::string("integral: dtype ") + dtype_name(d) + " is not u8, u16, u32 or f32",
-                    PF_ERR_UNSUPPORTED);
-    }
-}
-
 } // namespace
 
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
@@ -654,9 +623,9 @@ std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& ou
 void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream) {
     if (in.width <= 0 || in.height <= 0) return;
     const cudaStream_t s = cuda::stream_of(stream);
-    visit_input(in.dtype, [&](auto in_tag) {
+    visit_dtype<DType::u8, DType::u16, DType::u32, DType::f32>("integral", in.dtype, [&](auto in_tag) {
         using T = decltype(in_tag);
-        visit_channels(in.channels, [&](auto channels) {
+        visit_channels("integral", in.channels, [&](auto channels) {
             constexpr int C = decltype(channels)::value;
             if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, s);
             if constexpr (std::is_integral_v<T>) {
@@ -667,9 +636,9 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
                     return launch_tiles<T, std::uint64_t, C>(
                         in, out, static_cast<std::uint64_t*>(scratch), s);
             }
-            throw Error(std::string("integral: no CUDA kernel from ") + dtype_name(in.dtype) +
-                            " to " + dtype_name(out.dtype),
-                        PF_ERR_RUNTIME);
+            throw UserError(std::string("integral: no CUDA kernel from ") + dtype_name(in.dtype) +
+                                " to " + dtype_name(out.dtype),
+                            PF_ERR_UNSUPPORTED);
         });
     });
 }

@@ -2,8 +2,8 @@
 //
 // Thread (lane, r) loads row r of its tile (8 pixels x C samples, the last column and row
 // repeated past the image's edge), level-shifts it and runs the row transform in registers; the
-// tile goes through shared memory so that the thread holds column r and runs the column
-// transform; the coefficients go back to shared memory, from where warp r stores image row r of
+// tile goes through shared memory so that the thread holds column r (forward_rows, shared with
+// the fused kernel) and runs the column transform; the coefficients go back to shared memory, from where warp r stores image row r of
 // the strip with contiguous wide stores. Threads of the last tile column and row also write the
 // zero marker columns and rows (jpeg_math.hpp, "shapes"). Three barriers per block.
 //
@@ -24,24 +24,11 @@ __global__ void __launch_bounds__(kThreads)
                bool wide_out) {
     __shared__ Transpose<C> sm;
     const Place p = place(strips);
-    const int tx = min(p.tx, nbx - 1); // threads past the last tile compute a copy, store nothing
-
-    RowBuf<T, C> src;
-    load_row<T, C>(in, 8 * tx, min(8 * p.ty + p.r, in.height - 1), wide_in, src);
     float a[C][8], t[C][8];
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-#pragma unroll
-        for (int k = 0; k < 8; ++k) a[c][k] = level_shift(src.s[k * C + c]);
-        fdct8(a[c], t[c]); // row r: t[c][u]
-    }
-    transpose<C>(sm, p.lane, p.r, t, a); // a[c][y] = column u = r
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-        fdct8(a[c], t[c]); // t[c][v] = F[v][r]
+    forward_dct<T, C>(in, sm, p, nbx, wide_in, a, t, [&](int c) { // t[c][v] = F[v][r]
 #pragma unroll
         for (int v = 0; v < 8; ++v) sm.v[c][p.lane][v * 8 + p.r] = t[c][v];
-    }
+    });
     __syncthreads();
     const int y = 8 * p.ty + p.r;
     store_row_from_smem<float, C>(out, sm, p.r, p.lane, p.tx - p.lane, y, 8 * nbx, wide_out);
@@ -66,16 +53,13 @@ void dct8x8_cuda(const ImageView& in, const ImageView& out, void* stream) {
     const Launch l = launch_for(nbx, nby);
     const dim3 block(kLanes, 8);
     const bool wi = wide_ok(in), wo = wide_ok(out);
-    with_channels(in.channels, [&](auto cc) {
-        constexpr int C = decltype(cc)::value;
-        if (in.dtype == DType::u8)
-            dct_kernel<std::uint8_t, C><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
+    visit_dtype<DType::u8, DType::f32>("dct8x8", in.dtype, [&](auto tag) {
+        visit_channels("dct8x8", in.channels, [&](auto c) {
+            dct_kernel<decltype(tag), decltype(c)::value><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
                 in, out, l.strips, nbx, nby, wi, wo);
-        else
-            dct_kernel<float, C><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
-                in, out, l.strips, nbx, nby, wi, wo);
-        PIXFLOW_CUDA_CHECK_LAUNCH();
+        });
     });
+    PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace pixflow::jpeg

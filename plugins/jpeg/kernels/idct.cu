@@ -2,7 +2,7 @@
 //
 // Thread (lane, r) loads row r of its tile's coefficients with wide loads; through shared memory
 // it gets column r and runs the inverse column transform; a second trip gives it row r, where it
-// runs the inverse row transform, converts (u8: +128, round, saturate) and stores the pixels
+// runs the inverse row transform (inverse_rows, shared with the fused kernel), converts (u8: +128, round, saturate) and stores the pixels
 // inside the original image (the last tile column and row are cropped), through shared memory
 // for f32 with several channels (jpeg_cuda.cuh, "stores"). Four or five barriers.
 //
@@ -33,9 +33,7 @@ __global__ void __launch_bounds__(kThreads)
     transpose<C>(sm, p.lane, p.r, t, a);                        // a[c][v] = F[v][r]
 #pragma unroll
     for (int c = 0; c < C; ++c) idct8(a[c], t[c]); // t[c][y] = column r after the column pass
-    transpose<C>(sm, p.lane, p.r, t, a);           // a[c][u]: row r
-#pragma unroll
-    for (int c = 0; c < C; ++c) idct8(a[c], t[c]); // pixels of row r
+    inverse_rows<C>(sm, p, t, a);                  // t[c][x]: pixels of row r
     store_pixels<T, C>(out, sm, p, nbx, wide_out, t);
 }
 
@@ -47,16 +45,13 @@ void idct8x8_cuda(const ImageView& in, const ImageView& out, void* stream) {
     const Launch l = launch_for(nbx, nby);
     const dim3 block(kLanes, 8);
     const bool wi = wide_ok(in), wo = wide_ok(out);
-    with_channels(in.channels, [&](auto cc) {
-        constexpr int C = decltype(cc)::value;
-        if (out.dtype == DType::u8)
-            idct_kernel<std::uint8_t, C><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
+    visit_dtype<DType::u8, DType::f32>("idct8x8", out.dtype, [&](auto tag) {
+        visit_channels("idct8x8", in.channels, [&](auto c) {
+            idct_kernel<decltype(tag), decltype(c)::value><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
                 in, out, l.strips, nbx, wi, wo);
-        else
-            idct_kernel<float, C><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
-                in, out, l.strips, nbx, wi, wo);
-        PIXFLOW_CUDA_CHECK_LAUNCH();
+        });
     });
+    PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace pixflow::jpeg

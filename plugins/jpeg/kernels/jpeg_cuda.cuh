@@ -32,6 +32,7 @@
 #include "tables.hpp"
 
 #include <pixflow/cuda.hpp>
+#include <pixflow/dispatch.hpp>
 
 #include <cstdint>
 #include <string>
@@ -73,9 +74,7 @@ template <class T, int C> struct RowBuf {
 /// True when a view allows the wide accesses: 16-byte aligned data and pitch (device buffers
 /// from the host have a 256-byte pitch). Tile offsets are multiples of 8 pixels, so every row
 /// piece is then aligned to its word size.
-inline bool wide_ok(const ImageView& v) {
-    return reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0 && v.pitch % 16 == 0;
-}
+inline bool wide_ok(const ImageView& v) { return is_aligned(v, 16); }
 
 /// Loads pixels x0..x0+7 of row y; beyond the last column `width - 1` the last pixel repeats
 /// (then, or when !wide, sample by sample).
@@ -199,6 +198,61 @@ __device__ inline void transpose(Transpose<C>& sm, int lane, int r, const float 
     __syncthreads();
 }
 
+// ---- the stages of the transforms, shared by the separate and the fused kernels --------------
+//
+//   dct.cu        forward_dct (forward_rows, column fdct8) -> (coefficients out)
+//   idct.cu       (coefficients in) -> column idct8 -> inverse_rows
+//   roundtrip.cu  forward_dct -> quantize_dequantize, column idct8 -> inverse_rows
+//
+// so the fused kernel runs the separate kernels' float operations, in their order, by running
+// their code: bit for bit the same result.
+
+/// The first stage of the forward transform: thread (lane, r) loads row r of its tile (the last
+/// column and row repeated past the image's edge), level-shifts it, runs the row transform and
+/// gets, through shared memory, column r of the result: a[c][y], ready for the column transform
+/// (fdct8(a[c], ...) gives F[v][r]). `t` is scratch. Two barriers: the buffer is free again when
+/// this returns.
+template <class T, int C>
+__device__ inline void forward_rows(const ImageView& in, Transpose<C>& sm, const Place& p, int nbx,
+                                    bool wide_in, float (&a)[C][8], float (&t)[C][8]) {
+    const int tx = min(p.tx, nbx - 1); // threads past the last tile compute a copy, store nothing
+    RowBuf<T, C> src;
+    load_row<T, C>(in, 8 * tx, min(8 * p.ty + p.r, in.height - 1), wide_in, src);
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) a[c][k] = level_shift(src.s[k * C + c]);
+        fdct8(a[c], t[c]); // row r: t[c][u]
+    }
+    transpose<C>(sm, p.lane, p.r, t, a); // a[c][y] = column u = r
+}
+
+/// The whole forward transform: forward_rows, then for each channel c the column transform, after
+/// which t[c][v] = F[v][r] (coefficients of column r), and `column(c)`: what the kernel does with
+/// them (dct.cu stores them, roundtrip.cu quantises them and starts the inverse). A device
+/// lambda, inlined: the kernels keep their one loop over channels.
+template <class T, int C, class Column>
+__device__ inline void forward_dct(const ImageView& in, Transpose<C>& sm, const Place& p, int nbx,
+                                   bool wide_in, float (&a)[C][8], float (&t)[C][8], Column&& column) {
+    forward_rows<T, C>(in, sm, p, nbx, wide_in, a, t); // a[c][y]: column r
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        fdct8(a[c], t[c]); // t[c][v] = F[v][r]
+        column(c);
+    }
+}
+
+/// The last stage of the inverse transform: from column r of the tile after the inverse column
+/// transform (a[c][y]), row r through shared memory and the inverse row transform: the pixels of
+/// row r, left in a[c][x]. `t` is scratch. Two barriers: the buffer is free again when this
+/// returns.
+template <int C>
+__device__ inline void inverse_rows(Transpose<C>& sm, const Place& p, float (&a)[C][8], float (&t)[C][8]) {
+    transpose<C>(sm, p.lane, p.r, a, t); // t[c][u]: row r
+#pragma unroll
+    for (int c = 0; c < C; ++c) idct8(t[c], a[c]); // pixels of row r
+}
+
 /// Launch shape: strips of 32 tiles, one block per strip and tile row.
 struct Launch {
     int strips;
@@ -208,20 +262,11 @@ inline Launch launch_for(int tiles_x, int tiles_y) {
     const int strips = (tiles_x + kLanes - 1) / kLanes;
     const long long blocks = (long long)strips * tiles_y;
     if (blocks > 0x7FFFFFFFLL)
-        throw Error("jpeg: image too large for one launch (" + std::to_string(tiles_x) + "x" +
-                        std::to_string(tiles_y) + " tiles)",
-                    PF_ERR_UNSUPPORTED);
+        throw UserError("jpeg: image too large for one launch (" + std::to_string(tiles_x) + "x" +
+                            std::to_string(tiles_y) + " tiles)",
+                        PF_ERR_UNSUPPORTED);
     return {strips, unsigned(blocks)};
 }
 
-/// Calls f(std::integral_constant<int, C>) for the view's channel count.
-template <class F> void with_channels(int channels, F&& f) {
-    switch (channels) {
-    case 1: f(std::integral_constant<int, 1>{}); break;
-    case 2: f(std::integral_constant<int, 2>{}); break;
-    case 3: f(std::integral_constant<int, 3>{}); break;
-    default: f(std::integral_constant<int, 4>{}); break;
-    }
-}
 
 } // namespace pixflow::jpeg::cuda_detail

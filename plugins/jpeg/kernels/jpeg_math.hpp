@@ -18,9 +18,9 @@
 //
 // Every operation is rounded on its own: fma is a single-rounding fused multiply-add (std::fma /
 // __fmaf_rn), the rest use the _rn intrinsics on the device (which nvcc never contracts) and plain
-// operators on the host, compiled with -ffp-contract=off (plugins/jpeg/CMakeLists.txt).
+// operators on the host, compiled with FLOAT exact (-ffp-contract=off; plugins/jpeg/CMakeLists.txt).
 //
-// The K values are float(c(u)/2 cos(...)) computed in double (tests/jpeg_test.cpp checks them);
+// The K values are float(c(u)/2 cos(...)) computed in double (test/jpeg_test.cpp checks them);
 // they are compile-time constants, so they end up as instruction immediates on both sides.
 #pragma once
 

@@ -92,12 +92,11 @@ void launch(const ImageView& in, const ImageView& out, const QuantTable& q, void
     const Launch l = launch_for((in.width + 7) / 8, (in.height + 7) / 8);
     const dim3 block(kLanes, 8);
     const bool wide = wide_ok(in) && wide_ok(out);
-    with_channels(in.channels, [&](auto cc) {
-        constexpr int C = decltype(cc)::value;
-        quant_kernel<Ti, To, C><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
+    visit_channels(std::is_same_v<To, std::int16_t> ? "quantize" : "dequantize", in.channels, [&](auto c) {
+        quant_kernel<Ti, To, decltype(c)::value><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
             in, out, q, l.strips, nbx, nby, wide);
-        PIXFLOW_CUDA_CHECK_LAUNCH();
     });
+    PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace

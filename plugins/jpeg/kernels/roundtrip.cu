@@ -2,13 +2,13 @@
 // -> idct8x8 (layout and constants: jpeg_cuda.cuh).
 //
 // One pass, no intermediate image: thread (lane, r) loads row r of its tile (edge pixels
-// repeated), runs the row transform, gets column r through shared memory, runs the column
-// transform, quantises and dequantises its 8 coefficients F[v][r] (Q[v][r]: a constant-bank
-// broadcast), runs the inverse column transform, gets row r back through shared memory, runs the
-// inverse row transform and stores the pixels as idct.cu does. The float operations are those
-// of dct.cu, quant.cu and idct.cu in the same order (all from jpeg_math.hpp; quantize_dequantize
-// skips only the exact trip through an integer), so the result is the unfused chain's, bit for
-// bit. Four or five barriers. It moves the image in and out once, against
+// repeated), runs the row transform, gets column r through shared memory (forward_rows, as
+// dct.cu), runs the column transform, quantises and dequantises its 8 coefficients F[v][r]
+// (Q[v][r]: a constant-bank broadcast), runs the inverse column transform, gets row r back
+// through shared memory, runs the inverse row transform (inverse_rows, as idct.cu) and stores the
+// pixels as idct.cu does. The stages are the separate kernels' own code (jpeg_cuda.cuh) and the
+// arithmetic is jpeg_math.hpp's (quantize_dequantize skips only the exact trip through an
+// integer), so the result is the unfused chain's, bit for bit. Four or five barriers. It moves the image in and out once, against
 // 11x the bytes (u8 in, u8 out) for the four separate kernels, whose f32 and i16 intermediates
 // are 4 and 2 bytes per sample.
 //
@@ -31,45 +31,14 @@ __global__ void __launch_bounds__(kThreads)
                      bool wide_out) {
     __shared__ Transpose<C> sm;
     const Place p = place(strips);
-    const int tx = min(p.tx, nbx - 1);
-
-    RowBuf<Ti, C> src;
-    load_row<Ti, C>(in, 8 * tx, min(8 * p.ty + p.r, in.height - 1), wide_in, src);
     float a[C][8], t[C][8];
+    forward_dct<Ti, C>(in, sm, p, nbx, wide_in, a, t, [&](int c) { // t[c][v] = F[v][r]
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-#pragma unroll
-        for (int k = 0; k < 8; ++k) a[c][k] = level_shift(src.s[k * C + c]);
-        fdct8(a[c], t[c]);
-    }
-    transpose<C>(sm, p.lane, p.r, t, a); // a[c][y]: column r
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-        fdct8(a[c], t[c]); // t[c][v] = F[v][r]
-#pragma unroll
-        for (int v = 0; v < 8; ++v) {
-            t[c][v] = quantize_dequantize(t[c][v], q.q[v * 8 + p.r], q.r[v * 8 + p.r]);
-        }
+        for (int v = 0; v < 8; ++v) t[c][v] = quantize_dequantize(t[c][v], q.q[v * 8 + p.r], q.r[v * 8 + p.r]);
         idct8(t[c], a[c]); // a[c][y]: column r after the inverse column pass
-    }
-    transpose<C>(sm, p.lane, p.r, a, t); // t[c][u]: row r
-#pragma unroll
-    for (int c = 0; c < C; ++c) idct8(t[c], a[c]); // pixels of row r
-    store_pixels<To, C>(out, sm, p, nbx, wide_out, a);
-}
-
-template <class Ti, class To>
-void launch(const ImageView& in, const ImageView& out, const QuantTable& q, void* stream) {
-    const int nbx = (in.width + 7) / 8, nby = (in.height + 7) / 8;
-    const Launch l = launch_for(nbx, nby);
-    const dim3 block(kLanes, 8);
-    const bool wi = wide_ok(in), wo = wide_ok(out);
-    with_channels(in.channels, [&](auto cc) {
-        constexpr int C = decltype(cc)::value;
-        roundtrip_kernel<Ti, To, C><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
-            in, out, q, l.strips, nbx, wi, wo);
-        PIXFLOW_CUDA_CHECK_LAUNCH();
     });
+    inverse_rows<C>(sm, p, a, t); // a[c][x]: pixels of row r
+    store_pixels<To, C>(out, sm, p, nbx, wide_out, a);
 }
 
 } // namespace
@@ -77,11 +46,19 @@ void launch(const ImageView& in, const ImageView& out, const QuantTable& q, void
 void roundtrip8x8_cuda(const ImageView& in, const ImageView& out, const QuantTable& q,
                        void* stream) {
     check_roundtrip(in, out, /*on_host=*/false);
-    const bool u8_in = in.dtype == DType::u8, u8_out = out.dtype == DType::u8;
-    if (u8_in && u8_out) launch<std::uint8_t, std::uint8_t>(in, out, q, stream);
-    else if (u8_in) launch<std::uint8_t, float>(in, out, q, stream);
-    else if (u8_out) launch<float, std::uint8_t>(in, out, q, stream);
-    else launch<float, float>(in, out, q, stream);
+    const int nbx = (in.width + 7) / 8, nby = (in.height + 7) / 8;
+    const Launch l = launch_for(nbx, nby);
+    const dim3 block(kLanes, 8);
+    const bool wi = wide_ok(in), wo = wide_ok(out);
+    visit_dtype<DType::u8, DType::f32>("jpeg_roundtrip8x8", in.dtype, [&](auto ti) {
+        visit_dtype<DType::u8, DType::f32>("jpeg_roundtrip8x8", out.dtype, [&](auto to) {
+            visit_channels("jpeg_roundtrip8x8", in.channels, [&](auto c) {
+                roundtrip_kernel<decltype(ti), decltype(to), decltype(c)::value>
+                    <<<l.blocks, block, 0, cuda::stream_of(stream)>>>(in, out, q, l.strips, nbx, wi, wo);
+            });
+        });
+    });
+    PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace pixflow::jpeg

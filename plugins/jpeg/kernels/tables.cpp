@@ -1,10 +1,6 @@
 // tables.cpp: the Annex K tables and libjpeg's quality scaling (see tables.hpp).
 #include "tables.hpp"
 
-#include <pixflow/error.hpp>
-
-#include <string>
-
 namespace pixflow::jpeg {
 
 namespace {
@@ -42,12 +38,6 @@ QuantTable quant_table(int quality, Table t, bool baseline) {
         out.r[i] = 1.0f / out.q[i];
     }
     return out;
-}
-
-Table parse_table(std::string_view s) {
-    if (s == "luma") return Table::luma;
-    if (s == "chroma") return Table::chroma;
-    throw Error("table = \"" + std::string(s) + "\" is not one of luma, chroma");
 }
 
 } // namespace pixflow::jpeg

@@ -11,11 +11,12 @@
 
 #include <array>
 #include <cstdint>
-#include <string_view>
 
 namespace pixflow::jpeg {
 
 enum class Table : int { luma = 0, chroma = 1 };
+/// The tables' names, in the enum's order: the choices of the operators' `table` parameter.
+constexpr std::array<const char*, 2> pixflow_choices(Table) { return {"luma", "chroma"}; }
 
 /// One quantisation table, natural order, as floats (every entry is an integer in 1..32767),
 /// with the correctly rounded reciprocals the kernels divide with (jpeg_math.hpp, div_by).
@@ -32,8 +33,5 @@ int quality_scaling(int quality);
 
 /// The table jpeg_set_quality(quality, force_baseline = baseline) installs. quality in 1..100.
 QuantTable quant_table(int quality, Table t, bool baseline);
-
-/// "luma" or "chroma" (the `table` parameter); throws pixflow::Error for anything else.
-Table parse_table(std::string_view s);
 
 } // namespace pixflow::jpeg

@@ -1,7 +1,7 @@
 // maxpool2x2.cpp: CPU kernel of maxpool2x2; TBB over output rows, SIMD along a row.
 #include "maxpool2x2.hpp"
 
-#include <pixflow/error.hpp>
+#include <pixflow/dispatch.hpp>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -32,24 +32,20 @@ template <class T, int C> void pool_rows(const ImageView& in, const ImageView& o
     });
 }
 
-template <class T> void pool_typed(const ImageView& in, const ImageView& out) {
-    switch (in.channels) {
-    case 1: return pool_rows<T, 1>(in, out);
-    case 2: return pool_rows<T, 2>(in, out);
-    case 3: return pool_rows<T, 3>(in, out);
-    case 4: return pool_rows<T, 4>(in, out);
-    default:
-        throw Error("maxpool2x2: " + std::to_string(in.channels) + " channels; accepted: 1 to 4");
-    }
-}
-
 } // namespace
 
+void check_size(const ImageView& in) {
+    PIXFLOW_USER_CHECK(in.width >= 2 && in.height >= 2,
+                       "maxpool2x2 needs at least 2x2 pixels; got " + std::to_string(in.width) + "x" +
+                           std::to_string(in.height));
+}
+
 void maxpool2x2_cpu(const ImageView& in, const ImageView& out) {
-    if (in.width < 2 || in.height < 2)
-        throw Error("maxpool2x2 needs at least 2x2 pixels; got " + std::to_string(in.width) + "x" +
-                    std::to_string(in.height));
-    visit_dtype(in.dtype, [&](auto tag) { pool_typed<decltype(tag)>(in, out); });
+    check_size(in);
+    visit_dtype(in.dtype, [&](auto tag) {
+        visit_channels("maxpool2x2", in.channels,
+                       [&](auto c) { pool_rows<decltype(tag), decltype(c)::value>(in, out); });
+    });
 }
 
 } // namespace pixflow::maxpool2x2

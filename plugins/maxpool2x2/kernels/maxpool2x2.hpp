@@ -35,6 +35,10 @@ template <class T> PIXFLOW_HD inline T pool_window(T tl, T tr, T bl, T br) {
     return pool_pick(pool_pick(tl, tr), pool_pick(bl, br));
 }
 
+/// Throws UserError unless `in` has at least 2x2 pixels: "maxpool2x2 needs at least 2x2 pixels;
+/// got WxH".
+void check_size(const ImageView& in);
+
 /// in: any dtype, 1 to 4 channels, at least 2x2; out: floor(W/2) x floor(H/2), same dtype and
 /// channels; host memory.
 void maxpool2x2_cpu(const ImageView& in, const ImageView& out);

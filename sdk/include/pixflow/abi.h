@@ -9,7 +9,12 @@
  *    by the plugin (static storage, valid while it is loaded), argument strings by the host
  *    (valid for the duration of the call).
  *  - Functions return a pf_status; on failure they write a one-line message into the caller's
- *    buffer (truncated, always NUL-terminated).
+ *    buffer (truncated, always NUL-terminated). Nothing else leaves a callback: no C++ exception
+ *    and no longjmp may cross this boundary, in either direction.
+ *  - Each callback below states its contract: when the host calls it, what may run at the same
+ *    time, what it may touch, and what its statuses mean. The C++ layer (operator.hpp) keeps
+ *    the parts it can (catching exceptions, filling parameter structs); the rest is the
+ *    operator's to keep.
  *
  * Versioning: PIXFLOW_ABI_MAJOR changes on any incompatible change; the host refuses plugins of
  * another major. PIXFLOW_ABI_MINOR grows when fields are appended; the host loads plugins of its
@@ -43,13 +48,23 @@ extern "C" {
 #define PIXFLOW_EXPORT __attribute__((visibility("default")))
 #endif
 
+/* Statuses, and whose fault each is. The host reports the first two as errors in the user's
+ * pipeline or input (with the node and its place in the pipeline file: fix the pipeline); the
+ * next two as failures of pixflow or its environment (a bug to report, or a machine problem).
+ * The message says what went wrong; for a user error, also the value received and what would be
+ * accepted; for an internal error, where: it ends with "(internal error at <file>:<line>)". */
 typedef enum pf_status {
     PF_OK = 0,
-    PF_ERR_INVALID = 1,     /* bad parameters or input: the user's fault */
-    PF_ERR_UNSUPPORTED = 2, /* this op cannot do that (dtype, backend...) */
-    PF_ERR_RUNTIME = 3,     /* I/O failure, internal error */
-    PF_ERR_CUDA = 4,        /* a CUDA call failed */
-    PF_ERR_CANCELLED = 5
+    PF_ERR_INVALID = 1,     /* the user's fault: a bad parameter value or input (a corrupt file,
+                               a size or combination the op refuses) */
+    PF_ERR_UNSUPPORTED = 2, /* the user's fault: a case this op does not handle (a dtype, a
+                               channel count, a device feature); another op or backend may */
+    PF_ERR_RUNTIME = 3,     /* not the user's: an I/O failure or out of memory, or an internal
+                               error (a broken invariant: a bug in pixflow or the plugin) */
+    PF_ERR_CUDA = 4,        /* not the user's: a CUDA call failed (the message names the call
+                               and its file:line) */
+    PF_ERR_CANCELLED = 5    /* the run was cancelled (pf_host.cancelled) and the op stopped
+                               early: its outputs are undefined; not an error of its own */
 } pf_status;
 
 typedef enum pf_dtype {
@@ -129,18 +144,28 @@ typedef struct pf_port_desc {
     uint32_t channels; /* PF_CHANNELS_BIT mask */
 } pf_port_desc;
 
-/* What the host offers a running op. All callbacks are thread-safe. */
+/* What the host offers a running op, valid during one run call (pf_run_args.host). Every
+ * callback is thread-safe: the op may call it from threads it runs on (TBB workers), as long as
+ * the run call has not returned. */
 typedef struct pf_host {
     uint32_t struct_size;
     void* self;
-    /* Scratch memory on `device` (PF_HOST or the op's CUDA device), released by the host after
-     * the op's work (on its stream) completes. Returns NULL when out of memory. */
+    /* Scratch memory of `bytes` bytes on `device` (PF_HOST, or the op's CUDA device: that of its
+     * images), aligned to 64 bytes on the host and 256 on a device. The op never frees it: the host releases it once
+     * the op's work is complete, that is when run returns on the CPU, and on CUDA once the work
+     * enqueued on the op's stream has finished (device scratch is stream-ordered on that stream,
+     * so kernels enqueued there may use it). Returns NULL when out of memory; the op then
+     * returns PF_ERR_RUNTIME. */
     void* (*alloc)(void* self, int32_t device, size_t bytes);
-    /* level: 0 debug, 1 info, 2 warning. */
+    /* A message on stderr, prefixed with the node's id. level: 0 debug (not shown), 1 info,
+     * 2 warning. Not for errors: return a status instead. */
     void (*log)(void* self, int32_t level, const char* message);
-    /* Non-zero once the run has been cancelled: long loops should check it and stop. */
+    /* Non-zero once the run is being abandoned (another node failed, or the user interrupted).
+     * An op whose work takes long (iterations, row groups) polls it between steps and, when it
+     * is set, stops and returns PF_ERR_CANCELLED. Cheap: an atomic load. */
     int32_t (*cancelled)(void* self);
-    /* A named number for the run report (PSNR, iterations...), printed and written to JSON. */
+    /* A named number for the run report (PSNR, iterations...), printed and written to JSON. The
+     * key is copied. Several calls with one key keep the last value. */
     void (*metric)(void* self, const char* key, double value);
 } pf_host;
 
@@ -158,11 +183,46 @@ typedef struct pf_run_args {
     size_t error_size;
 } pf_run_args;
 
+/* Runs the op on one set of images: run_cpu on host images, run_cuda on device images.
+ *
+ * When: after the host has validated the pipeline (every parameter resolved and checked against
+ * its declaration, every input's dtype and channels against its port, infer called) and
+ * allocated the outputs as infer said. args and everything it points to are valid for the call
+ * only: keep no pointer to an image, a string or the host after returning.
+ *
+ * Concurrency: independent nodes run at the same time, so run (of this op and of others in the
+ * plugin) may be called concurrently from several host threads, and never on a fixed thread. It
+ * must be reentrant: no mutable global or static state (constants and thread-safe caches only).
+ * On the CPU it may run its own parallel loops with TBB (the host's thread pool).
+ *
+ * Images: inputs are read-only (the same image may feed several nodes at once); outputs are
+ * distinct from the inputs and from each other, not cleared: write every sample. Rows are
+ * `pitch` bytes apart (pf_image); do not assume packed rows.
+ *
+ * CUDA (run_cuda): the images live on the current device. Enqueue every kernel, copy and
+ * memset on `stream` only (never the default stream) and return: returning means enqueued, not
+ * done. Never synchronise: no cudaDeviceSynchronize, cudaStreamSynchronize, synchronous
+ * cudaMemcpy, cudaMalloc or cudaFree; the host orders `stream` after the producers of the inputs
+ * and the consumers after it, and waits only where data must reach the CPU. Take temporary
+ * device memory from host->alloc. Check every call and launch, and return PF_ERR_CUDA with the
+ * call and its file:line when one fails. (One exception is tolerated: an op that must read a
+ * result back for a metric may synchronise its own stream once, at the end of the call, as
+ * chan_vese does for its iteration count; it stalls only its own node.)
+ *
+ * Returns PF_OK, or a status (above) with a one-line message in `error`. A cancelled run may
+ * return PF_ERR_CANCELLED; the host then discards the outputs. */
 typedef int32_t (*pf_run_fn)(const pf_run_args* args);
 
 /* Shape inference: given the parameters and input shapes (data == NULL), fill one pf_image per
- * output (width, height, channels, dtype). Also the place for parameter checks that depend on
- * more than one value. Must not touch pixels. */
+ * output (width, height, channels, dtype; the rest is the host's). Also the place for checks
+ * that involve several values, or the parameters and the input shapes (PF_ERR_INVALID with a
+ * message naming the parameter, so that the host can point at it in the pipeline file).
+ *
+ * When: during validation (`pixflow validate`, before every run, for fusion checks), possibly
+ * several times per node, concurrently from several threads, before any run and independently
+ * of them. It must be a pure function of its arguments: touch no pixels, keep no state; it may
+ * read what the shapes depend on (load reads the file's header). Outputs beyond what it sets
+ * are left as the host gave them. */
 typedef int32_t (*pf_infer_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs,
                                int32_t n_inputs, pf_image* outputs, int32_t n_outputs, char* error,
                                size_t error_size);
@@ -226,13 +286,19 @@ typedef struct pf_plugin_desc {
     const char* version;
     const pf_op_desc* ops;
     int32_t n_ops;
-    /* Called once after loading; a failure rejects the plugin with the message. May be NULL. */
+    /* Called once, after loading and after the host has checked the descriptor, before any
+     * other callback of the plugin, on one thread. A status other than PF_OK rejects the plugin,
+     * with the message (the C++ layer reports a mistake in an operator's declaration this way).
+     * May be NULL. */
     int32_t (*init)(char* error, size_t error_size);
     /* ABI 1.1 (read only when struct_size covers them): fused chains this plugin implements. */
     const pf_fusion_desc* fusions;
     int32_t n_fusions;
 } pf_plugin_desc;
 
+/* The entry point (PIXFLOW_ENTRY_SYMBOL). The host may call it more than once, from one thread
+ * at a time; it returns the same descriptor, in static storage, valid while the plugin is
+ * loaded, and never fails (report problems through init). */
 typedef const pf_plugin_desc* (*pf_entry_fn)(void);
 
 #ifdef __cplusplus

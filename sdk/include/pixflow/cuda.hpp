@@ -5,6 +5,13 @@
 //
 //   my_kernel<<<grid, block, 0, stream>>>(...);
 //   PIXFLOW_CUDA_CHECK_LAUNCH();
+//
+// Grids over image rows: gridDim.y holds at most 65535 blocks, fewer than an image may have
+// rows. grid_rows() spreads the rows over y and z, and a kernel finds its row with block_row():
+//
+//   const dim3 grid = pixflow::cuda::grid_rows(blocks_per_row, in.height);   // host
+//   const int y = int(pixflow::cuda::block_row());                           // kernel
+//   if (y >= in.height) return;   // the last z slice may hold more rows than the image
 #pragma once
 
 #include <pixflow/error.hpp>
@@ -29,6 +36,22 @@ inline cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 
 /// Ceil division for grid sizes.
 constexpr unsigned div_up(long long a, long long b) { return unsigned((a + b - 1) / b); }
+
+/// The most blocks gridDim.y (and gridDim.z) may hold.
+constexpr unsigned max_grid_y = 65535;
+
+/// A grid of blocks_x x `rows` blocks for any number of rows (1 to 65535^2): the rows are
+/// numbered across gridDim.y and gridDim.z; block_row() gives a block its row.
+inline dim3 grid_rows(unsigned blocks_x, long long rows) {
+    const unsigned y = unsigned(rows < 1 ? 1 : rows < max_grid_y ? rows : max_grid_y);
+    return dim3(blocks_x, y, div_up(rows < 1 ? 1 : rows, y));
+}
+
+#if defined(__CUDACC__)
+/// The row of blocks this block belongs to in a grid from grid_rows(): blockIdx.y + blockIdx.z *
+/// gridDim.y. Blocks of the last z slice may lie past the last row: return in those.
+__device__ __forceinline__ unsigned block_row() { return blockIdx.y + blockIdx.z * gridDim.y; }
+#endif
 
 } // namespace pixflow::cuda
 

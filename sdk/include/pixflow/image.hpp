@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #if defined(__CUDACC__)
 #define PIXFLOW_HD __host__ __device__
@@ -118,5 +119,19 @@ struct ImageView {
                         device, pitch, data};
     }
 };
+
+/// "64x48x3 u8": a view's size, channels and dtype, for messages.
+inline std::string shape_of(const ImageView& v) {
+    return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(v.channels) + " " +
+           dtype_name(v.dtype);
+}
+
+/// True when the view's data and pitch are multiples of `bytes`, so that every row starts on
+/// such a boundary: the condition for vector loads and stores of that width. Buffers from the
+/// host qualify for 256 bytes (device) and 64 bytes (host); views made elsewhere may not.
+inline bool is_aligned(const ImageView& v, std::size_t bytes) {
+    return reinterpret_cast<std::uintptr_t>(v.data) % bytes == 0 &&
+           static_cast<std::uint64_t>(v.pitch) % bytes == 0;
+}
 
 } // namespace pixflow

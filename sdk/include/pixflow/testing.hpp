@@ -8,6 +8,16 @@
 //       pixflow::testing::expect_backends_agree("invert", {&in}, {{"gain", "2"}});
 //   }
 //
+// One test, run on each backend (OnEachBackend; its CUDA case skips without a GPU):
+//
+//   class InvertOn : public pixflow::testing::OnEachBackend {};
+//   TEST_P(InvertOn, MatchesTheReference) {
+//       auto out = pixflow::testing::run_op("invert", backend(), {&in});
+//       ...
+//   }
+//   INSTANTIATE_TEST_SUITE_P(Invert, InvertOn, pixflow::testing::each_backend(),
+//                            pixflow::testing::backend_name);
+//
 // run_op goes through the real loader, schema validation, shape inference, allocation,
 // transfers and the operator's C entry point, in libpixflow_framework (link pixflow::framework).
 // Parameters are written as in a pipeline file or `--set`: 1.5, true, "zero" or zero.
@@ -100,9 +110,14 @@ inline void fill_random(Image& im, std::uint32_t seed) {
 }
 
 /// Folders or files (':'-separated) searched for plugins before $PIXFLOW_PLUGIN_PATH and the
-/// installation's plugin folder. Set it to your plugin's build folder in main() or a fixture.
+/// installation's plugin folder: PIXFLOW_TEST_PLUGIN_DIR, the plugin's build folder, which
+/// pixflow_add_operator defines for the tests it builds; else empty. Assign it to change it.
 inline std::string& plugin_path() {
+#ifdef PIXFLOW_TEST_PLUGIN_DIR
+    static std::string path = PIXFLOW_TEST_PLUGIN_DIR;
+#else
     static std::string path;
+#endif
     return path;
 }
 
@@ -168,3 +183,24 @@ inline void expect_backends_agree(const std::string& op, const std::vector<const
         if (!::pixflow::testing::cuda_available())                                                 \
             GTEST_SKIP() << "no usable CUDA device (or built without CUDA)";                       \
     } while (0)
+
+namespace pixflow::testing {
+
+/// The fixture of a test that runs once per backend (see the top of this file): backend() is
+/// "cpu" or "cuda" (or another name given to INSTANTIATE_TEST_SUITE_P, run as it is); the
+/// "cuda" case reports SKIPPED without a usable device.
+class OnEachBackend : public ::testing::TestWithParam<std::string> {
+  protected:
+    void SetUp() override {
+        if (GetParam() == "cuda") PIXFLOW_REQUIRE_CUDA();
+    }
+    const std::string& backend() const { return GetParam(); }
+};
+
+/// The backends for INSTANTIATE_TEST_SUITE_P with OnEachBackend: "cpu" and "cuda".
+inline auto each_backend() { return ::testing::Values(std::string("cpu"), std::string("cuda")); }
+
+/// Names the instances by their backend: Suite/Fixture.Test/cpu, .../cuda.
+inline std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
+} // namespace pixflow::testing

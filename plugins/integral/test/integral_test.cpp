@@ -1,0 +1,235 @@
+// Tests of integral through the real plugin: every backend against a naive reference written
+// here, for every input dtype, output dtype, 1 to 4 channels and odd sizes; the auto dtype on
+// both sides of the u32 limit; u32 wrap-around with exact box sums; CUDA equal to the CPU bit
+// for bit (f64 included: both add in the documented order).
+#include "../kernels/integral.hpp"
+#include "support/op_harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using pixflow::DType;
+using pixflow::testing::fill_random;
+using pixflow::testing::Image;
+using pixflow::testing::run_op;
+
+const DType input_dtypes[] = {DType::u8, DType::u16, DType::u32, DType::f32};
+const std::pair<int, int> sizes[] = {{1, 1},    {1, 300},   {300, 1},  {2, 2},
+                                     {7, 9},    {1023, 769}, {4096, 3}};
+
+std::string describe(int w, int h, int c, DType d, const std::string& out) {
+    return std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c) + " " +
+           pixflow::dtype_name(d) + " -> " + out;
+}
+
+/// out(x, y) = sum over i <= x, j <= y, written plainly: integers summed exactly in u64 and then
+/// reduced to the output type (u32: modulo 2^32); f64 summed along each row, then down each
+/// column, the order the operator documents.
+Image reference(const Image& in, DType out_dtype) {
+    Image out = Image::make(in.width, in.height, in.channels, out_dtype);
+    const std::size_t row = std::size_t(in.width) * in.channels;
+    if (out_dtype == DType::f64) {
+        auto* o = reinterpret_cast<double*>(out.bytes.data());
+        for (int y = 0; y < in.height; ++y)
+            for (int c = 0; c < in.channels; ++c) {
+                double acc = 0;
+                for (int x = 0; x < in.width; ++x) {
+                    acc += in.get(y * row + std::size_t(x) * in.channels + c);
+                    o[y * row + std::size_t(x) * in.channels + c] = acc;
+                }
+            }
+        for (int y = 1; y < in.height; ++y)
+            for (std::size_t i = 0; i < row; ++i) o[y * row + i] = o[(y - 1) * row + i] + o[y * row + i];
+        return out;
+    }
+    std::vector<std::uint64_t> sum(row * in.height);
+    for (int y = 0; y < in.height; ++y)
+        for (std::size_t i = 0; i < row; ++i) {
+            const std::uint64_t v = std::uint64_t(in.get(y * row + i)); // exact: integers < 2^53
+            sum[y * row + i] = v + (i >= std::size_t(in.channels) ? sum[y * row + i - in.channels] : 0);
+        }
+    for (int y = 1; y < in.height; ++y)
+        for (std::size_t i = 0; i < row; ++i) sum[y * row + i] += sum[(y - 1) * row + i];
+    for (std::size_t k = 0; k < sum.size(); ++k) {
+        if (out_dtype == DType::u32)
+            reinterpret_cast<std::uint32_t*>(out.bytes.data())[k] = std::uint32_t(sum[k]);
+        else
+            reinterpret_cast<std::uint64_t*>(out.bytes.data())[k] = sum[k];
+    }
+    return out;
+}
+
+/// What dtype = auto must choose.
+DType expected_auto(int w, int h, DType in) {
+    if (in == DType::f32) return DType::f64;
+    const double top = in == DType::u8 ? 255.0 : in == DType::u16 ? 65535.0 : 4294967295.0;
+    return double(w) * h * top <= 4294967295.0 ? DType::u32 : DType::u64;
+}
+
+Image integral(const std::string& backend, const Image& in, const std::string& dtype = "auto") {
+    auto out = run_op("integral", backend, {&in}, {{"dtype", dtype}});
+    EXPECT_EQ(out.size(), 1u);
+    return out.at(0);
+}
+
+Image constant(int w, int h, DType d, double v) {
+    Image im = Image::make(w, h, 1, d);
+    for (std::size_t k = 0; k < im.samples(); ++k) im.set(k, v);
+    return im;
+}
+
+class IntegralOn : public pixflow::testing::OnEachBackend {};
+
+TEST_P(IntegralOn, MatchesReferenceForEverySizeDtypeAndChannelCount) {
+    std::uint32_t seed = 1;
+    for (auto [w, h] : sizes)
+        for (DType d : input_dtypes)
+            for (int c : {1, 3, 4}) {
+                SCOPED_TRACE(describe(w, h, c, d, "auto"));
+                Image in = Image::make(w, h, c, d);
+                fill_random(in, seed++);
+                const Image out = integral(GetParam(), in);
+                ASSERT_EQ(out.width, w);
+                ASSERT_EQ(out.height, h);
+                ASSERT_EQ(out.channels, c);
+                ASSERT_EQ(out.dtype, expected_auto(w, h, d));
+                EXPECT_TRUE(out.bytes == reference(in, out.dtype).bytes);
+            }
+}
+
+TEST_P(IntegralOn, HonoursAnExplicitOutputDtype) {
+    std::uint32_t seed = 300;
+    for (auto [w, h] : {std::pair{7, 9}, std::pair{1023, 769}})
+        for (DType d : input_dtypes)
+            for (const char* out_name : {"u32", "u64", "f64"}) {
+                if (d == DType::f32 && std::string(out_name) != "f64") continue;
+                SCOPED_TRACE(describe(w, h, 3, d, out_name));
+                Image in = Image::make(w, h, 3, d);
+                fill_random(in, seed++);
+                const Image out = integral(GetParam(), in, out_name);
+                ASSERT_EQ(std::string(pixflow::dtype_name(out.dtype)), out_name);
+                EXPECT_TRUE(out.bytes == reference(in, out.dtype).bytes);
+            }
+}
+
+TEST_P(IntegralOn, AutoPicksU32UpToTheLimitAndU64Beyond) {
+    // u32 input: its largest value alone fills u32.
+    const Image one = constant(1, 1, DType::u32, 4294967295.0);
+    Image out = integral(GetParam(), one);
+    ASSERT_EQ(out.dtype, DType::u32);
+    EXPECT_EQ(out.at<std::uint32_t>(0, 0), 4294967295u);
+    for (auto [w, h] : {std::pair{2, 1}, std::pair{1, 2}}) {
+        out = integral(GetParam(), constant(w, h, DType::u32, 4294967295.0));
+        ASSERT_EQ(out.dtype, DType::u64);
+        EXPECT_EQ(out.at<std::uint64_t>(w - 1, h - 1), 2 * 4294967295ull);
+    }
+    // u16: 65537 * 65535 = 2^32 - 1 exactly.
+    out = integral(GetParam(), constant(65537, 1, DType::u16, 65535));
+    ASSERT_EQ(out.dtype, DType::u32);
+    EXPECT_EQ(out.at<std::uint32_t>(65536, 0), 4294967295u);
+    out = integral(GetParam(), constant(1, 65538, DType::u16, 65535));
+    ASSERT_EQ(out.dtype, DType::u64);
+    EXPECT_EQ(out.at<std::uint64_t>(0, 65537), 65538ull * 65535);
+    // u8: 257 * 65537 * 255 = 2^32 - 1 exactly; every value is 255 (x+1)(y+1).
+    out = integral(GetParam(), constant(257, 65537, DType::u8, 255));
+    ASSERT_EQ(out.dtype, DType::u32);
+    for (int y = 0; y < out.height; y += 61)
+        for (int x = 0; x < out.width; ++x)
+            ASSERT_EQ(out.at<std::uint32_t>(x, y), 255u * std::uint32_t(x + 1) * std::uint32_t(y + 1));
+    EXPECT_EQ(out.at<std::uint32_t>(256, 65536), 4294967295u);
+    out = integral(GetParam(), constant(2, 8421505, DType::u8, 255));
+    ASSERT_EQ(out.dtype, DType::u64);
+    EXPECT_EQ(out.at<std::uint64_t>(1, 8421504), 2ull * 8421505 * 255);
+}
+
+TEST_P(IntegralOn, ExplicitU32WrapsButKeepsBoxSumsExact) {
+    const int w = 600, h = 400; // total about 7.9e9: wraps
+    Image in = Image::make(w, h, 1, DType::u16);
+    fill_random(in, 77);
+    const Image out = integral(GetParam(), in, "u32");
+    ASSERT_EQ(out.dtype, DType::u32);
+    EXPECT_TRUE(out.bytes == reference(in, DType::u32).bytes); // modulo 2^32
+    std::uint64_t total = 0;
+    for (std::size_t k = 0; k < in.samples(); ++k) total += std::uint64_t(in.get(k));
+    EXPECT_GT(total, 4294967295ull);
+    EXPECT_EQ(out.at<std::uint32_t>(w - 1, h - 1), std::uint32_t(total));
+    // Boxes [x0, x1] x [y0, y1] with true sums below 2^32: the four-corner formula in u32.
+    std::mt19937 rng(5);
+    for (int k = 0; k < 200; ++k) {
+        const int x0 = int(rng() % w), y0 = int(rng() % h);
+        const int x1 = std::min(w - 1, x0 + int(rng() % 300)), y1 = std::min(h - 1, y0 + int(rng() % 300));
+        std::uint64_t truth = 0;
+        for (int y = y0; y <= y1; ++y)
+            for (int x = x0; x <= x1; ++x) truth += in.at<std::uint16_t>(x, y);
+        if (truth >= 4294967296ull) continue;
+        auto o = [&](int x, int y) { return x < 0 || y < 0 ? 0u : out.at<std::uint32_t>(x, y); };
+        const std::uint32_t box = o(x1, y1) - o(x0 - 1, y1) - o(x1, y0 - 1) + o(x0 - 1, y0 - 1);
+        EXPECT_EQ(box, truth) << "box " << x0 << "," << y0 << " .. " << x1 << "," << y1;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Integral, IntegralOn, pixflow::testing::each_backend(),
+                         pixflow::testing::backend_name);
+
+TEST(Integral, RejectsIntegerOutputsForFloatInput) {
+    const Image in = Image::make(4, 4, 1, DType::f32);
+    for (const char* d : {"u32", "u64"}) {
+        try {
+            run_op("integral", "cpu", {&in}, {{"dtype", d}});
+            ADD_FAILURE() << "dtype " << d << " was accepted for f32";
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find(std::string("integral: dtype = \"") + d +
+                                                 "\" needs an integer input, got f32"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+}
+
+TEST(IntegralCuda, MatchesCpuBitForBit) {
+    PIXFLOW_REQUIRE_CUDA();
+    std::uint32_t seed = 900;
+    for (auto [w, h] : sizes)
+        for (DType d : input_dtypes)
+            for (int c : {1, 2, 3, 4})
+                for (const char* out_name : {"auto", "u32", "u64", "f64"}) {
+                    if (d == DType::f32 && std::string(out_name) != "auto" &&
+                        std::string(out_name) != "f64")
+                        continue;
+                    Image in = Image::make(w, h, c, d);
+                    fill_random(in, seed++);
+                    const Image cpu = integral("cpu", in, out_name);
+                    const Image gpu = integral("cuda", in, out_name);
+                    EXPECT_EQ(cpu.dtype, gpu.dtype);
+                    EXPECT_TRUE(cpu.bytes == gpu.bytes) << describe(w, h, c, d, out_name);
+                }
+}
+
+} // namespace
+
+// ---- the kernel on its own, without pixflow
+// ------------------------------------------------------
+
+namespace {
+
+TEST(IntegralKernel, MatchesTheReferenceWithTheScratchItAsksFor) {
+    // Tall enough for several strips of the integer path.
+    Image in = Image::make(37, 700, 3, DType::u16);
+    fill_random(in, 21);
+    for (DType d : {DType::u32, DType::u64, DType::f64}) {
+        Image out = Image::make(37, 700, 3, d);
+        std::vector<std::byte> scratch(pixflow::integral::integral_cpu_scratch_bytes(in.view(), out.view()));
+        pixflow::integral::integral_cpu(in.view(), out.view(), scratch.data());
+        EXPECT_TRUE(out.bytes == reference(in, d).bytes) << pixflow::dtype_name(d);
+    }
+}
+
+} // namespace

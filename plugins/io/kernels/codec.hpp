@@ -1,0 +1,60 @@
+// codec.hpp: one row of the io plugin's codec table. Each format file declares its row: the
+// extensions it handles, what each can store (dtypes and channels), and its header reader,
+// reader and writer. codecs.cpp holds the table and does the rest (choosing a codec by
+// extension, save's check and its messages), so adding a format is one file and one row:
+//
+//   kernels/tga.cpp:    const Codec tga_codec{"TGA", kTgaFormats, true, &tga_header, &tga_read, &tga_write};
+//   kernels/codec.hpp:  extern const Codec tga_codec;
+//   kernels/codecs.cpp: constexpr const Codec* k_codecs[] = {..., &tga_codec};
+//
+// The format files depend on file.hpp only; codecs.cpp depends on the rows only.
+#pragma once
+
+#include "file.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace pixflow::io::detail {
+
+/// What a format stores under some extensions: save accepts an image exactly when its dtype and
+/// channel count are in these masks (no conversion is ever made).
+struct Format {
+    const char* exts;       ///< space-separated, each with its dot: ".tif .tiff"
+    std::uint32_t dtypes;   ///< PF_DTYPE_BIT mask
+    std::uint32_t channels; ///< PF_CHANNELS_BIT mask
+    bool suggested = true;  ///< named in "or save as ..." hints (.pnm is not: .pgm and .ppm are)
+};
+
+/// A row of the codec table.
+struct Codec {
+    const char* name;                ///< in messages: "OpenImageIO's (.png, .jpg...)"
+    std::span<const Format> formats; ///< the extensions it handles, with what each stores
+    /// The fallback: it also reads every extension no other row lists, and writes those for
+    /// which writes() is true, storing what `other` says (OpenImageIO). At most one row.
+    bool fallback;
+    Header (*read_header)(const std::string& path);
+    /// Reads the file into dst (host memory, the shape and dtype of `want`); fails when the
+    /// header no longer says `want`.
+    void (*read)(const std::string& path, const Header& want, const ImageView& dst);
+    void (*write)(const std::string& path, const ImageView& src);
+    /// Optional: false for a file of a listed extension that this codec does not read, which
+    /// the fallback then gets (Netpbm P1..P4). Without a fallback the codec reads it anyway, and
+    /// its reader says what is wrong.
+    bool (*reads)(const std::string& path) = nullptr;
+    /// The fallback only: whether it writes a file of this name, and what an extension it does
+    /// not list stores.
+    bool (*writes)(const std::string& path) = nullptr;
+    Format other{"", 0, 0};
+};
+
+// The rows, one per format file; codecs.cpp orders them into the table.
+extern const Codec pnm_codec; // netpbm.cpp: binary PGM/PPM
+extern const Codec pfm_codec; // netpbm.cpp: PFM
+extern const Codec npy_codec; // npy.cpp
+#ifdef PIXFLOW_WITH_OIIO
+extern const Codec oiio_codec; // oiio.cpp: every other format
+#endif
+
+} // namespace pixflow::io::detail

@@ -1,0 +1,199 @@
+// codecs.cpp: the codec table (codec.hpp) and what it serves: choosing a codec by extension,
+// reading and writing through it, and save's check of what a format can store, with messages
+// derived from the table.
+#include "codec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <vector>
+
+namespace pixflow::io {
+namespace {
+
+using namespace detail;
+
+/// The table: the built-in formats in the order messages list them, then the fallback.
+constexpr const Codec* k_codecs[] = {
+    &pnm_codec,
+    &pfm_codec,
+    &npy_codec,
+#ifdef PIXFLOW_WITH_OIIO
+    &oiio_codec,
+#endif
+};
+
+bool has_ext(const char* list, const std::string& ext) {
+    std::string s(list);
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+        std::size_t end = s.find(' ', pos);
+        if (end == std::string::npos) end = s.size();
+        if (s.compare(pos, end - pos, ext) == 0) return true;
+        pos = end + 1;
+    }
+    return false;
+}
+
+std::string join(const std::vector<std::string>& items, const char* last_sep) {
+    std::string s;
+    for (std::size_t k = 0; k < items.size(); ++k) {
+        if (k) s += k + 1 == items.size() ? last_sep : ", ";
+        s += items[k];
+    }
+    return s;
+}
+
+/// The format of `codec` that lists `ext`, or null.
+const Format* format_of(const Codec& codec, const std::string& ext) {
+    for (const Format& f : codec.formats)
+        if (has_ext(f.exts, ext)) return &f;
+    return nullptr;
+}
+
+/// The row that lists `ext`, not counting the fallback, or null.
+const Codec* listing(const std::string& ext) {
+    for (const Codec* c : k_codecs)
+        if (!c->fallback && format_of(*c, ext)) return c;
+    return nullptr;
+}
+
+const Codec* fallback() {
+    for (const Codec* c : k_codecs)
+        if (c->fallback) return c;
+    return nullptr;
+}
+
+/// ".pgm, .ppm, .pnm, .pfm and .npy": every extension of the built-in rows.
+std::string builtin_list() {
+    std::vector<std::string> exts;
+    for (const Codec* c : k_codecs)
+        if (!c->fallback)
+            for (const Format& f : c->formats) exts.emplace_back(f.exts);
+    return join(exts, " and ");
+}
+
+/// ", and OpenImageIO's (.png, .jpg, .tif, .exr...)" when there is a fallback, else "".
+std::string fallback_list() {
+    const Codec* fb = fallback();
+    if (!fb) return "";
+    std::vector<std::string> exts;
+    for (const Format& f : fb->formats)
+        if (exts.size() < 4) exts.push_back(std::string(f.exts).substr(0, std::string(f.exts).find(' ')));
+    return ", and " + std::string(fb->name) + "'s (" + join(exts, ", ") + "...)";
+}
+
+[[noreturn]] void fail_no_extension(const std::string& path, bool reading) {
+    const std::string what = "the file name has no extension to choose a format by; built-in formats are " +
+                             builtin_list() + fallback_list();
+    if (reading) fail_read(path, what);
+    fail_write(path, what, PF_ERR_INVALID);
+}
+
+[[noreturn]] void fail_no_fallback(const std::string& path, const std::string& ext, bool reading) {
+    const std::string what = ext + " files need OpenImageIO, and this build has none; built-in formats are " +
+                             builtin_list() + " (or rebuild with OpenImageIO)";
+    if (reading) fail_read(path, what);
+    fail_write(path, what, PF_ERR_UNSUPPORTED);
+}
+
+/// The codec that reads `path`: the row listing its extension, unless that row declines the file
+/// and there is a fallback; else the fallback.
+const Codec& reader_of(const std::string& path) {
+    const std::string ext = extension_of(path);
+    if (ext.empty()) fail_no_extension(path, true);
+    const Codec* listed = listing(ext);
+    if (listed && (!listed->reads || listed->reads(path))) return *listed;
+    if (const Codec* fb = fallback()) return *fb;
+    if (listed) return *listed;
+    fail_no_fallback(path, ext, true);
+}
+
+/// The codec that writes `path` and what it stores there.
+std::pair<const Codec*, const Format*> writer_of(const std::string& path) {
+    const std::string ext = extension_of(path);
+    if (ext.empty()) fail_no_extension(path, false);
+    if (const Codec* listed = listing(ext)) return {listed, format_of(*listed, ext)};
+    const Codec* fb = fallback();
+    if (!fb) fail_no_fallback(path, ext, false);
+    if (const Format* f = format_of(*fb, ext)) return {fb, f};
+    if (!fb->writes || !fb->writes(path))
+        fail_write(path, "no format writes " + ext + " files; built-in formats are " + builtin_list() + fallback_list(),
+                   PF_ERR_INVALID);
+    return {fb, &fb->other};
+}
+
+std::string describe_dtypes(std::uint32_t mask) {
+    std::vector<std::string> names;
+    for (int d = PF_U8; d <= PF_F64; ++d)
+        if (mask & PF_DTYPE_BIT(d)) names.emplace_back(dtype_name(DType(d)));
+    return names.size() == 8 ? std::string("any dtype") : join(names, " or ");
+}
+
+std::string describe_channels(std::uint32_t mask) {
+    if (mask == PF_ALL_CHANNELS) return "1 to 4 channels";
+    std::vector<std::string> counts;
+    for (int c = 1; c <= 4; ++c)
+        if (mask & PF_CHANNELS_BIT(c)) counts.push_back(std::to_string(c));
+    return join(counts, " or ") + (counts.size() == 1 && counts[0] == "1" ? " channel" : " channels");
+}
+
+bool accepts(const Format& f, DType d, int c) {
+    return (f.dtypes & PF_DTYPE_BIT(int(d))) && c >= 1 && c <= 4 && (f.channels & PF_CHANNELS_BIT(c));
+}
+
+/// Throws unless `f`, the format `path` is written in, stores dtype x channels; the message
+/// says what it accepts and which built-in formats would take the image.
+void check_format(const std::string& path, const Format& f, DType dtype, int channels) {
+    if (accepts(f, dtype, channels)) return;
+    const std::string ext = extension_of(path);
+    std::string msg = "cannot save " + std::string(dtype_name(dtype)) + " with " + std::to_string(channels) +
+                      (channels == 1 ? " channel" : " channels") + " as " + ext + "; accepted: " +
+                      describe_dtypes(f.dtypes) + ", " + describe_channels(f.channels);
+    if (!(f.dtypes & PF_DTYPE_BIT(int(dtype))))
+        msg += " (use convert)";
+    else if (channels > 1 && f.channels == PF_CHANNELS_BIT(1))
+        msg += " (use grayscale)";
+    std::vector<std::string> alternatives;
+    for (const Codec* c : k_codecs)
+        if (!c->fallback)
+            for (const Format& a : c->formats)
+                if (a.suggested && accepts(a, dtype, channels)) alternatives.emplace_back(a.exts);
+    std::stable_sort(alternatives.begin(), alternatives.end(), [](const std::string& a, const std::string& b) {
+        return (a == ".npy") > (b == ".npy"); // .npy, which takes anything, first
+    });
+    std::string alt;
+    for (const std::string& a : alternatives) alt += (alt.empty() ? "" : "/") + a;
+    if (!alt.empty()) msg += ", or save as " + alt;
+    throw UserError(msg);
+}
+
+} // namespace
+
+std::string extension_of(const std::string& path) {
+    std::filesystem::path p(path);
+    std::string ext = p.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    return ext;
+}
+
+Header read_header(const std::string& path) { return reader_of(path).read_header(path); }
+
+void read_image(const std::string& path, const ImageView& dst) {
+    PIXFLOW_INTERNAL_CHECK(dst.on_host() && dst.data, "io: read_image needs a host image");
+    reader_of(path).read(path, Header{dst.width, dst.height, dst.channels, dst.dtype}, dst);
+}
+
+void check_can_save(const std::string& path, DType dtype, int channels) {
+    check_format(path, *writer_of(path).second, dtype, channels);
+}
+
+void write_image(const std::string& path, const ImageView& src) {
+    PIXFLOW_INTERNAL_CHECK(src.on_host() && src.data, "io: write_image needs a host image");
+    const auto [codec, format] = writer_of(path);
+    check_format(path, *format, src.dtype, src.channels);
+    codec->write(path, src);
+}
+
+} // namespace pixflow::io
