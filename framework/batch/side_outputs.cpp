@@ -37,9 +37,9 @@ std::vector<NamedPath> pipeline_files(const Graph& g) {
     for (NodeId v : g.nodes.ids()) {
         const Node& n = g.nodes[v];
         for (const auto& [param, path] : n.paths(PF_PARAM_INPUT_PATH))
-            out.push_back({path, "the file that node '" + n.id + "' reads (" + param + ")"});
+            out.push_back({path, "the file that node '" + n.id + "' reads"});
         for (const auto& [param, path] : n.paths(PF_PARAM_OUTPUT_PATH))
-            out.push_back({path, "the output of node '" + n.id + "' (" + param + ")"});
+            out.push_back({path, "the output of node '" + n.id + "'"});
     }
     return out;
 }
@@ -55,7 +55,7 @@ void check_side_outputs(const std::vector<NamedPath>& side, const std::vector<Na
     // The same file: one identity (the same path, a symbolic or a hard link), or, for files that
     // do not exist yet, one path once resolved (only worth resolving when the names agree).
     auto same = [&](std::size_t k, const std::string& path, const Identity& id) {
-        if (id.exists) return ids[k].exists && ids[k].dev == id.dev && ids[k].ino == id.ino;
+        if (id.exists && ids[k].exists) return ids[k].dev == id.dev && ids[k].ino == id.ino;
         return fs::path(path).filename() == canon[k].filename() && canonical_of(path) == canon[k];
     };
     for (std::size_t k = 0; k < side.size(); ++k) {
