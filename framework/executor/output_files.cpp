@@ -294,9 +294,16 @@ std::string signal_name(int sig) {
 void install_interrupt_cleanup(bool announce) {
     sigset_t set;
     sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    int handled = 0;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+        // One ignored when pixflow started (nohup, a shell's background job) stays ignored: on
+        // Linux a blocked signal is kept pending even when ignored, so it is not blocked here.
+        struct sigaction old {};
+        if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        sigaddset(&set, sig);
+        ++handled;
+    }
+    if (!handled) return;
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     std::thread([set, announce] {
         int sig = 0;

@@ -99,7 +99,8 @@ class OutputFiles {
 /// it, and starts a thread that waits for them. On one it prints `error: interrupted by SIGINT`,
 /// runs the interrupt hooks (an isolated batch stops its workers), rolls back every live
 /// FileTransaction (temporaries, backups, folders created) and ends the process with 128 + the
-/// signal's number. Call it first in main, before any other thread exists. `announce`: print
+/// signal's number. A signal ignored when the process started (nohup) stays ignored. Call it
+/// first in main, before any other thread exists. `announce`: print
 /// the line (an isolated worker, stopped by its parent, does not).
 void install_interrupt_cleanup(bool announce = true);
 
