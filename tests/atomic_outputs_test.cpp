@@ -74,7 +74,8 @@ bool eventually(const std::function<bool()>& ok, double seconds) {
 struct Background {
     TempDir logs;
     pid_t pid = -1;
-    explicit Background(const std::vector<std::string>& args) {
+    /// `ignore_hup`: SIGHUP ignored, as under nohup.
+    explicit Background(const std::vector<std::string>& args, bool ignore_hup = false) {
         std::string exe = pixflow::testing::pixflow_exe().string();
         std::vector<std::string> a{exe};
         a.insert(a.end(), args.begin(), args.end());
@@ -96,11 +97,16 @@ struct Background {
         sigset_t none, defaults;
         sigemptyset(&none);
         sigemptyset(&defaults);
-        for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, s);
+        for (int s : {SIGINT, SIGTERM, SIGHUP})
+            if (!(ignore_hup && s == SIGHUP)) sigaddset(&defaults, s);
         posix_spawnattr_setsigmask(&at, &none);
         posix_spawnattr_setsigdefault(&at, &defaults);
         posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        struct sigaction ign {}, old {};
+        ign.sa_handler = SIG_IGN;
+        if (ignore_hup) sigaction(SIGHUP, &ign, &old); // inherited through exec, like nohup does it
         if (posix_spawn(&pid, exe.c_str(), &fa, &at, argv.data(), envp.data()) != 0) pid = -1;
+        if (ignore_hup) sigaction(SIGHUP, &old, nullptr);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&at);
     }
@@ -356,6 +362,23 @@ TEST_P(Interrupted, AnIsolatedBatchStopsItsWorkersAndRemovesTheirTemporaries) {
     EXPECT_EQ(WEXITSTATUS(st), 128 + sig) << p.err();
     EXPECT_FALSE(fs::exists(t.path / "out")) << "no image finished: every folder it made goes, with the temporaries";
     EXPECT_TRUE(eventually([&] { return workers_of(parent) == 0; }, 30)) << "no worker outlives the batch";
+}
+
+TEST(Signals, OneIgnoredAtStartStaysIgnoredLikeUnderNohup) {
+    TempDir t;
+    write_text(t / "p.toml", "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
+                             "[nodes.stuck]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"hang\"\n"
+                             "[nodes.out]\nop = \"save\"\ninput = \"stuck\"\npath = \"" + (t / "new/b.ppm") + "\"\n");
+    Background p({"--plugin-path", pixflow::testing::test_plugin("faults").string(), "run", t / "p.toml"}, true);
+    ASSERT_GT(p.pid, 0);
+    ASSERT_TRUE(eventually([&] { return fs::exists(t.path / "new"); }, 120)) << p.err();
+    // SIGHUP first: were it handled, it would end the run (129) before SIGTERM (143).
+    ::kill(p.pid, SIGHUP);
+    ::kill(p.pid, SIGTERM);
+    int st = p.wait(120);
+    ASSERT_TRUE(st != -1 && WIFEXITED(st)) << p.err();
+    EXPECT_EQ(WEXITSTATUS(st), 128 + SIGTERM) << p.err();
+    EXPECT_FALSE(fs::exists(t.path / "new"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, Interrupted, ::testing::Values(SIGINT, SIGTERM, SIGHUP), [](const auto& info) {

@@ -94,6 +94,7 @@ struct Proc {
     std::vector<std::string> nodes; ///< the nodes whose operator runs now
     std::unique_ptr<FileTransaction> tx;
     std::string fault; ///< why the parent stopped trusting it (it is being killed)
+    bool retried = false; ///< its image already had a second worker (the first died before taking it)
 };
 
 class Supervisor {
@@ -215,11 +216,17 @@ class Supervisor {
         p.nodes.clear();
         p.tx = std::make_unique<FileTransaction>();
         m_report.images[i].worker = p.name;
+        p.retried = false;
+        send_job(p);
+    }
+
+    /// Sends p its image, starting its process first when it has none.
+    void send_job(Proc& p) {
         std::string why;
         if (p.pid < 0 && !spawn(p, why)) return finish(p, false, "the worker could not be started: " + why);
         MessageOut job(MsgType::job);
         try {
-            job.u64(i).spec(m_b.spec_for(m_spec, i));
+            job.u64(std::uint64_t(p.job)).spec(m_b.spec_for(m_spec, std::size_t(p.job)));
         } catch (const std::exception& e) {
             return finish(p, false, e.what());
         }
@@ -375,6 +382,14 @@ class Supervisor {
         std::string fault = std::move(p.fault);
         p.fault.clear();
         if (p.job < 0) return; // it had finished its image
+        if (!p.begun && !timed_out && fault.empty() && !p.retried) {
+            // It died before it took the image (it had died idle, say): the image gets one more
+            // worker before it is failed.
+            p.retried = true;
+            p.nodes.clear();
+            p.tx->rollback();
+            return send_job(p);
+        }
         std::string where;
         if (!p.nodes.empty()) {
             where = " in node '" + p.nodes[0] + "'";
