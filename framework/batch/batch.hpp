@@ -108,7 +108,7 @@ struct BatchReport {
     std::size_t pinned_buffers = 0;                 ///< pinned host buffers allocated, all workers
     std::vector<double> device_pool_reserved_bytes; ///< per CUDA worker, at the end
     int isolated_workers = 0;                       ///< worker processes; 0: images ran in-process
-    std::string trace_error;                        ///< why the trace could not be written
+    std::string trace_error; ///< why the trace and the report could not be written at the end (a warning)
 
     double images_per_s() const { return wall_s > 0 ? double(ok + failed) / wall_s : 0; }
     nlohmann::json to_json() const;
