@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <random>
@@ -64,8 +65,16 @@ struct FaultBatch {
                              "[nodes.out]\nop = \"save\"\ninput = \"bad\"\npath = \"x.ppm\"\n");
     }
     pixflow::testing::CommandResult run(const std::string& extra = "") const {
-        return run_pixflow("--plugin-path " + faults_plugin() + " run " + q(pipeline) + " --input " + q(t / "in") +
-                           " --output " + q(t / "out") + " " + extra);
+        // Under AddressSanitizer (scripts/sanitize.sh) a worker's SIGSEGV would become ASan's
+        // report and exit status 1: the workers die of the signal, as in any other build.
+        const char* asan = std::getenv("ASAN_OPTIONS");
+        std::string before = asan ? asan : "";
+        ::setenv("ASAN_OPTIONS", (before + (before.empty() ? "" : ":") + "handle_segv=0").c_str(), 1);
+        auto r = run_pixflow("--plugin-path " + faults_plugin() + " run " + q(pipeline) + " --input " + q(t / "in") +
+                             " --output " + q(t / "out") + " " + extra);
+        if (asan) ::setenv("ASAN_OPTIONS", before.c_str(), 1);
+        else ::unsetenv("ASAN_OPTIONS");
+        return r;
     }
 };
 
