@@ -9,10 +9,12 @@
 #   PIXFLOW=build/bin/pixflow REPEAT=5 scripts/bench-batch.sh
 #   BACKEND=cuda EXT=ppm scripts/bench-batch.sh   # GPU machine (its pack has no OpenImageIO)
 #   BACKEND=cuda EXT=ppm DEVICES=0 ONLY=batch scripts/bench-batch.sh    # then DEVICES=0,1
+#   ISOLATE=1 ONLY=batch scripts/bench-batch.sh   # the batch with --isolate (worker processes)
 #
 # Environment: PIXFLOW (the executable), N (64), SIZE (2048), PATTERN (synth pattern: shapes),
 # EXT (png), BACKEND (cpu | cuda | auto; default cpu), DEVICES (--devices for the batch run),
-# MAX_IN_FLIGHT (--max-in-flight; default: pixflow's), REPEAT (3), ONLY (batch | loop: run one
+# MAX_IN_FLIGHT (--max-in-flight; default: pixflow's), ISOLATE (1: --isolate, 0: --no-isolate;
+# default: pixflow's, in-process for the installation's plugins), REPEAT (3), ONLY (batch | loop: run one
 # side only), WORK (scratch folder: /tmp/pixflow-bench-batch; the inputs are kept for reuse).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +65,8 @@ set_args=(--backend "$BACKEND" --set "out.path=$WORK/x.$EXT")
 batch_args=()
 [ -n "${DEVICES:-}" ] && batch_args+=(--devices "$DEVICES")
 [ -n "${MAX_IN_FLIGHT:-}" ] && batch_args+=(--max-in-flight "$MAX_IN_FLIGHT")
+[ "${ISOLATE:-}" = 1 ] && batch_args+=(--isolate)
+[ "${ISOLATE:-}" = 0 ] && batch_args+=(--no-isolate)
 run_batch() {
   rm -rf "$WORK/batch"
   "$PIXFLOW" run "$PIPELINE" "${set_args[@]}" --input "$in" --output "$WORK/batch" --quiet "${batch_args[@]}" \
@@ -77,7 +81,7 @@ run_loop() {
 }
 
 echo "machine: $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "pixflow: $PIXFLOW; backend $BACKEND${DEVICES:+; devices $DEVICES}; $N x ${SIZE}x${SIZE} RGB .$EXT ($PATTERN)"
+echo "pixflow: $PIXFLOW; backend $BACKEND${DEVICES:+; devices $DEVICES}${ISOLATE:+; isolate $ISOLATE}; $N x ${SIZE}x${SIZE} RGB .$EXT ($PATTERN)"
 echo "load average before: $(load)"
 batch_s=() loop_s=()
 for r in $(seq 1 "$REPEAT"); do

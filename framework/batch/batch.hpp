@@ -24,6 +24,11 @@
 //   failures an image that fails (unreadable, corrupt, a failing node) fails alone and writes
 //            nothing (the Executor renames its temporaries only when the whole image succeeded);
 //            the others go on. With fail_fast no new image starts after the first failure.
+//   isolated with --isolate, --timeout, or by default when an operator of the pipeline comes from
+//            a plugin outside the installation, each image runs in a worker process instead
+//            (isolate.hpp): a crash, abort(), exit() or hang there fails that image alone
+//   side     --report and --trace are checked up front against every file the batch reads or
+//            writes (and are written through a temporary and a rename at the end)
 #pragma once
 
 #include "executor/executor.hpp"
@@ -58,6 +63,7 @@ std::filesystem::path batch_output_path(const std::filesystem::path& out_dir, co
                                         const std::string& save_id, const std::string& ext);
 
 struct BatchOptions {
+    enum class Isolation { automatic, on, off };
     std::vector<std::string> inputs;  ///< --input values (see expand_inputs)
     std::string output_dir;           ///< --output
     int max_in_flight = 0;            ///< images alive at once; 0: 2 x max(CPU threads, workers)
@@ -68,6 +74,14 @@ struct BatchOptions {
     std::string trace_path;           ///< Chrome trace-event JSON, "" for none
     std::string backend_override;     ///< --backend
     bool no_fuse = false;             ///< --no-fuse
+    std::string report_path;          ///< --report (checked up front; written by run_batch_command)
+    /// --isolate / --no-isolate; automatic: isolated when an operator of the pipeline comes from
+    /// a plugin outside the installation's plugin folder (isolation_reason in isolate.hpp).
+    Isolation isolate = Isolation::automatic;
+    double timeout_s = 0;             ///< --timeout: per image, in a worker (implies isolation); 0: none
+    std::vector<std::string> plugin_paths; ///< --plugin-path, handed to the worker processes
+    /// The pixflow executable the workers run; "" for <this library>/../bin/pixflow.
+    std::string worker_exe;
     /// Called (from the admitting or the accounting stage) with the number of images in flight
     /// every time it changes; for tests.
     std::function<void(int)> on_in_flight;
@@ -93,12 +107,15 @@ struct BatchReport {
     std::vector<std::string> notes;
     std::size_t pinned_buffers = 0;                 ///< pinned host buffers allocated, all workers
     std::vector<double> device_pool_reserved_bytes; ///< per CUDA worker, at the end
-    std::string trace_error;                        ///< why the trace could not be written
+    int isolated_workers = 0;                       ///< worker processes; 0: images ran in-process
+    std::string trace_error; ///< why the trace and the report could not be written at the end (a warning)
 
     double images_per_s() const { return wall_s > 0 ? double(ok + failed) / wall_s : 0; }
     nlohmann::json to_json() const;
-    /// 0 when every image succeeded (and the trace, if asked for, was written), else 2.
-    int exit_code() const { return failed || skipped || !trace_error.empty() ? 2 : 0; }
+    /// 0 when every image succeeded, else 2. The images' outputs are committed image by image, so
+    /// a report or trace that cannot be written at the end (after the up-front checks) is a
+    /// warning and leaves the code alone: a run that wrote its images does not say otherwise.
+    int exit_code() const { return failed || skipped ? 2 : 0; }
 };
 
 /// Runs `spec` (parsed once, --set applied) over every input. Throws UserError for what is
@@ -116,5 +133,21 @@ int run_batch_command(const Registry& reg, const std::string& file, const std::v
 /// Prints the end-of-run summary: the counts and rate on stdout (unless quiet and all
 /// succeeded), each failed input with its reason on stderr.
 void print_batch_summary(const BatchReport& r, bool quiet);
+
+/// The hidden `pixflow __worker` mode of isolated batches (isolate.hpp): serves the parent's
+/// images on socket `fd` until the parent closes it; returns the exit code.
+int run_batch_worker(const Registry& reg, int fd, long parent_pid);
+
+/// A file a command reads or writes, and what it is to the command ("the pipeline file", "the
+/// input of node 'src'", "the output of node 'out'", "--report").
+struct NamedPath {
+    std::string path, what;
+};
+/// The files of a compiled pipeline: its file, and every input- and output-path parameter.
+std::vector<NamedPath> pipeline_files(const Graph& g);
+/// Refuses (UserError: nothing runs) a side output (--report, --trace, graph -o) that is the same
+/// file as one of `taken` or as another side output (compared after resolving `.`, `..` and
+/// symbolic links, and by file identity for hard links), or that is a folder.
+void check_side_outputs(const std::vector<NamedPath>& side, const std::vector<NamedPath>& taken);
 
 } // namespace pixflow::host

@@ -132,13 +132,27 @@ std::vector<int> parse_devices(const std::string& text, int count) {
     return devs;
 }
 
-/// 3. The devices, and one full compile with the first input whose header reads (a UserError
-/// there is the pipeline's: nothing runs).
+/// " (input 'a.png')", " (inputs 'a.png', 'b.png' and 3 more)".
+std::string naming(const BatchPlan& b, const std::vector<std::size_t>& which) {
+    std::string s;
+    for (std::size_t k = 0; k < which.size() && k < 3; ++k)
+        s += (k ? ", '" : "'") + b.inputs[which[k]].path.string() + "'";
+    if (which.size() > 3) s += " and " + std::to_string(which.size() - 3) + " more";
+    return (which.size() == 1 ? " (input " : " (inputs ") + s + ")";
+}
+
+/// 3. The devices, and the whole pipeline checked (every phase) with each input in turn until
+/// one passes. An input that fails there is not the pipeline's fault: it fails alone when its
+/// turn comes, named like every failing image. Only when no readable input passes is it an
+/// error here (nothing runs), naming the inputs; so the outcome does not depend on which input
+/// sorts first. An input whose header cannot be read at all only fails itself, later.
 void check_once(const PipelineSpec& spec, const Registry& reg, const BatchOptions& opt, BatchPlan& b) {
     std::string why;
     bool cuda = cuda_usable(&why);
     b.devices = cuda ? parse_devices(opt.devices, cuda_device_count()) : std::vector<int>{0};
     bool checked = false;
+    std::vector<std::pair<std::string, std::vector<Diagnostic>>> failures; // grouped by their text
+    std::vector<std::vector<std::size_t>> failed_inputs;
     for (std::size_t i = 0; i < b.inputs.size() && !checked; ++i) {
         PipelineSpec only_load;
         only_load.file = spec.file;
@@ -151,14 +165,35 @@ void check_once(const PipelineSpec& spec, const Registry& reg, const BatchOption
         try {
             compile(only_load, reg); // reads the header only
         } catch (const UserError&) {
-            continue; // this input fails on its own, later
+            continue; // unreadable: this input fails on its own, later
         }
-        checked = true;
         CompileOptions co = b.compile;
         co.device = b.devices.front();
-        Compiled c = compile(b.spec_for(spec, i), reg, co);
-        b.uses_cuda = c.plan.n_streams > 0;
-        b.notes = c.plan.notes;
+        try {
+            Compiled c = compile(b.spec_for(spec, i), reg, co);
+            checked = true;
+            b.uses_cuda = c.plan.n_streams > 0;
+            b.notes = c.plan.notes;
+        } catch (const UserError& e) {
+            std::string text = error_text(e);
+            std::size_t g = 0;
+            while (g < failures.size() && failures[g].first != text) ++g;
+            if (g == failures.size()) {
+                failures.emplace_back(text, e.diagnostics());
+                failed_inputs.emplace_back();
+            }
+            failed_inputs[g].push_back(i);
+        }
+    }
+    if (!checked && !failures.empty()) {
+        std::vector<Diagnostic> errs;
+        for (std::size_t g = 0; g < failures.size(); ++g)
+            for (std::size_t k = 0; k < failures[g].second.size(); ++k) {
+                Diagnostic d = failures[g].second[k];
+                if (k + 1 == failures[g].second.size()) d.message += naming(b, failed_inputs[g]);
+                errs.push_back(std::move(d));
+            }
+        throw UserError(errs);
     }
     if (!opt.devices.empty() && !cuda)
         b.notes.push_back("--devices " + opt.devices + " ignored: " + why + "; running on the CPU");

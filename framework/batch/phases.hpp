@@ -2,7 +2,8 @@
 //   checks.cpp   1. one load node, at least one save node; 2. the inputs and their output names;
 //                3. the devices and one full compile with the first input whose header reads
 //   workers.cpp  4. the CPU, or one worker per CUDA device, with what each reuses
-//   runner.cpp   5. output folders; 6. the images through a tbb::parallel_pipeline; 7. the totals
+//   runner.cpp   5. output folders; 6. the images through a tbb::parallel_pipeline (isolate.cpp:
+//                in worker processes); 7. the totals
 #pragma once
 
 #include "batch/batch.hpp"
@@ -41,6 +42,16 @@ struct BatchPlan {
 
 /// Phases 1 to 3; throws UserError for what is wrong before any image runs.
 BatchPlan check_batch(const PipelineSpec& spec, const Registry& reg, const BatchOptions& opt);
+
+/// The files a batch reads and writes: the pipeline file, the inputs and @lists, the outputs.
+std::vector<NamedPath> batch_files(const PipelineSpec& spec, const BatchOptions& opt, const BatchPlan& b);
+
+/// A UserError's diagnostics on one line, "; "-separated.
+inline std::string error_text(const UserError& e) {
+    std::string s;
+    for (const auto& d : e.diagnostics()) s += (s.empty() ? "" : "; ") + d.str();
+    return s;
+}
 
 /// A stream set with its worker's pinned cache: what one image in flight on a device uses.
 struct Lane {

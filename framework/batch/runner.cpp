@@ -1,9 +1,9 @@
 // The batch runner: checks once, then runs the pipeline per image in a tbb::parallel_pipeline
 // (see batch.hpp for the design, phases.hpp for where each phase lives). This file: phase 5, the
-// output folders; 6, the images; 7, the totals.
-#include "batch/phases.hpp"
-#include "batch/progress.hpp"
-#include "batch/trace.hpp"
+// output folders; 6, the images (isolate.cpp: in worker processes); 7, the totals and the side
+// outputs.
+#include "batch/isolate.hpp"
+#include "executor/output_files.hpp"
 
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
@@ -22,29 +22,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string error_text(const UserError& e) {
-    std::string s;
-    for (const auto& d : e.diagnostics()) s += (s.empty() ? "" : "; ") + d.str();
-    return s;
-}
-
-/// 5. Every output folder, created once up front; returns those created, to remove if left empty.
-std::vector<fs::path> create_output_folders(const batch::BatchPlan& b) {
-    std::vector<fs::path> created;
+/// 5. Every output folder, created once up front, in `folders`: rolling it back at the end (or on
+/// an interrupt) removes those left empty.
+void create_output_folders(const batch::BatchPlan& b, FileTransaction& folders) {
     std::set<fs::path> parents;
     for (const auto& outs : b.out_paths)
         for (const auto& o : outs) parents.insert(fs::path(o).parent_path());
-    for (const fs::path& dir : parents) {
-        std::vector<fs::path> missing;
-        std::error_code ec;
-        for (fs::path d = dir; !d.empty() && !fs::exists(d, ec); d = d.parent_path()) missing.push_back(d);
-        for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-            if (!fs::create_directory(*it, ec) && ec)
-                throw InternalError("cannot create the output folder " + it->string() + ": " + ec.message());
-            created.push_back(*it);
-        }
-    }
-    return created;
+    for (const fs::path& dir : parents) folders.create_folders(dir);
 }
 
 /// One image: compiled for its worker's device and run by an Executor that borrows the lane's
@@ -69,7 +53,7 @@ void run_one(const PipelineSpec& spec, const Registry& reg, const batch::BatchPl
         res.status = ImageResult::Status::ok;
     } catch (const UserError& e) {
         res.status = ImageResult::Status::failed;
-        res.error = error_text(e);
+        res.error = batch::error_text(e);
     } catch (const std::exception& e) {
         res.status = ImageResult::Status::failed;
         res.error = e.what();
@@ -149,35 +133,58 @@ void run_images(const PipelineSpec& spec, const Registry& reg, const BatchOption
                                tbb::make_filter<std::size_t, void>(tbb::filter_mode::serial_out_of_order, account));
 }
 
-/// 7. The totals, the folders left empty, what the workers hold, the trace.
-void finish(const BatchOptions& opt, const std::vector<fs::path>& created_dirs, const batch::Workers& workers,
-            Clock::time_point t_start, TraceWriter* trace, BatchReport& report) {
+/// 7. The totals, the folders left empty, what the workers hold.
+void finish(FileTransaction& folders, const batch::Workers* workers, Clock::time_point t_start, BatchReport& report) {
     for (const auto& im : report.images) {
         report.ok += im.status == ImageResult::Status::ok;
         report.failed += im.status == ImageResult::Status::failed;
         report.skipped += im.status == ImageResult::Status::skipped;
     }
-    for (auto it = created_dirs.rbegin(); it != created_dirs.rend(); ++it) {
-        std::error_code ec;
-        fs::remove(*it, ec); // only when it stayed empty
-    }
-    for (const auto& w : workers.all()) {
-        if (w->pinned) report.pinned_buffers += w->pinned->pinned_count();
-        if (w->device >= 0) {
-            try {
-                report.device_pool_reserved_bytes.push_back(double(device_pool_reserved_bytes(w->device)));
-            } catch (const std::exception&) {
+    folders.rollback(); // removes only the folders that stayed empty
+    if (workers)
+        for (const auto& w : workers->all()) {
+            if (w->pinned) report.pinned_buffers += w->pinned->pinned_count();
+            if (w->device >= 0) {
+                try {
+                    report.device_pool_reserved_bytes.push_back(double(device_pool_reserved_bytes(w->device)));
+                } catch (const std::exception&) {
+                }
             }
         }
-    }
     report.wall_s = std::chrono::duration<double>(Clock::now() - t_start).count();
-    if (trace) {
+}
+
+/// The --trace and --report files, refused up front when they would overwrite a file of the batch,
+/// and tried: each folder made and a file written there, then removed again. A failure here is
+/// the command line's (exit 1), before any image ran.
+void check_batch_side_outputs(const PipelineSpec& spec, const BatchOptions& opt, const batch::BatchPlan& b) {
+    std::vector<NamedPath> side;
+    if (!opt.trace_path.empty()) side.push_back({opt.trace_path, "--trace"});
+    if (!opt.report_path.empty()) side.push_back({opt.report_path, "--report"});
+    if (side.empty()) return;
+    check_side_outputs(side, batch::batch_files(spec, opt, b));
+    for (const auto& s : side) {
+        FileTransaction probe;
         try {
-            trace->write(opt.trace_path);
+            probe.stage_text(s.path, "");
         } catch (const std::exception& e) {
-            report.trace_error = e.what();
-            std::fprintf(stderr, "error: %s\n", e.what());
+            throw UserError(Diagnostic{SourceLoc{s.what + " " + s.path, 0, 0}, "", e.what(), {}});
         }
+    } // rolled back: the temporary and the folders made for it go
+}
+
+/// The trace and the report, written together (both or neither) after the images. The images
+/// are committed by then, so a failure here is a warning that leaves the exit code alone.
+void write_batch_side_outputs(const BatchOptions& opt, const TraceWriter* trace, BatchReport& report) {
+    if (opt.trace_path.empty() && opt.report_path.empty()) return;
+    try {
+        FileTransaction side;
+        if (trace) side.stage_text(opt.trace_path, trace->text());
+        if (!opt.report_path.empty()) side.stage_text(opt.report_path, json_text(report.to_json(), 2) + "\n");
+        side.commit();
+    } catch (const std::exception& e) {
+        report.trace_error = e.what();
+        std::fprintf(stderr, "warning: %s; the images' outputs are in place\n", e.what());
     }
 }
 
@@ -199,6 +206,7 @@ nlohmann::json BatchReport::to_json() const {
     j["notes"] = notes;
     j["pinned_buffers"] = pinned_buffers;
     j["device_pool_reserved_bytes"] = device_pool_reserved_bytes;
+    j["isolated_workers"] = isolated_workers;
     j["images"] = nlohmann::json::array();
     for (const auto& im : images) {
         nlohmann::json x{{"input", im.input},
@@ -234,14 +242,32 @@ void print_batch_summary(const BatchReport& r, bool quiet) {
 BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const BatchOptions& opt) {
     auto t_start = Clock::now();
     batch::BatchPlan b = batch::check_batch(spec, reg, opt); // 1 to 3
+    check_batch_side_outputs(spec, opt, b);
     BatchReport report;
     report.pipeline = spec.name;
     report.file = spec.file;
     report.notes = b.notes;
-    batch::Workers workers(b, report.workers); // 4
+    std::string isolation = batch::isolation_reason(spec, reg, opt);
+    std::unique_ptr<batch::Workers> workers;
     int threads = tbb::info::default_concurrency();
-    report.max_in_flight = opt.max_in_flight > 0 ? opt.max_in_flight : 2 * std::max(threads, int(workers.all().size()));
-    std::vector<fs::path> created_dirs = create_output_folders(b); // 5
+    if (isolation.empty()) {
+        workers = std::make_unique<batch::Workers>(b, report.workers); // 4
+        report.max_in_flight = opt.max_in_flight > 0 ? opt.max_in_flight : 2 * std::max(threads, int(workers->all().size()));
+    } else {
+        // One image per worker process: as many as the CPU has threads (each worker's TBB gets
+        // its share), or two per CUDA device, so that one's transfers overlap the other's kernels.
+        int want = opt.max_in_flight > 0 ? opt.max_in_flight : b.uses_cuda ? 2 * int(b.devices.size()) : threads;
+        report.max_in_flight = std::max(1, std::min(want, int(b.inputs.size())));
+        report.isolated_workers = report.max_in_flight;
+        if (b.uses_cuda)
+            for (int d : b.devices) report.workers.push_back("cuda:" + std::to_string(d) + " (" + cuda_device_name(d) + ")");
+        else report.workers.push_back("cpu");
+        if (opt.isolate == BatchOptions::Isolation::automatic && opt.timeout_s <= 0)
+            report.notes.push_back("images run in " + std::to_string(report.isolated_workers) +
+                                   " worker process(es) (--isolate): " + isolation + "; --no-isolate runs them in-process");
+    }
+    FileTransaction folders;
+    create_output_folders(b, folders); // 5
 
     std::unique_ptr<TraceWriter> trace;
     if (!opt.trace_path.empty()) trace = std::make_unique<TraceWriter>(t_start);
@@ -249,9 +275,19 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     for (const auto& n : report.notes) bar.print("note: " + n);
     report.images.resize(b.inputs.size());
     for (std::size_t i = 0; i < b.inputs.size(); ++i) report.images[i].input = b.inputs[i].path.string();
-    run_images(spec, reg, opt, b, workers, report, bar, trace.get()); // 6
+    if (workers) {
+        // In-process an operator's exit() would end the batch with the code it chose: make it a
+        // failure, with the unfinished outputs removed.
+        ExitGuard guard("an operator called exit() while the batch ran; the batch stopped there and its unfinished "
+                        "outputs were removed (--isolate contains such faults to their image)",
+                        2);
+        run_images(spec, reg, opt, b, *workers, report, bar, trace.get()); // 6
+    } else {
+        batch::run_images_isolated(opt, b, spec, report.max_in_flight, report, bar, trace.get()); // 6
+    }
     bar.finish();
-    finish(opt, created_dirs, workers, t_start, trace.get(), report); // 7
+    finish(folders, workers.get(), t_start, report); // 7
+    write_batch_side_outputs(opt, trace.get(), report);
     return report;
 }
 
@@ -259,9 +295,9 @@ int run_batch_command(const Registry& reg, const std::string& file, const std::v
                       BatchOptions opt, const std::string& report_path) {
     PipelineSpec spec = parse_pipeline_file(file, sets);
     opt.progress = !opt.quiet && ::isatty(STDERR_FILENO);
+    opt.report_path = report_path;
     BatchReport r = run_batch(spec, reg, opt);
     print_batch_summary(r, opt.quiet);
-    if (!report_path.empty()) write_file_atomically(report_path, r.to_json().dump(2) + "\n");
     return r.exit_code();
 }
 

@@ -1,7 +1,7 @@
 #include "batch/trace.hpp"
 
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -37,14 +37,14 @@ double TraceWriter::us(Clock::time_point t) const {
     return std::chrono::duration<double, std::micro>(t - m_t0).count();
 }
 
-int TraceWriter::cpu_lane(std::thread::id id) {
-    auto [it, fresh] = m_threads.emplace(id, int(m_threads.size()));
+int TraceWriter::cpu_lane(const std::string& key) {
+    auto [it, fresh] = m_threads.emplace(key, int(m_threads.size()));
     if (fresh) m_events.push_back(meta("thread_name", kCpuPid, it->second, "cpu thread " + std::to_string(it->second)));
     return it->second;
 }
 
-int TraceWriter::stream_lane(int device, const void* stream) {
-    auto [it, fresh] = m_streams.emplace(std::make_pair(device, stream), m_streams_per_device[device]);
+int TraceWriter::stream_lane(int device, const std::string& key) {
+    auto [it, fresh] = m_streams.emplace(std::make_pair(device, key), m_streams_per_device[device]);
     if (fresh) {
         if (m_streams_per_device[device]++ == 0)
             m_events.push_back(meta("process_name", kCudaPid0 + device, -1, "cuda:" + std::to_string(device)));
@@ -54,20 +54,29 @@ int TraceWriter::stream_lane(int device, const void* stream) {
 }
 
 void TraceWriter::add(const Span& s, const std::string& category, const std::string& image) {
+    SpanRecord r{s.id, s.op, s.backend, category, image, s.device, {}, s.start, s.end};
+    std::ostringstream lane;
+    if (s.device >= 0) lane << "stream " << s.stream_handle;
+    else lane << "thread " << s.thread;
+    r.lane = lane.str();
+    add(r);
+}
+
+void TraceWriter::add(const SpanRecord& s) {
     std::lock_guard lk(m_mu);
     int pid, tid;
     if (s.device >= 0) {
         pid = kCudaPid0 + s.device;
-        tid = stream_lane(s.device, s.stream_handle);
+        tid = stream_lane(s.device, s.lane);
     } else {
         if (m_threads.empty()) m_events.push_back(meta("process_name", kCpuPid, -1, "cpu"));
         pid = kCpuPid;
-        tid = cpu_lane(s.thread);
+        tid = cpu_lane(s.lane);
     }
     double ts = us(s.start);
     nlohmann::json args{{"op", s.op}, {"backend", s.backend}};
-    if (!image.empty()) args["image"] = image;
-    m_events.push_back({{"ph", "X"}, {"name", s.id}, {"cat", category}, {"pid", pid}, {"tid", tid}, {"ts", ts},
+    if (!s.image.empty()) args["image"] = s.image;
+    m_events.push_back({{"ph", "X"}, {"name", s.id}, {"cat", s.category}, {"pid", pid}, {"tid", tid}, {"ts", ts},
                         {"dur", std::max(0.0, us(s.end) - ts)}, {"args", args}});
 }
 
@@ -91,38 +100,18 @@ void TraceWriter::add_in_flight(int count, Clock::time_point t) {
         {{"ph", "C"}, {"name", "in flight"}, {"pid", kImagesPid}, {"ts", us(t)}, {"args", {{"images", count}}}});
 }
 
-void TraceWriter::write(const std::string& path) const {
+std::string TraceWriter::text() const {
     nlohmann::json j;
     {
         std::lock_guard lk(m_mu);
         j["traceEvents"] = m_events;
     }
     j["displayTimeUnit"] = "ms";
-    write_file_atomically(path, j.dump() + "\n");
+    return json_text(j) + "\n";
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-    fs::path final_path(path);
-    if (final_path.has_parent_path()) {
-        std::error_code ec;
-        fs::create_directories(final_path.parent_path(), ec);
-    }
-    fs::path tmp = final_path.parent_path() / ("." + final_path.filename().string() + ".pixflow-tmp");
-    {
-        std::ofstream o(tmp, std::ios::binary);
-        o << text;
-        if (!o.flush()) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw InternalError("cannot write " + path);
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, final_path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw InternalError("cannot write " + path + ": " + ec.message());
-    }
+std::string json_text(const nlohmann::json& j, int indent) {
+    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 } // namespace pixflow::host

@@ -24,12 +24,23 @@
 
 namespace pixflow::host {
 
-/// Writes `text` to `path` through a temporary in the same folder and a rename, creating the
-/// folder; throws InternalError when it cannot.
-void write_file_atomically(const std::string& path, const std::string& text);
+/// `j` as JSON text that any bytes can go into: a string that is not valid UTF-8 (a path, a
+/// message quoting a file's header) has each invalid byte replaced by U+FFFD instead of failing.
+std::string json_text(const nlohmann::json& j, int indent = -1);
 
 /// decode, encode, compute, upload or download for a span of a run of `g`.
 std::string span_category(const Graph& g, const Span& s);
+
+/// A span as any process reports it (steady_clock is the same clock in every process of the
+/// machine): an isolated worker's, or this process's own.
+struct SpanRecord {
+    std::string id, op, backend, category, image;
+    int device = -1; ///< CUDA: the stream's device; -1: a CPU thread
+    /// The CPU thread or CUDA stream, unique in the trace ("123 thread 0" for an isolated
+    /// worker's first thread, "123 stream 1"); each distinct one gets a lane.
+    std::string lane;
+    std::chrono::steady_clock::time_point start, end;
+};
 
 class TraceWriter {
   public:
@@ -38,24 +49,25 @@ class TraceWriter {
 
     /// A node or transfer span of one image's run (thread-safe).
     void add(const Span& s, const std::string& category, const std::string& image);
+    void add(const SpanRecord& s);
     /// An image's life, on the images lane `slot`.
     void add_image(const std::string& image, int slot, Clock::time_point start, Clock::time_point end, bool ok);
     /// The counter "in flight" at time t.
     void add_in_flight(int count, Clock::time_point t);
-    /// Writes {"traceEvents": [...], "displayTimeUnit": "ms"} atomically (temporary + rename).
-    /// Throws InternalError when the file cannot be written.
-    void write(const std::string& path) const;
+    /// {"traceEvents": [...], "displayTimeUnit": "ms"}; bytes that are not UTF-8 (in paths)
+    /// become U+FFFD.
+    std::string text() const;
 
   private:
     double us(Clock::time_point t) const;
-    int cpu_lane(std::thread::id id);
-    int stream_lane(int device, const void* stream);
+    int cpu_lane(const std::string& key);
+    int stream_lane(int device, const std::string& key);
 
     Clock::time_point m_t0;
     mutable std::mutex m_mu;
     std::vector<nlohmann::json> m_events;
-    std::map<std::thread::id, int> m_threads;
-    std::map<std::pair<int, const void*>, int> m_streams;
+    std::map<std::string, int> m_threads;
+    std::map<std::pair<int, std::string>, int> m_streams;
     std::map<int, int> m_streams_per_device;
     std::map<int, bool> m_slots;
 };

@@ -43,7 +43,8 @@ int graph_command(const host::Registry& reg, const PipelineArgs& a, const std::s
 int run_command(const host::Registry& reg, const RunArgs& a);
 int bench_command(const host::Registry& reg, const BenchArgs& a);
 
-/// Writes a small text file atomically (temporary + rename); throws InternalError on failure.
+/// Writes a small text file atomically (a FileTransaction: temporary + rename, an existing file
+/// kept until the rename succeeded); throws InternalError on failure.
 void write_file(const std::string& path, const std::string& text);
 
 } // namespace pixflow::cli

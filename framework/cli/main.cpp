@@ -1,12 +1,15 @@
-// The `pixflow` command line: 1. the options of every subcommand, 2. parsing them, 3. the
-// subcommand that needs no plugins (new-operator), 4. the plugins, loaded once by an Engine (as
-// the embedding API loads them), 5. the chosen subcommand (commands.hpp).
+// The `pixflow` command line: 0. the signals that clean up, 1. the options of every subcommand,
+// 2. parsing them, 3. the subcommand that needs no plugins (new-operator), 4. the plugins, loaded
+// once by an Engine (as the embedding API loads them), 5. the chosen subcommand (commands.hpp),
+// or the hidden worker mode of isolated batches.
 // Exit codes: 0 success, 1 invalid pipeline or command line (nothing ran, nothing written),
-// 2 a failure while running (nothing written).
+// 2 a failure while running (nothing written; a batch: some image failed), 128 + n ended by
+// signal n (SIGINT, SIGTERM, SIGHUP; unfinished outputs removed).
 #include "api/state.hpp"
 #include "cli/build_info.hpp"
 #include "cli/commands.hpp"
 #include "cli/new_operator.hpp"
+#include "executor/output_files.hpp"
 
 #include <pixflow/pixflow.hpp>
 
@@ -45,6 +48,20 @@ void add_run_args(CLI::App* run, RunArgs& a) {
     run->add_flag("--fail-fast", batch.fail_fast, "With --input: start no image after the first failure")->needs(input);
     run->add_flag("--quiet", batch.quiet, "With --input: no progress bar, no summary when all succeeded");
     run->add_option("--trace", batch.trace_path, "Write a Chrome trace-event JSON of the run (Perfetto)");
+    using Isolation = pixflow::host::BatchOptions::Isolation;
+    auto* isolate = run->add_flag_callback("--isolate", [&batch] { batch.isolate = Isolation::on; },
+                                           "With --input: run each image in a worker process; a crash, abort, "
+                                           "exit() or hang there fails that image alone (default: when an "
+                                           "operator comes from a plugin outside the installation)");
+    auto* no_isolate = run->add_flag_callback("--no-isolate", [&batch] { batch.isolate = Isolation::off; },
+                                              "With --input: run every image in this process");
+    auto* timeout = run->add_option("--timeout", batch.timeout_s,
+                                    "With --input: fail an image still running after SECONDS (its worker is "
+                                    "killed; implies --isolate)")
+                        ->check(CLI::PositiveNumber);
+    for (auto* o : {isolate, no_isolate, timeout}) o->needs(input);
+    isolate->excludes(no_isolate);
+    timeout->excludes(no_isolate);
 }
 
 /// Warns about --plugin-path entries that do not exist, then loads every plugin once.
@@ -71,9 +88,19 @@ int new_operator_command(const std::string& name, const std::string& dir_arg) {
     }
 }
 
+/// Whether this process is an isolated batch's worker (`pixflow ... __worker`).
+bool is_worker(int argc, char** argv) {
+    for (int k = 1; k < argc; ++k)
+        if (std::string(argv[k]) == "__worker") return true;
+    return false;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    // 0. before any thread exists: SIGINT, SIGTERM and SIGHUP remove this run's unfinished
+    // outputs and end it with 128 + the signal (docs/guarantees.md)
+    pixflow::host::install_interrupt_cleanup(!is_worker(argc, argv));
     // 1. the options
     CLI::App app{"pixflow: plugin-based image pipelines on CPU and CUDA"};
     app.require_subcommand(1);
@@ -110,6 +137,10 @@ int main(int argc, char** argv) {
     std::string new_name, new_dir;
     new_op->add_option("name", new_name, "Operator name (lower case, digits, _)")->required();
     new_op->add_option("--dir", new_dir, "Folder to create (default: ./NAME)");
+    // An isolated batch's worker process (batch/isolate.hpp); not for people.
+    auto* worker = app.add_subcommand("__worker", "")->group("");
+    long worker_parent = 0;
+    worker->add_option("--parent", worker_parent)->required();
 
     // 2. parsing
     try {
@@ -128,7 +159,13 @@ int main(int argc, char** argv) {
         if (*plugins) return plugins_command(reg, plugin_paths);
         if (*validate) return validate_command(reg, validate_args);
         if (*graph) return graph_command(reg, graph_args, dot_out);
-        if (*run) return run_command(reg, run_args);
+        if (*run) {
+            run_args.batch.plugin_paths = plugin_paths;
+            std::error_code ec;
+            run_args.batch.worker_exe = fs::read_symlink("/proc/self/exe", ec).string();
+            return run_command(reg, run_args);
+        }
+        if (*worker) return pixflow::host::run_batch_worker(reg, 3, worker_parent);
         if (*bench) return bench_command(reg, bench_args);
     } catch (const pixflow::UserError& e) {
         for (const auto& d : e.diagnostics()) std::cerr << "error: " << d.str() << "\n";

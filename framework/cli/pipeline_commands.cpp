@@ -1,12 +1,14 @@
 // cli/ validate, graph, run, bench: a pipeline through the one compile step (compile/), then
 // checked, drawn, run or timed. A failure before anything runs is a UserError for main (exit 1);
-// one while running is printed here and exits 2.
+// one while running is printed here and exits 2. Side outputs (--report, --trace, graph -o) are
+// refused up front when they would overwrite a file of the pipeline, and written atomically.
 #include "cli/commands.hpp"
 
 #include "batch/trace.hpp"
 #include "compile/compile.hpp"
 #include "device/device.hpp"
 #include "executor/executor.hpp"
+#include "executor/output_files.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -44,18 +46,9 @@ int run_failed(const std::exception& e) {
 } // namespace
 
 void write_file(const std::string& path, const std::string& text) {
-    fs::path tmp = fs::path(path).parent_path() / ("." + fs::path(path).filename().string() + ".tmp");
-    {
-        std::ofstream o(tmp, std::ios::binary);
-        o << text;
-        if (!o.flush()) throw InternalError("cannot write " + path);
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw InternalError("cannot write " + path + ": " + ec.message());
-    }
+    FileTransaction tx;
+    tx.stage_text(path, text);
+    tx.commit();
 }
 
 int validate_command(const Registry& reg, const PipelineArgs& a) {
@@ -70,6 +63,7 @@ int validate_command(const Registry& reg, const PipelineArgs& a) {
 
 int graph_command(const Registry& reg, const PipelineArgs& a, const std::string& dot_out) {
     Compiled c = compile_args(reg, a);
+    if (!dot_out.empty()) check_side_outputs({{dot_out, "-o"}}, pipeline_files(c.graph));
     std::string dot = plan_to_dot(c.graph, c.plan);
     if (dot_out.empty()) std::cout << dot;
     else write_file(dot_out, dot);
@@ -84,16 +78,27 @@ int run_command(const Registry& reg, const RunArgs& a) {
         return run_batch_command(reg, a.pipeline.file, a.pipeline.sets, batch, a.report_path);
     }
     Compiled c = compile_args(reg, a.pipeline);
+    const std::string& trace_path = a.batch.trace_path;
+    std::vector<NamedPath> side;
+    if (!trace_path.empty()) side.push_back({trace_path, "--trace"});
+    if (!a.report_path.empty()) side.push_back({a.report_path, "--report"});
+    check_side_outputs(side, pipeline_files(c.graph));
     print_notes(c.plan);
+    // The outputs, the trace and the report are one transaction: all of them are written, or none.
+    FileTransaction files;
+    ExitGuard guard("an operator called exit() while the pipeline ran; nothing was written", 2);
     RunReport r;
     try {
         Executor ex(c.graph, c.plan);
         TraceWriter trace;
         RunOptions opt;
-        if (!a.batch.trace_path.empty())
+        opt.files = &files;
+        if (!trace_path.empty())
             opt.on_span = [&](const Span& s) { trace.add(s, span_category(c.graph, s), a.pipeline.file); };
         r = ex.run(opt);
-        if (!a.batch.trace_path.empty()) trace.write(a.batch.trace_path);
+        if (!trace_path.empty()) files.stage_text(trace_path, trace.text());
+        if (!a.report_path.empty()) files.stage_text(a.report_path, r.to_json() + "\n");
+        files.commit();
     } catch (const std::exception& e) {
         return run_failed(e);
     }
@@ -101,12 +106,12 @@ int run_command(const Registry& reg, const RunArgs& a) {
         for (const auto& [k, v] : n.metrics) std::printf("%s: %s = %g\n", n.id.c_str(), k.c_str(), v);
     for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
     if (a.profile) std::cout << r.table();
-    if (!a.report_path.empty()) write_file(a.report_path, r.to_json() + "\n");
     return 0;
 }
 
 int bench_command(const Registry& reg, const BenchArgs& a) {
     Compiled c = compile_args(reg, a.pipeline);
+    if (!a.report_path.empty()) check_side_outputs({{a.report_path, "--report"}}, pipeline_files(c.graph));
     print_notes(c.plan);
     bool any_cuda = c.plan.n_streams > 0;
     std::vector<BenchRow> rows;
@@ -149,7 +154,7 @@ int bench_command(const Registry& reg, const BenchArgs& a) {
     }
     std::printf("%-14s %-14s %-7s %11.4f\n", "total", "", "", total);
     j["total_ms"] = total;
-    if (!a.report_path.empty()) write_file(a.report_path, j.dump(2) + "\n");
+    if (!a.report_path.empty()) write_file(a.report_path, json_text(j, 2) + "\n");
     return 0;
 }
 

@@ -103,7 +103,7 @@ void Executor::Impl::start(const RunOptions& o) {
             timings.t_ref = Clock::now();
         }
     }
-    files.prepare(g, o.skip_sinks);
+    files.prepare(g, o.skip_sinks, o.files);
 }
 
 /// Without a caller's stream: waits for every stream. With one: makes it wait for the others.

@@ -32,6 +32,8 @@ struct HostImage {
     std::vector<std::byte> bytes;
 };
 
+class FileTransaction; // executor/output_files.hpp
+
 using pixflow::NodeReport;
 using pixflow::RunReport;
 
@@ -83,6 +85,13 @@ struct RunOptions {
     /// Called at the end of run(), on the calling thread, once for every node and transfer
     /// that ran (also when the run failed). Unset: no span is measured.
     std::function<void(const Span&)> on_span;
+    /// Stage the output files in this transaction and leave the commit to the caller, who adds
+    /// its own files (a report) to it; run() then returns the paths it would write. nullptr:
+    /// the Executor commits its outputs itself when the run succeeded.
+    FileTransaction* files = nullptr;
+    /// Called on the thread of the step, right before a node's operator is called (true) and
+    /// right after it returned (false); an isolated worker tells its parent which node runs.
+    std::function<void(NodeId, bool started)> on_node;
 };
 
 struct BenchRow {

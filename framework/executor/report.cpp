@@ -128,7 +128,10 @@ nlohmann::json report_json(const RunReport& r) {
 
 namespace pixflow {
 
-std::string RunReport::to_json() const { return host::report_json(*this).dump(2); }
+// Paths and operators' metric names need not be UTF-8: an invalid byte becomes U+FFFD.
+std::string RunReport::to_json() const {
+    return host::report_json(*this).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::string RunReport::table() const {
     std::ostringstream o;

@@ -71,7 +71,9 @@ void Executor::Impl::run_node(NodeId v) {
         else buffers.alloc(b, n.outputs[k], dev, s, buffers.feeds_upload(v, int(k)));
     }
     if (timings.spans) timings.node_ran[v] = 1;
+    if (opt->on_node) opt->on_node(v, true);
     launch_node(v);
+    if (opt->on_node) opt->on_node(v, false);
     release_inputs(dev ? &timings.end[v] : nullptr);
     for (std::size_t k = 0; k < n.outputs.size(); ++k) {
         Buf& b = buffers.out(v, int(k));
