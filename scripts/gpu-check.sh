@@ -32,7 +32,7 @@ if [ "$mode" = pack ]; then
   find "$pack/build" -type f \( -name '*.so' -o -perm -u+x \) -print0 | xargs -0 ldd 2>/dev/null |
     awk '/=> \// {print $3}' | sort -u |
     grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
-    grep -v "$PWD/$build" | while read -r lib; do cp -L "$lib" "$pack/lib/"; done
+    grep -v "$PWD/$build" | grep -v '/libpixflow' | while read -r lib; do cp -L "$lib" "$pack/lib/"; done
   du -sh "$pack"; ls "$pack/lib"
   exit 0
 fi
@@ -45,15 +45,24 @@ if [ "$mode" = run ]; then
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
   bin=$pack/build/bin
   status=0
+  # The lines that say whether the check passed also go to summary.txt, printed again at the end
+  # (the device tool returns only the tail of the output).
+  say() { echo "$*" | tee -a "$out/summary.txt"; }
   "$bin/pixflow_tests" > "$out/tests.log" 2>&1 || status=1
-  grep -E '^\[  (FAILED|PASSED|SKIPPED) +\] [0-9]+ tests?' "$out/tests.log" || true
-  grep -E '^\[  FAILED  \] [^0-9].* \([0-9]+ ms\)$' "$out/tests.log" || true
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) +\] [0-9]+ tests?' "$out/tests.log" | tee -a "$out/summary.txt" || true
+  grep -E '^\[  FAILED  \] [^0-9].* \([0-9]+ ms\)$' "$out/tests.log" | tee -a "$out/summary.txt" || true
+  # The failure messages of failed tests (at most 40 lines each), for the summary.
+  for t in $(grep -oE '^\[  FAILED  \] [A-Za-z0-9_/.]+' "$out/tests.log" | awk '{print $3}' | sort -u); do
+    say "--- $t"
+    awk -v t="$t" '$0 ~ "^\\[ RUN      \\] "t"$" {on=1; n=0} on && n++ < 40 {print} $0 ~ "^\\[  FAILED  \\] "t" " {on=0}' \
+      "$out/tests.log" | tee -a "$out/summary.txt"
+  done
   # One line per skipped test (the one with its time). Only the tests of the no-GPU behaviour
   # may skip on a GPU machine; a CUDA test that skips here is a failure of the check.
   grep -E '^\[  SKIPPED \] [^0-9].* \([0-9]+ ms\)$' "$out/tests.log" > "$out/skipped.txt" || true
   skipped=$(wc -l < "$out/skipped.txt")
   cat "$out/skipped.txt"
-  echo "tests: exit status $status, $skipped skipped (only no-GPU tests may skip here)"
+  say "tests: exit status $status, $skipped skipped (only no-GPU tests may skip here)"
   # compute-sanitizer over the CUDA tests: memcheck (out-of-bounds, leaks of device memory),
   # racecheck (shared-memory hazards), synccheck (illegal __syncthreads/barriers). A report or an
   # error of the tool fails the check; the summary lines are printed.
@@ -65,10 +74,10 @@ if [ "$mode" = run ]; then
       [ "$tool" = memcheck ] && extra=(--leak-check full)
       if "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 \
            "$bin/pixflow_tests" --gtest_filter="$cuda_tests" > "$out/sanitizer-$tool.log" 2>&1; then
-        echo "compute-sanitizer $tool: $(grep -E '^========= ERROR SUMMARY' "$out/sanitizer-$tool.log" | tail -1) ($(grep -cE '^\[       OK \]' "$out/sanitizer-$tool.log") tests)"
+        say "compute-sanitizer $tool: $(grep -E '^========= ERROR SUMMARY' "$out/sanitizer-$tool.log" | tail -1) ($(grep -cE '^\[       OK \]' "$out/sanitizer-$tool.log") tests)"
       else
-        echo "compute-sanitizer $tool: FAILED (see $out/sanitizer-$tool.log)"
-        grep -E '^========= (ERROR|Invalid|Race|Barrier|Leaked)|FAILED' "$out/sanitizer-$tool.log" | head -20
+        say "compute-sanitizer $tool: FAILED (see $out/sanitizer-$tool.log)"
+        grep -E '^========= (ERROR|Invalid|Race|Barrier|Leaked)|FAILED' "$out/sanitizer-$tool.log" | head -20 | tee -a "$out/summary.txt"
         status=1
       fi
     done
@@ -80,7 +89,10 @@ if [ "$mode" = run ]; then
   for p in ${PIXFLOW_BENCH:-pipelines/bench/*.toml}; do
     name=$(basename "$p" .toml)
     echo "== bench $name (cuda)"
-    "$bin/pixflow" bench "$p" --backend cuda --repeat 20 --report "$out/bench-$name.json" 2>&1 | tee -a "$out/bench.txt" || status=1
+    "$bin/pixflow" bench "$p" --backend cuda --repeat 20 --report "$out/bench-$name.json" > "$out/bench-$name.txt" 2>&1 ||
+      status=1
+    grep -vE '^(note|warning): ' "$out/bench-$name.txt" | tee -a "$out/bench.txt"
+    grep -E ' cuda +[0-9.]+ ' "$out/bench-$name.txt" | sed "s/^/bench $name: /" >> "$out/summary.txt" || true
   done
   # The figure to read: "api host overhead: N us per run" (issue 13's target: at most 20 us).
   echo "== embedding API: host overhead of Pipeline::run() (3 x gauss5x5, 256x256 RGB u8, device in and out)"
@@ -88,7 +100,17 @@ if [ "$mode" = run ]; then
   # The Python module (issue 19), built for this machine's python3 against the packed library:
   # its pytest suite on the GPU and the torch round trip (python/gpu/check.sh says what ran).
   echo "== Python module: pytest on the GPU, and torch tensor -> pixflow -> torch.from_dlpack"
-  python/gpu/check.sh "$pack" "$out" || status=1
+  python/gpu/check.sh "$pack" "$out" 2>&1 | tee "$out/python.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  grep -E '^python: (pytest|.*FAILED|.*SKIPPED)|^torch round trip' "$out/python.txt" >> "$out/summary.txt" || true
+  echo "===== summary (exit status $status)"
+  grep -E 'api host overhead' "$out/api-bench.txt" >> "$out/summary.txt" || true
+  cat "$out/summary.txt"
+  # Only a few files come back from the device machine: every log in one archive.
+  if [ -n "${OUT:-}" ]; then
+    tar -C "$out" -czf /tmp/gpu-logs.tar.gz . &&
+      find "$out" -mindepth 1 -maxdepth 1 -exec rm -rf {} + && mv /tmp/gpu-logs.tar.gz "$OUT/"
+  fi
   exit $status
 fi
 

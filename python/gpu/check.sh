@@ -28,14 +28,26 @@ echo "python: $("$py" --version 2>&1) at $py, pybind11 $("$py" -m pybind11 --ver
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-if ! { cmake -S python -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$py" \
+# The compiler: Debian's/Ubuntu's g++ (or $PIXFLOW_PY_CXX), not whatever $CXX names. The GPU
+# machine's $CXX (/opt/gcc/bin/g++) links libstdc++ statically: the module then exported its own
+# libstdc++, which the framework's calls bound to (ostream << double crashed in set(), every
+# exception path after it). The check after the build refuses such a module.
+cxx=${PIXFLOW_PY_CXX:-$(command -v /usr/bin/g++ || command -v g++)}
+echo "python: compiler $cxx ($("$cxx" -dumpfullversion 2>/dev/null))"
+if ! { CXX="$cxx" cmake -S python -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$py" \
          -Dpybind11_DIR="$pybind11_dir" -DPIXFLOW_FRAMEWORK_LIBRARY="$PWD/$lib" &&
        cmake --build "$build" -j"$(nproc)"; } > "$out/python-build.log" 2>&1; then
   echo "python: module build FAILED (see $out/python-build.log):"
   grep -E "error|Error" "$out/python-build.log" | head -20
   exit 1
 fi
-echo "python: module built: $(ls "$build"/pixflow/_pixflow*.so)"
+module=$(ls "$build"/pixflow/_pixflow*.so)
+echo "python: module built: $module"
+if ! readelf -d "$module" | grep -q 'NEEDED.*libstdc++'; then
+  echo "python: FAILED: $module does not load the shared libstdc++ (a static C++ runtime inside the module"
+  echo "        would interpose the framework's); build it with the system g++ (PIXFLOW_PY_CXX)"
+  exit 1
+fi
 
 export PYTHONPATH="$PWD/$build${PYTHONPATH:+:$PYTHONPATH}"
 export PIXFLOW_BIN="$PWD/$pack/build/bin/pixflow" PIXFLOW_PLUGIN_DIR="$PWD/$pack/build/lib/pixflow/plugins"
@@ -43,8 +55,27 @@ export PIXFLOW_TEST_PLUGIN_DIR="$PWD/$pack/build/tests/test_plugins" PIXFLOW_SOU
 export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 
 # 1. The pytest suite (test_install.py skips: there is no build tree to install from here).
-"$py" -m pytest -p no:cacheprovider -v -rs python/tests > "$out/python-tests.log" 2>&1 || status=1
+"$py" -X faulthandler -m pytest -p no:cacheprovider -v -rs --tb=short python/tests > "$out/python-tests.log" 2>&1 || status=1
 grep -E "^(SKIPPED|FAILED|ERROR) " "$out/python-tests.log" || true
+if [ "$status" -ne 0 ]; then
+  # What failed, on stdout (the logs come back packed, this is what the lead reads first).
+  echo "python: pytest failed; its last lines:"
+  tail -60 "$out/python-tests.log"
+  if grep -q "Fatal Python error" "$out/python-tests.log" && command -v gdb >/dev/null; then
+    crashed=$(grep -oE "python/tests/[a-z_]+\.py::[A-Za-z_0-9]+ " "$out/python-tests.log" | tail -1)
+    echo "python: backtrace of $crashed under gdb:"
+    gdb -q -batch -ex run -ex bt --args "$py" -m pytest -p no:cacheprovider -x ${crashed:-python/tests} 2>&1 | grep -E "^#|signal" | head -40
+  elif grep -q "Fatal Python error" "$out/python-tests.log"; then
+    crashed=$(grep -oE "python/tests/[a-z_]+\.py::[A-Za-z_0-9]+ " "$out/python-tests.log" | tail -1)
+    echo "python: native backtrace of $crashed (no gdb here):"
+    PIXFLOW_PY_BACKTRACE=1 "$py" -m pytest -p no:cacheprovider -x ${crashed:-python/tests} 2>&1 |
+      sed -n '/native backtrace/,$p' | head -40 | c++filt
+  fi
+  if [ -n "${crashed:-}" ]; then
+    echo "python: the suite without $crashed:"
+    "$py" -m pytest -p no:cacheprovider -rs --tb=short --deselect "${crashed% }" python/tests 2>&1 | tail -40
+  fi
+fi
 summary=$(tail -1 "$out/python-tests.log")
 echo "python: pytest: $summary"
 if grep -qE "^SKIPPED .*test_gpu.py" "$out/python-tests.log"; then

@@ -222,6 +222,16 @@ def _take_dlpack(obj, stream):
         return _pixflow.Imported(obj.__dlpack__(**kwargs))
 
 
+def _compact_strides(shape, itemsize):
+    """The byte strides of a compact row-major array of this shape (what a None means in the array
+    interfaces). Computed, not asked of numpy: numpy 2 gives an empty array zero strides."""
+    strides, acc = [], int(itemsize)
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc *= int(n)
+    return tuple(strides)
+
+
 def _bind_cuda_interface(where, node, cai, stream, writable=False):
     """An object with __cuda_array_interface__ (version 2 or 3)."""
     data, read_only = cai["data"]
@@ -231,8 +241,7 @@ def _bind_cuda_interface(where, node, cai, stream, writable=False):
     shape = tuple(cai["shape"])
     strides = cai.get("strides")
     if strides is None:
-        strides = tuple(int(s) for s in _np.empty((0,) + shape[1:], typestr).strides)
-        strides = (int(_np.prod(shape[1:])) * typestr.itemsize,) + strides[1:]
+        strides = _compact_strides(shape, typestr.itemsize)
     name = _NAME_OF.get(typestr.newbyteorder("=")) if typestr.isnative else None
     lay = _Layout(where, node, shape, strides, name, str(typestr), typestr.itemsize)
     device = _pixflow.device_of(data)

@@ -18,8 +18,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <execinfo.h>
+#include <unistd.h>
 #include <memory>
 #include <optional>
 #include <string>
@@ -362,7 +365,25 @@ pixflow::ImageView make_view(int width, int height, int channels, const std::str
 
 } // namespace
 
+namespace {
+/// PIXFLOW_PY_BACKTRACE=1: a crash inside the module prints its native stack to stderr (Python's
+/// faulthandler shows only the Python frames). A diagnostic for machines without gdb.
+void print_native_backtrace(int sig) {
+    void* frames[64];
+    int n = backtrace(frames, 64);
+    const char head[] = "pixflow: native backtrace:\n";
+    (void)!write(2, head, sizeof head - 1);
+    backtrace_symbols_fd(frames, n, 2);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+} // namespace
+
 PYBIND11_MODULE(_pixflow, m) {
+    if (const char* bt = std::getenv("PIXFLOW_PY_BACKTRACE"); bt && *bt && std::strcmp(bt, "0") != 0) {
+        std::signal(SIGSEGV, print_native_backtrace);
+        std::signal(SIGABRT, print_native_backtrace);
+    }
     m.doc() = "pixflow's compiled core; use the pixflow package, which wraps it";
 #ifdef PIXFLOW_VERSION
     m.attr("__version__") = PIXFLOW_VERSION; // the library's (a compile definition of pixflow::pixflow)

@@ -122,3 +122,10 @@ def test_dlpack_requests_pixflow_cannot_meet(blurred):
     with pytest.raises(BufferError, match="dl_device differs"):
         arr.__dlpack__(dl_device=(2, 0))
     assert arr.__dlpack__(dl_device=(1, 0), copy=False) is not None
+
+
+def test_compact_strides_of_the_array_interfaces():
+    # A __cuda_array_interface__ without strides is compact row-major; the strides pixflow derives
+    # must be numpy's for a non-empty array of that shape (they were zero past the first axis).
+    for shape, dtype in (((256, 256, 3), np.uint8), ((5, 7), np.float32), ((2, 3, 4), np.uint16)):
+        assert pixflow._compact_strides(shape, np.dtype(dtype).itemsize) == np.empty(shape, dtype).strides

@@ -107,7 +107,7 @@ def test_every_dtype_round_trips(engine, name):
     dtype = pixflow.DTYPES[name]
     image = pixflow.empty((5, 7, 2), dtype)
     image[...] = noise((5, 7, 2), dtype, seed=7)
-    p = engine.load_string(MEMORY + '[nodes.c]\nop = "convert"\ninput = "src"\n', "py.toml")
+    p = engine.load_string(MEMORY + '[nodes.c]\nop = "convert"\ninput = "src"\n', "py.toml").backend("cpu")
     p.set("c.dtype", name).input("src", image)
     assert p.shape("c") == dict(width=7, height=5, channels=2, dtype=name, device=-1)
     out = p.run()["c"]
