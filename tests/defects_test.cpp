@@ -15,7 +15,9 @@
 
 #include <cctype>
 #include <csignal>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <set>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -507,6 +509,48 @@ TEST(FusionPairs, QuantizeAndDequantizeAtDifferentQualitiesWarn) {
                          "(pipelines/jpeg-roundtrip.toml:27:11) has quality = 50;"),
               std::string::npos)
         << r.err;
+}
+
+TEST(FusionPairs, TheWarningReachesTheRunReportTheBatchAndTheApi) {
+    // The warning is not only printed by validate: a run's --report, a batch's stderr and report,
+    // and the library's Pipeline::warnings() carry it too (it used to stay in the plan).
+    TempDir t;
+    fs::create_directories(t.path / "in");
+    fs::copy_file(pixflow::testing::source_dir() / "tests/data/jpeg-source.ppm", t.path / "in" / "a.ppm");
+    const std::string body = "[nodes.gray]\nop = \"grayscale\"\ninput = \"src\"\n"
+                             "[nodes.dct]\nop = \"dct8x8\"\ninput = \"gray\"\n"
+                             "[nodes.quant]\nop = \"quantize\"\ninput = \"dct\"\nquality = 20\n"
+                             "[nodes.dequant]\nop = \"dequantize\"\ninput = \"quant\"\nquality = 75\n"
+                             "[nodes.idct]\nop = \"idct8x8\"\ninput = \"dequant\"\ndtype = \"u8\"\n"
+                             "[nodes.out]\nop = \"save\"\ninput = \"idct\"\npath = \"" +
+                             (t / "o.pgm") + "\"\n";
+    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t.path / "in" / "a.ppm").string() + "\"\n" + body);
+    const std::string said = "node 'dequant': quality = 75 but node 'quant' (" + (t / "p.toml") + ":13:11) has quality = 20";
+    auto slurp = [](const std::string& p) {
+        std::ifstream in(p);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    };
+    auto one = run_pixflow("run '" + (t / "p.toml") + "' --report '" + (t / "r.json") + "'");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_NE(one.err.find("warning: " + (t / "p.toml") + ":17:11: " + said), std::string::npos) << one.err;
+    EXPECT_NE(slurp(t / "r.json").find("\"warnings\": [\n    \"" + (t / "p.toml") + ":17:11: " + said),
+              std::string::npos)
+        << slurp(t / "r.json");
+
+    auto batch = run_pixflow("run '" + (t / "p.toml") + "' --input '" + (t / "in") + "' --output '" + (t / "outs") +
+                             "' --report '" + (t / "b.json") + "'");
+    ASSERT_EQ(batch.exit_code, 0) << batch.err;
+    EXPECT_NE(batch.err.find("warning: " + (t / "p.toml") + ":17:11: " + said), std::string::npos) << batch.err;
+    EXPECT_NE(slurp(t / "b.json").find(said), std::string::npos) << slurp(t / "b.json");
+
+    pixflow::Engine e({pixflow::testing::plugin_dir()});
+    pixflow::Pipeline api = e.load_file(t / "p.toml");
+    auto w = api.warnings();
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].node, "dequant");
+    EXPECT_NE(w[0].str().find(said), std::string::npos) << w[0].str();
 }
 
 // --- 8. Outputs that nothing reads, and a pipeline that writes nothing ----------------------------

@@ -58,24 +58,6 @@ bool Engine::cuda_available() const { return m->cuda(); }
 
 namespace {
 
-// The same words `pixflow describe` prints (cli/info.cpp).
-std::string param_type(int t) {
-    switch (t) {
-    case PF_PARAM_BOOL: return "bool";
-    case PF_PARAM_INT: return "int";
-    case PF_PARAM_FLOAT: return "float";
-    case PF_PARAM_CHOICE: return "choice";
-    default: return "string";
-    }
-}
-
-std::string accepted(const pf_param_desc& p) {
-    if (p.type == PF_PARAM_CHOICE || p.has_range) return host::describe_accepted(p);
-    if (p.flags & PF_PARAM_OUTPUT_PATH) return "a file to write (atomically)";
-    if (p.flags & PF_PARAM_INPUT_PATH) return "a file to read";
-    return "";
-}
-
 std::vector<OperatorInfo::Port> ports(const pf_port_desc* p, int n) {
     std::vector<OperatorInfo::Port> out;
     for (int k = 0; k < n; ++k)
@@ -108,8 +90,8 @@ OperatorInfo Engine::describe(std::string_view op) const {
     for (int k = 0; k < d.n_params; ++k) {
         const pf_param_desc& p = d.params[k];
         bool required = (p.flags & PF_PARAM_REQUIRED) != 0;
-        o.params.push_back({p.name, param_type(p.type), required, required ? "" : host::format_value(p.default_value),
-                            accepted(p), p.doc ? p.doc : ""});
+        o.params.push_back({p.name, host::param_type_name(p.type), required, required ? "" : host::format_value(p.default_value),
+                            host::describe_limits(p), p.doc ? p.doc : ""});
     }
     return o;
 }

@@ -271,6 +271,11 @@ std::vector<std::string> Pipeline::notes() const {
     return m->compiled->plan.notes;
 }
 
+std::vector<Diagnostic> Pipeline::warnings() const {
+    if (m->dirty || !m->compiled) detail::compile_state(*m);
+    return m->compiled->plan.warnings;
+}
+
 std::string Pipeline::graphviz() const {
     if (m->dirty || !m->compiled) detail::compile_state(*m);
     return host::plan_to_dot(m->compiled->graph, m->compiled->plan);

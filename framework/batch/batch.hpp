@@ -105,6 +105,7 @@ struct BatchReport {
     int max_in_flight_seen = 0; ///< the most images that were alive at once
     std::vector<std::string> workers;
     std::vector<std::string> notes;
+    std::vector<std::string> warnings; ///< the plan's, as RunReport::warnings
     std::size_t pinned_buffers = 0;                 ///< pinned host buffers allocated, all workers
     std::vector<double> device_pool_reserved_bytes; ///< per CUDA worker, at the end
     int isolated_workers = 0;                       ///< worker processes; 0: images ran in-process

@@ -174,6 +174,8 @@ void check_once(const PipelineSpec& spec, const Registry& reg, const BatchOption
             checked = true;
             b.uses_cuda = c.plan.n_streams > 0;
             b.notes = c.plan.notes;
+            b.warnings.clear();
+            for (const auto& w : c.plan.warnings) b.warnings.push_back(w.str());
         } catch (const UserError& e) {
             std::string text = error_text(e);
             std::size_t g = 0;

@@ -35,6 +35,7 @@ struct BatchPlan {
     std::vector<int> devices;                        ///< CUDA devices to use
     bool uses_cuda = false;
     std::vector<std::string> notes;
+    std::vector<std::string> warnings; ///< the plan's (operators that disagree), for every image
 
     /// The spec of image i: its input, its outputs.
     PipelineSpec spec_for(const PipelineSpec& spec, std::size_t i) const;

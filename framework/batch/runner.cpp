@@ -204,6 +204,7 @@ nlohmann::json BatchReport::to_json() const {
     j["max_in_flight_seen"] = max_in_flight_seen;
     j["workers"] = workers;
     j["notes"] = notes;
+    j["warnings"] = warnings;
     j["pinned_buffers"] = pinned_buffers;
     j["device_pool_reserved_bytes"] = device_pool_reserved_bytes;
     j["isolated_workers"] = isolated_workers;
@@ -247,6 +248,7 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     report.pipeline = spec.name;
     report.file = spec.file;
     report.notes = b.notes;
+    report.warnings = b.warnings;
     std::string isolation = batch::isolation_reason(spec, reg, opt);
     std::unique_ptr<batch::Workers> workers;
     int threads = tbb::info::default_concurrency();
@@ -272,6 +274,7 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     std::unique_ptr<TraceWriter> trace;
     if (!opt.trace_path.empty()) trace = std::make_unique<TraceWriter>(t_start);
     ProgressBar bar(int(b.inputs.size()), opt.progress);
+    for (const auto& w : report.warnings) bar.print("warning: " + w);
     for (const auto& n : report.notes) bar.print("note: " + n);
     report.images.resize(b.inputs.size());
     for (std::size_t i = 0; i < b.inputs.size(); ++i) report.images[i].input = b.inputs[i].path.string();

@@ -12,24 +12,6 @@ using namespace pixflow::host;
 
 namespace {
 
-std::string type_name(int t) {
-    switch (t) {
-    case PF_PARAM_BOOL: return "bool";
-    case PF_PARAM_INT: return "int";
-    case PF_PARAM_FLOAT: return "float";
-    case PF_PARAM_CHOICE: return "choice";
-    default: return "string";
-    }
-}
-
-std::string range_text(const pf_param_desc& p) {
-    if (p.type == PF_PARAM_CHOICE || p.has_range) return describe_accepted(p);
-    std::string s;
-    if (p.flags & PF_PARAM_INPUT_PATH) s = "a file to read";
-    if (p.flags & PF_PARAM_OUTPUT_PATH) s = "a file to write (atomically)";
-    return s;
-}
-
 std::string backends(const OpInfo& op) { return op.has_cuda() ? "cpu, cuda" : "cpu"; }
 
 void describe_text(const OpInfo& op, const FusionInfo* fusion, std::ostream& o) {
@@ -53,9 +35,9 @@ void describe_text(const OpInfo& op, const FusionInfo* fusion, std::ostream& o) 
     if (!d.n_params) o << "    (none)\n";
     for (int k = 0; k < d.n_params; ++k) {
         const pf_param_desc& p = d.params[k];
-        o << "    " << p.name << " (" << type_name(p.type) << ", "
+        o << "    " << p.name << " (" << param_type_name(p.type) << ", "
           << ((p.flags & PF_PARAM_REQUIRED) ? std::string("required") : "default " + format_value(p.default_value))
-          << (range_text(p).empty() ? "" : "; " + range_text(p)) << "): " << p.doc << "\n";
+          << (describe_limits(p).empty() ? "" : "; " + describe_limits(p)) << "): " << p.doc << "\n";
     }
 }
 
@@ -80,9 +62,9 @@ void describe_markdown(const OpInfo& op, const FusionInfo* fusion, std::ostream&
         o << "| parameter | type | default | accepted | doc |\n|---|---|---|---|---|\n";
         for (int k = 0; k < d.n_params; ++k) {
             const pf_param_desc& p = d.params[k];
-            o << "| `" << p.name << "` | " << type_name(p.type) << " | "
+            o << "| `" << p.name << "` | " << param_type_name(p.type) << " | "
               << ((p.flags & PF_PARAM_REQUIRED) ? std::string("required") : "`" + format_value(p.default_value) + "`")
-              << " | " << range_text(p) << " | " << p.doc << " |\n";
+              << " | " << describe_limits(p) << " | " << p.doc << " |\n";
         }
         o << "\n";
     }

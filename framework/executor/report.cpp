@@ -14,6 +14,7 @@ RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const Run
     r.pipeline = g.name;
     r.file = g.file;
     r.notes = p.notes;
+    for (const auto& w : p.warnings) r.warnings.push_back(w.str());
     r.device = device;
     for (NodeId v : g.order) {
         const Node& n = g.nodes[v];
@@ -120,6 +121,7 @@ nlohmann::json report_json(const RunReport& r) {
                       {"d2h", {{"count", r.d2h_count}, {"bytes", r.d2h_bytes}}}};
     j["peak_device_bytes"] = r.peak_device_bytes;
     j["notes"] = r.notes;
+    j["warnings"] = r.warnings;
     j["outputs"] = r.outputs;
     return j;
 }

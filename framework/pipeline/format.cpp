@@ -58,6 +58,23 @@ std::string describe_accepted(const pf_param_desc& d) {
     }
 }
 
+const char* param_type_name(int type) {
+    switch (type) {
+    case PF_PARAM_BOOL: return "bool";
+    case PF_PARAM_INT: return "int";
+    case PF_PARAM_FLOAT: return "float";
+    case PF_PARAM_CHOICE: return "choice";
+    default: return "string";
+    }
+}
+
+std::string describe_limits(const pf_param_desc& d) {
+    if (d.type == PF_PARAM_CHOICE || d.has_range) return describe_accepted(d);
+    if (d.flags & PF_PARAM_OUTPUT_PATH) return "a file to write (atomically)";
+    if (d.flags & PF_PARAM_INPUT_PATH) return "a file to read";
+    return "";
+}
+
 std::string describe_ports(std::uint32_t dtypes, std::uint32_t channels) {
     std::string s;
     for (int d = PF_U8; d <= PF_F64; ++d)

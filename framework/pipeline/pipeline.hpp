@@ -145,6 +145,12 @@ bool writes_something(const Graph& g);
 
 /// "a float in [0.1, 100]", "one of zero, replicate, reflect101"...
 std::string describe_accepted(const pf_param_desc& d);
+/// A parameter's type as `pixflow describe`, the API and docs/operators.md name it: "bool", "int",
+/// "float", "choice" or "string".
+const char* param_type_name(int type);
+/// What limits a parameter's value, for describe and the API: its range or choices, "a file to
+/// read" / "a file to write (atomically)" for paths, "" when any value of its type is accepted.
+std::string describe_limits(const pf_param_desc& d);
 std::string describe_ports(std::uint32_t dtypes, std::uint32_t channels);
 std::string format_value(const pf_value& v);
 std::string format_shape(const pf_image& im);

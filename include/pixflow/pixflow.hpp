@@ -209,6 +209,9 @@ class Pipeline {
     ImageView shape(std::string_view node_port) const;
     /// The planner's notes: an `auto` fallback to the CPU, a fusion.
     std::vector<std::string> notes() const;
+    /// What compiles and runs but is most likely not meant (operators that belong together
+    /// disagreeing: quantize at quality 20, dequantize at 75), one diagnostic each.
+    std::vector<Diagnostic> warnings() const;
     /// The plan as Graphviz dot, as `pixflow graph` prints it.
     std::string graphviz() const;
 

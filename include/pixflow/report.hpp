@@ -30,6 +30,9 @@ struct RunReport {
     /// The planner's notes (an auto fallback, a fusion); from Pipeline::run(), also each bound
     /// input copied into a staging buffer and each output copied into the caller's buffer, and why.
     std::vector<std::string> notes;
+    /// What is most likely not meant but runs (operators that belong together disagreeing, say),
+    /// one diagnostic each: "file:line:col: node 'x': ...". The CLI prints them as `warning:`.
+    std::vector<std::string> warnings;
     std::vector<std::string> outputs;       ///< files written, each renamed into place
 
     /// The JSON object of `--report` (keys in alphabetical order, 2-space indent, no newline).

@@ -358,6 +358,11 @@ class Pipeline:
         """The planner's notes: an auto fallback to the CPU, a fusion."""
         return list(self._p.notes())
 
+    def warnings(self):
+        """What runs but is most likely not meant (operators that belong together disagreeing),
+        as dicts like UserError.diagnostics (the text `pixflow` prints after "warning: ")."""
+        return list(self._p.warnings())
+
     def graphviz(self):
         """The plan as Graphviz dot (as `pixflow graph`)."""
         return self._p.graphviz()

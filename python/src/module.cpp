@@ -554,6 +554,17 @@ as any of them uses it. Shape (H, W) for one channel, else (H, W, C).)")
         })
         .def("view", [](const pixflow::Pipeline& p, const std::string& name) { return p.view(name); })
         .def("notes", &pixflow::Pipeline::notes, py::call_guard<py::gil_scoped_release>())
+        .def("warnings",
+             [](const pixflow::Pipeline& p) {
+                 std::vector<pixflow::Diagnostic> w;
+                 {
+                     py::gil_scoped_release nogil; // it may compile
+                     w = p.warnings();
+                 }
+                 py::list out;
+                 for (const auto& d : w) out.append(diagnostic_dict(d));
+                 return out;
+             })
         .def("graphviz", &pixflow::Pipeline::graphviz, py::call_guard<py::gil_scoped_release>());
 
     py::class_<pixflow::Engine>(m, "Engine")

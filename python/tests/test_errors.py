@@ -104,3 +104,17 @@ def test_output_errors(engine):
     with pytest.raises(pixflow.UserError, match="unknown op 'gauss5x6'; did you mean gauss5x5"):
         engine.describe("gauss5x6")
     assert p.run()["a"].shape == (8, 8)  # the pipeline still works after the errors
+
+
+def test_warnings_of_operators_that_disagree(engine):
+    # Quantize at 20 and dequantize at 75 run (one by one, not fused) but are most likely not what
+    # was meant: the pipeline says so, as the CLI's `warning:` lines.
+    p = engine.load_string(MEMORY + '[nodes.dct]\nop = "dct8x8"\ninput = "src"\n'
+                           '[nodes.q]\nop = "quantize"\ninput = "dct"\nquality = 20\n'
+                           '[nodes.dq]\nop = "dequantize"\ninput = "q"\nquality = 75\n'
+                           '[nodes.idct]\nop = "idct8x8"\ninput = "dq"\n', "w.toml")
+    p.input("src", noise((16, 16), np.float32, seed=3))
+    w = p.warnings()
+    assert len(w) == 1 and w[0]["node"] == "dq"
+    assert w[0]["text"].startswith("w.toml:13:11: node 'dq': quality = 75 but node 'q' (w.toml:9:11) has quality = 20"), w[0]["text"]
+    assert engine.load_string(MEMORY + '[nodes.b]\nop = "gauss5x5"\ninput = "src"\n', "x.toml").warnings() == []
