@@ -604,3 +604,43 @@ TEST(UnusedOutputs, ValidateAndRunPrintTheNotes) {
             << cmd << "\n" << r.err;
     }
 }
+
+// --- Options that give a parameter to every node declaring it (--max-pixels) -----------------------
+
+TEST(ParamDefaults, EveryNodeDeclaringTheParameterGetsTheValueUnlessItSetsItsOwn) {
+    const std::string p = "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
+                          "[nodes.a]\nop = \"gauss5x5\"\ninput = \"src\"\n"
+                          "[nodes.b]\nop = \"gauss5x5\"\ninput = \"a\"\nsigma = 3.0\n";
+    CompileOptions co;
+    RawValue v;
+    v.kind = RawValue::Kind::floating;
+    v.f = 2.5;
+    v.loc.file = "--sigma 2.5";
+    co.param_defaults["sigma"] = v;
+    Compiled c = compile(parse_pipeline_text(p, "d.toml"), reg(), co);
+    auto sigma_of = [&](const char* id) {
+        const Node& n = c.graph.nodes[c.graph.find(id)];
+        for (int k = 0; k < n.op->desc->n_params; ++k)
+            if (std::string(n.op->desc->params[k].name) == "sigma") return n.params[k].f;
+        return -1.0;
+    };
+    EXPECT_EQ(sigma_of("a"), 2.5);
+    EXPECT_EQ(sigma_of("b"), 3.0); // the pipeline's own value wins
+    // A value the parameter does not accept names the option that gave it.
+    v.f = -1;
+    v.loc.file = "--sigma -1";
+    co.param_defaults["sigma"] = v;
+    std::string err = user_error_of([&] { compile(parse_pipeline_text(p, "d.toml"), reg(), co); });
+    EXPECT_EQ(err.rfind("--sigma -1: node 'a': sigma = -1", 0), 0u) << err;
+    // An option no node of the pipeline declares changes nothing, and a note says so.
+    co.param_defaults.clear();
+    RawValue m;
+    m.kind = RawValue::Kind::integer;
+    m.i = 10;
+    m.loc.file = "--max-pixels 10";
+    co.param_defaults["max_pixels"] = m;
+    Compiled d = compile(parse_pipeline_text(p, "d.toml"), reg(), co);
+    EXPECT_NE(std::find(d.plan.notes.begin(), d.plan.notes.end(),
+                        "--max-pixels 10: no node of this pipeline has a parameter max_pixels, so it changes nothing"),
+              d.plan.notes.end());
+}

@@ -74,6 +74,7 @@ struct BatchOptions {
     std::string trace_path;           ///< Chrome trace-event JSON, "" for none
     std::string backend_override;     ///< --backend
     bool no_fuse = false;             ///< --no-fuse
+    std::map<std::string, RawValue> param_defaults; ///< --max-pixels (CompileOptions::param_defaults)
     std::string report_path;          ///< --report (checked up front; written by run_batch_command)
     /// --isolate / --no-isolate; automatic: isolated when an operator of the pipeline comes from
     /// a plugin outside the installation's plugin folder (isolation_reason in isolate.hpp).

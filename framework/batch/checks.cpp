@@ -163,7 +163,9 @@ void check_once(const PipelineSpec& spec, const Registry& reg, const BatchOption
         only_load.nodes[0].backend.reset();
         set_param(only_load.nodes[0], b.load.param, b.inputs[i].path.string());
         try {
-            compile(only_load, reg); // reads the header only
+            CompileOptions header_only;
+            header_only.param_defaults = b.compile.param_defaults; // --max-pixels applies to the header
+            compile(only_load, reg, header_only); // reads the header only
         } catch (const UserError&) {
             continue; // unreadable: this input fails on its own, later
         }
@@ -216,6 +218,7 @@ BatchPlan check_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     BatchPlan b;
     b.compile.backend = opt.backend_override;
     b.compile.fuse = !opt.no_fuse;
+    b.compile.param_defaults = opt.param_defaults;
     find_path_nodes(spec, reg, b);
     name_outputs(opt, b);
     check_once(spec, reg, opt, b);

@@ -4,8 +4,10 @@
 #pragma once
 
 #include "batch/batch.hpp"
+#include "compile/compile.hpp"
 #include "loader/registry.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,7 +19,11 @@ struct PipelineArgs {
     std::vector<std::string> sets; ///< --set node.key=value
     std::string backend;           ///< --backend
     bool no_fuse = false;          ///< --no-fuse
+    std::int64_t max_pixels = 0;   ///< --max-pixels: 0 leaves each load node's own limit
 };
+
+/// The compile options the pipeline arguments ask for (--backend, --no-fuse, --max-pixels).
+host::CompileOptions compile_options(const PipelineArgs& a);
 
 struct RunArgs {
     PipelineArgs pipeline;

@@ -15,7 +15,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <iostream>
 
 namespace fs = std::filesystem;
@@ -29,6 +31,10 @@ void add_pipeline_args(CLI::App* cmd, PipelineArgs& a) {
     cmd->add_option("--backend", a.backend, "Default backend for nodes that set none")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     cmd->add_flag("--no-fuse", a.no_fuse, "Run every node as written: no fused implementations");
+    cmd->add_option("--max-pixels", a.max_pixels,
+                    "Largest image a load node decodes, in pixels (width x height), for every load that "
+                    "sets no max_pixels itself; checked from the file's header before any allocation")
+        ->check(CLI::Range(std::int64_t(1), std::numeric_limits<std::int64_t>::max()));
 }
 
 void add_run_args(CLI::App* run, RunArgs& a) {

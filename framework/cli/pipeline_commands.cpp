@@ -25,11 +25,7 @@ using namespace pixflow::host;
 namespace {
 
 Compiled compile_args(const Registry& reg, const PipelineArgs& a) {
-    CompileOptions co;
-    co.backend = a.backend;
-    co.fuse = !a.no_fuse;
-    Compiled c = compile_file(a.file, a.sets, reg, co);
-    return c;
+    return compile_file(a.file, a.sets, reg, compile_options(a));
 }
 
 void print_notes(const Plan& p) {
@@ -44,6 +40,20 @@ int run_failed(const std::exception& e) {
 }
 
 } // namespace
+
+CompileOptions compile_options(const PipelineArgs& a) {
+    CompileOptions co;
+    co.backend = a.backend;
+    co.fuse = !a.no_fuse;
+    if (a.max_pixels > 0) {
+        RawValue v;
+        v.kind = RawValue::Kind::integer;
+        v.i = a.max_pixels;
+        v.loc.file = "--max-pixels " + std::to_string(a.max_pixels);
+        co.param_defaults["max_pixels"] = v;
+    }
+    return co;
+}
 
 void write_file(const std::string& path, const std::string& text) {
     FileTransaction tx;
@@ -75,6 +85,7 @@ int run_command(const Registry& reg, const RunArgs& a) {
         BatchOptions batch = a.batch;
         batch.backend_override = a.pipeline.backend;
         batch.no_fuse = a.pipeline.no_fuse;
+        batch.param_defaults = compile_options(a.pipeline).param_defaults;
         return run_batch_command(reg, a.pipeline.file, a.pipeline.sets, batch, a.report_path);
     }
     Compiled c = compile_args(reg, a.pipeline);

@@ -112,7 +112,32 @@ PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, co
 
 } // namespace
 
-Compiled compile(const PipelineSpec& spec, const Registry& reg, const CompileOptions& opt) {
+namespace {
+/// The spec with opt.param_defaults given to every node that declares the parameter and does not
+/// set it already.
+PipelineSpec with_param_defaults(const PipelineSpec& spec, const Registry& reg, const CompileOptions& opt,
+                                 std::set<std::string>& declared_somewhere) {
+    PipelineSpec s = spec;
+    for (NodeSpec& n : s.nodes) {
+        const OpInfo* op = reg.find(n.op);
+        if (!op) continue; // validation names the unknown op
+        for (const auto& [name, value] : opt.param_defaults) {
+            bool declared = false;
+            for (int k = 0; k < op->desc->n_params && !declared; ++k) declared = name == op->desc->params[k].name;
+            bool set = std::any_of(n.params.begin(), n.params.end(), [&](const auto& p) { return p.first == name; });
+            if (declared) declared_somewhere.insert(name);
+            if (declared && !set) n.params.emplace_back(name, value);
+        }
+    }
+    return s;
+}
+} // namespace
+
+Compiled compile(const PipelineSpec& spec_in, const Registry& reg, const CompileOptions& opt) {
+    std::set<std::string> declared;
+    const PipelineSpec defaulted =
+        opt.param_defaults.empty() ? PipelineSpec{} : with_param_defaults(spec_in, reg, opt, declared);
+    const PipelineSpec& spec = opt.param_defaults.empty() ? spec_in : defaulted;
     PlanOptions po;
     po.backend_override = opt.backend;
     po.device = opt.device;
@@ -137,6 +162,10 @@ Compiled compile(const PipelineSpec& spec, const Registry& reg, const CompileOpt
     if (opt.fuse) fuse(c.graph, c.plan, po, reg);
     c.plan.warnings = std::move(warnings);
     c.plan.notes.insert(c.plan.notes.end(), notes.begin(), notes.end());
+    for (const auto& [name, value] : opt.param_defaults) // an option that changes nothing says so
+        if (!declared.count(name))
+            c.plan.notes.push_back(value.loc.file + ": no node of this pipeline has a parameter " + name +
+                                   ", so it changes nothing");
     return c;
 }
 

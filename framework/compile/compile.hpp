@@ -28,6 +28,10 @@ struct CompileOptions {
     /// false: no note when the pipeline has no sink (the embedding API, whose results are caller
     /// memory rather than files).
     bool note_no_sink = true;
+    /// A value for a parameter on every node whose operator declares it and whose pipeline (or
+    /// --set) does not set it: "max_pixels" -> 10000 from `--max-pixels 10000`. The value's
+    /// SourceLoc names the option, so an error about it does.
+    std::map<std::string, RawValue> param_defaults;
 };
 
 /// The graph as planned, and the plan, whose notes and warnings say what compiling noticed:
