@@ -31,8 +31,8 @@ struct Load {
         return Schema("load", "read an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO")
             .flags(PF_OP_SOURCE)
             .output("out", all_dtypes(), channels(1, 4),
-                    "the image, in the file's own dtype; an image of grey palette entries (a 1-bit BMP) "
-                    "has 1 channel")
+                    "the image, in the file's own dtype; a BMP or PNG of indices into an all-grey palette "
+                    "(a 1-bit BMP) has 1 channel")
             .param(&Params::path, "path",
                    "image file to read; the extension picks the format (.pgm .ppm .pnm .pfm .npy, or "
                    ".png .jpg .tif .exr... with OpenImageIO)",
@@ -43,9 +43,10 @@ struct Load {
                    "The CLI's --max-pixels sets it on every load")
             .param(&Params::fail_on, "fail_on",
                    "which decoder complaints fail the load (OpenImageIO formats; the built-in ones "
-                   "fail on any problem): warning (any: a corrupt or truncated JPEG or TIFF), error "
-                   "(only where the decoder gives up; warnings are printed), none (nothing: what "
-                   "cannot be decoded is 0, or the decoder's fill, and the complaint is printed)");
+                   "fail on any problem): warning (any, such as a corrupt or truncated JPEG or TIFF), "
+                   "error (only where the decoder gives up, as on a truncated PNG; warnings are "
+                   "printed), none (nothing: the complaint is printed, and what could not be decoded "
+                   "is 0 or the decoder's fill)");
     }
 
     static void infer(const Params& p, const Shapes&, Shapes& out) {

@@ -42,7 +42,9 @@ enum class FailOn {
     error,   ///< only an error, where the decoder gives up (a truncated PNG); warnings are
              ///< reported through ReadOptions::warn and the image is used as decoded
     none,    ///< nothing: errors and warnings are reported through warn, and the image is used
-             ///< as far as it was decoded (the rest is 0, or what the decoder filled in)
+             ///< as far as it was decoded
+    // Under error and none, what the decoder did not produce is 0 (the image is cleared first),
+    // or what it filled in (libjpeg: grey).
 };
 
 /// How to read a file.

@@ -186,7 +186,9 @@ Header oiio_read_header(const std::string& path, const ReadOptions& options) {
 void oiio_read(const std::string& path, const Header& want, const ImageView& dst, const ReadOptions& options) {
     Input in(path, options);
     expect_header(path, want, header_from(path, in.spec(), options));
-    if (options.fail_on == FailOn::none) // what the decoder cannot produce reads as 0
+    // Unless any complaint fails the read, what the decoder does not produce (libtiff's missing
+    // strips) must read as 0, not as whatever the buffer held.
+    if (options.fail_on != FailOn::warning)
         for (int y = 0; y < dst.height; ++y) std::memset(dst.row<unsigned char>(y), 0, dst.row_bytes());
     // Channels 0..want.channels: all of them, or the first of an RGB expanded from a grey palette.
     const bool ok = in.get().read_image(0, 0, 0, want.channels, type_of(want.dtype), dst.data, OIIO::AutoStride,
