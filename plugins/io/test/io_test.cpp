@@ -700,16 +700,15 @@ TEST(IoLoad, AShortBuiltInFileNamesTheBytesExpectedAndPresent) {
 
 // -- corrupt files through OpenImageIO
 
-/// `jpg` cut in the middle of its entropy-coded data.
-std::string cut_in_scan(const std::string& jpg) {
-    const std::size_t scan = jpeg_segment(jpg, {0xDA}).second;
-    EXPECT_NE(scan, std::string::npos);
-    return jpg.substr(0, scan + (jpg.size() - scan) / 2);
-}
-
 TEST(IoCorrupt, TruncatedBaselineAndProgressiveJpegsFailNamingTheFileAndTheReason) {
     REQUIRE_OIIO();
 #ifdef PIXFLOW_TEST_WITH_OIIO
+    // `jpg` cut in the middle of its entropy-coded data.
+    auto cut_in_scan = [](const std::string& jpg) {
+        const std::size_t scan = jpeg_segment(jpg, {0xDA}).second;
+        EXPECT_NE(scan, std::string::npos);
+        return jpg.substr(0, scan + (jpg.size() - scan) / 2);
+    };
     TempDir dir;
     const Image im = noise(64, 64);
     save(im, dir / "base.jpg");
