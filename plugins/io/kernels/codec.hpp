@@ -34,10 +34,13 @@ struct Codec {
     /// The fallback: it also reads every extension no other row lists, and writes those for
     /// which writes() is true, storing what `other` says (OpenImageIO). At most one row.
     bool fallback;
-    Header (*read_header)(const std::string& path);
-    /// Reads the file into dst (host memory, the shape and dtype of `want`); fails when the
-    /// header no longer says `want`.
-    void (*read)(const std::string& path, const Header& want, const ImageView& dst);
+    /// The header; codecs.cpp checks the pixel limit on what it returns. A codec that could
+    /// allocate or decode before returning (OpenImageIO) checks options.max_pixels itself first.
+    Header (*read_header)(const std::string& path, const ReadOptions& options);
+    /// Reads the file into dst (host memory, the shape and dtype of `want`, within the pixel
+    /// limit: codecs.cpp checked it); fails when the header no longer says `want`.
+    void (*read)(const std::string& path, const Header& want, const ImageView& dst,
+                 const ReadOptions& options);
     void (*write)(const std::string& path, const ImageView& src);
     /// Optional: false for a file of a listed extension that this codec does not read, which
     /// the fallback then gets (Netpbm P1..P4). Without a fallback the codec reads it anyway, and

@@ -178,11 +178,19 @@ std::string extension_of(const std::string& path) {
     return ext;
 }
 
-Header read_header(const std::string& path) { return reader_of(path).read_header(path); }
+Header read_header(const std::string& path, const ReadOptions& options) {
+    const Header h = reader_of(path).read_header(path, options);
+    check_pixel_limit(path, h.width, h.height, options.max_pixels);
+    return h;
+}
 
-void read_image(const std::string& path, const ImageView& dst) {
+void read_image(const std::string& path, const ImageView& dst, const ReadOptions& options) {
     PIXFLOW_INTERNAL_CHECK(dst.on_host() && dst.data, "io: read_image needs a host image");
-    reader_of(path).read(path, Header{dst.width, dst.height, dst.channels, dst.dtype}, dst);
+    // Again before decoding, for a caller that did not read the header through read_header
+    // with these options; the codec then checks that the file still says `want`, so a file
+    // grown since validation is refused too.
+    check_pixel_limit(path, dst.width, dst.height, options.max_pixels);
+    reader_of(path).read(path, Header{dst.width, dst.height, dst.channels, dst.dtype}, dst, options);
 }
 
 void check_can_save(const std::string& path, DType dtype, int channels) {

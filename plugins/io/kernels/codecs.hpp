@@ -11,16 +11,51 @@
 //                                                                     shape (H, W) or (H, W, C)
 //   anything else    OpenImageIO (when built with PIXFLOW_WITH_OIIO), native dtype kept
 //
-// Every failure throws pixflow::Error whose message names the file and the problem. Corrupt or
-// truncated files are detected from the header and the file size before any pixel is read, so
-// `read_header` (used by shape inference) already refuses them.
+// Every failure throws pixflow::Error whose one-line message names the file and the problem.
+// Two checks guard reading, both from the header, before any pixel memory exists:
+//  - the pixel limit (ReadOptions::max_pixels): width x height above it is refused;
+//  - the built-in formats' size check: a file shorter than its header implies is refused, with
+//    the bytes expected and present.
+// So `read_header` (used by shape inference, i.e. `pixflow validate`) already refuses both.
+// What only a full decode finds (a truncated or corrupt JPEG, TIFF or PNG stream) is found by
+// read_image, and ReadOptions::fail_on says which of the decoder's complaints fail the read.
 #pragma once
 
 #include <pixflow/image.hpp>
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 namespace pixflow::io {
+
+/// The default pixel limit: 2^28 = 16384 x 16384 pixels (1 GiB as u8 RGBA, 8 GiB as f64 RGBA).
+/// Larger than any camera's image (the largest sensors give about 2 x 10^8 pixels), and close to
+/// sharp's default (16383^2); Pillow warns above 89,478,485 pixels and refuses above twice that.
+constexpr std::int64_t default_max_pixels = std::int64_t(1) << 28;
+
+/// Which complaints of a decoder (OpenImageIO's: libjpeg, libtiff, libpng...) fail a read, after
+/// libvips' fail_on. The built-in formats have no warnings: whatever they find is an error.
+enum class FailOn {
+    warning, ///< any complaint: a warning (libjpeg's "Corrupt JPEG data", "Premature end of
+             ///< JPEG file", libtiff's missing strips) or an error
+    error,   ///< only an error, where the decoder gives up (a truncated PNG); warnings are
+             ///< reported through ReadOptions::warn and the image is used as decoded
+    none,    ///< nothing: errors and warnings are reported through warn, and the image is used
+             ///< as far as it was decoded
+    // Under error and none, what the decoder did not produce is 0 (the image is cleared first),
+    // or what it filled in (libjpeg: grey).
+};
+
+/// How to read a file.
+struct ReadOptions {
+    /// Largest width x height accepted, checked from the header; 0: no limit.
+    std::int64_t max_pixels = default_max_pixels;
+    FailOn fail_on = FailOn::warning;
+    /// Receives, as one line naming the file, each decoder complaint that fail_on lets pass;
+    /// null: they are dropped.
+    std::function<void(const std::string&)> warn;
+};
 
 /// What the header of an image file says.
 struct Header {
@@ -33,12 +68,15 @@ struct Header {
 /// Lower-case extension including the dot (".png"), or "" when the name has none.
 std::string extension_of(const std::string& path);
 
-/// Reads and checks the header of `path` only (plus the file size for the built-in formats).
-Header read_header(const std::string& path);
+/// Reads and checks the header of `path` only (plus the file size for the built-in formats),
+/// refusing an image of more than options.max_pixels pixels. With fail_on = warning, a complaint
+/// of the decoder while it reads the header is an error too.
+Header read_header(const std::string& path, const ReadOptions& options = {});
 
 /// Decodes `path` into `dst` (host memory, rows `dst.pitch` bytes apart). dst's shape and dtype
-/// must be those read_header reports; a file that changed since then is an error.
-void read_image(const std::string& path, const ImageView& dst);
+/// must be those read_header reports; a file that changed since then is an error. The pixel
+/// limit is checked again first, then the decoder's complaints are judged by options.fail_on.
+void read_image(const std::string& path, const ImageView& dst, const ReadOptions& options = {});
 
 /// Throws unless the format chosen by path's extension can store `dtype` with `channels`
 /// samples per pixel without conversion. The message lists what would be accepted.

@@ -104,6 +104,52 @@ std::uint64_t image_bytes(const InFile& f, std::uint64_t w, std::uint64_t h, std
     return row * h;
 }
 
+void check_pixel_limit(const std::string& path, std::int64_t width, std::int64_t height,
+                       std::int64_t max_pixels) {
+    // width, height < 2^31: the product fits in 63 bits.
+    if (max_pixels <= 0 || width * height <= max_pixels) return;
+    fail_read(path, "its header claims " + std::to_string(width) + "x" + std::to_string(height) + " = " +
+                        std::to_string(width * height) + " pixels, more than max_pixels = " +
+                        std::to_string(max_pixels) +
+                        "; if the file is trusted, raise the limit (--set NODE.max_pixels=N, or "
+                        "--max-pixels N for every load; 0: no limit)");
+}
+
+std::string one_line(const std::string& text, const std::string& path, std::size_t max_chars) {
+    std::string cleaned = text;
+    if (!path.empty())
+        for (const std::string quote : {" (\"" + path + "\")", "(\"" + path + "\")"})
+            for (std::size_t at; (at = cleaned.find(quote)) != std::string::npos;) cleaned.erase(at, quote.size());
+    std::string out, previous;
+    std::size_t dropped = 0;
+    std::size_t pos = 0;
+    while (pos <= cleaned.size()) {
+        std::size_t end = cleaned.find_first_of("\r\n", pos);
+        if (end == std::string::npos) end = cleaned.size();
+        std::string line;
+        for (std::size_t k = pos; k < end; ++k) {
+            const unsigned char c = static_cast<unsigned char>(cleaned[k]);
+            const bool blank = c == ' ' || c == '\t' || c == '\v' || c == '\f';
+            if (blank) {
+                if (!line.empty() && line.back() != ' ') line += ' ';
+            } else
+                line += c < 0x20 || c == 0x7F ? '?' : char(c);
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        pos = end + 1;
+        if (line.empty() || line == previous) continue;
+        previous = line;
+        if (dropped || (out.size() + line.size() + 2 > max_chars && !out.empty())) {
+            ++dropped; // the first that does not fit, and all after it
+            continue;
+        }
+        if (!out.empty()) out += "; ";
+        out += line.size() > max_chars ? line.substr(0, max_chars) + "..." : line;
+    }
+    if (dropped) out += "; ... (" + std::to_string(dropped) + " more)";
+    return out;
+}
+
 void expect_header(const std::string& path, const Header& want, const Header& now) {
     if (now.width != want.width || now.height != want.height || now.channels != want.channels ||
         now.dtype != want.dtype)

@@ -76,18 +76,31 @@ constexpr bool host_is_little_endian = std::endian::native == std::endian::littl
 std::uint64_t image_bytes(const InFile& f, std::uint64_t w, std::uint64_t h, std::uint64_t c,
                           std::size_t sample_size);
 
+/// Fails unless width x height is within max_pixels (0: no limit): the message names the claimed
+/// size, the limit and how to raise it.
+void check_pixel_limit(const std::string& path, std::int64_t width, std::int64_t height,
+                       std::int64_t max_pixels);
+
+/// `text` as one line: each line break and run of blanks becomes one separator ("; " between
+/// lines), a line repeating the previous one is dropped, ` ("path")` quotes of the file's own
+/// name are dropped, and the lines from the first that would pass `max_chars` are counted, not
+/// kept ("; ... (3 more)").
+std::string one_line(const std::string& text, const std::string& path = "", std::size_t max_chars = 400);
+
 /// Fails (the file changed since its header was read) unless `now` is `want`.
 void expect_header(const std::string& path, const Header& want, const Header& now);
 
 /// A built-in format's header reader and reader, over an InFile, as the codec table's functions
 /// of a path: header_of<H> opens the file and reads its header; read_with<H, R> opens it, reads
 /// the header again, checks it against `want` and reads the pixels into dst.
-template <Header (*H)(InFile&)> Header header_of(const std::string& path) {
+/// The built-in formats have no warnings (what they find is an error), so they ignore fail_on;
+/// and their headers allocate nothing, so codecs.cpp's limit check after them suffices.
+template <Header (*H)(InFile&)> Header header_of(const std::string& path, const ReadOptions&) {
     InFile f(path);
     return H(f);
 }
 template <Header (*H)(InFile&), void (*R)(InFile&, const Header&, const ImageView&)>
-void read_with(const std::string& path, const Header& want, const ImageView& dst) {
+void read_with(const std::string& path, const Header& want, const ImageView& dst, const ReadOptions&) {
     InFile f(path);
     const Header h = H(f);
     expect_header(path, want, h);

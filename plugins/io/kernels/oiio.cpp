@@ -1,16 +1,33 @@
-// oiio_codec.cpp: every format that is not built in, through OpenImageIO (compiled only with
+// oiio.cpp: every format that is not built in, through OpenImageIO (compiled only with
 // PIXFLOW_WITH_OIIO).
 //
 // Samples keep the file's own type where pixflow has it (u8, u16, i16, i32, u32, u64, f32, f64);
 // half becomes f32 and int8 becomes i16. Alpha is read and written unassociated (as stored in
 // PNG), so a round trip never premultiplies or divides colours. Only the first subimage and MIP
-// level are read.
+// level are read. A BMP or PNG of indices into an all-grey palette loads as 1 channel
+// (grey_palette.hpp).
+//
+// Limits and complaints (docs/guarantees.md, "Limits and corrupt files"):
+//  - The pixel limit is checked on the spec as soon as the file is open, before any pixel is
+//    read. OpenImageIO's global "limits:imagesize_MB", which some of its readers (TIFF in 2.4)
+//    check inside open(), is set to what the largest limit in use allows (4 channels of 8 bytes
+//    per pixel), so it never refuses what pixflow's own check accepts.
+//  - OpenImageIO reports a decoder's complaints through the ImageInput's error, and read_image
+//    still returns true for those it recovers from (libjpeg's "Premature end of JPEG file",
+//    "Corrupt JPEG data"; libtiff's unreadable strips): those are warnings here; a false return
+//    is an error. What a library prints on stderr instead (libpng) is captured (StderrCapture)
+//    and joins the complaints. ReadOptions::fail_on then decides.
 #include "codec.hpp"
+#include "grey_palette.hpp"
+#include "stderr_capture.hpp"
 
 #include <OpenImageIO/imageio.h>
 
+#include <climits>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <system_error>
 
 namespace pixflow::io::detail {
@@ -30,32 +47,114 @@ OIIO::TypeDesc type_of(DType d) {
     return OIIO::TypeDesc::UINT8;
 }
 
-std::string last_error(const std::string& fallback) {
-    std::string e = OIIO::geterror();
-    return e.empty() ? fallback : e;
+/// Makes OpenImageIO's "limits:imagesize_MB" allow max_pixels pixels of 4 channels of 8 bytes
+/// (the most a pixflow image holds), rounded up to whole MiB, unless a larger limit (or none,
+/// 0) was already set: the attribute is global, and a concurrent load with a larger limit must
+/// not be refused by it. pixflow's own check, per load, is the one that decides.
+void allow_in_oiio(std::int64_t max_pixels) {
+    static std::mutex mutex;
+    static std::int64_t largest = -1; // -1: never set; 0: no limit
+    std::lock_guard<std::mutex> lock(mutex);
+    const bool larger = largest < 0 || (largest > 0 && (max_pixels <= 0 || max_pixels > largest));
+    if (!larger) return;
+    largest = max_pixels <= 0 ? 0 : max_pixels;
+    int mb = 0; // 0: OpenImageIO checks nothing
+    if (max_pixels > 0) {
+        const std::int64_t mib = std::int64_t(1) << 20;
+        const std::int64_t cap = std::int64_t(INT_MAX) * mib / 32; // beyond: the attribute's int is full
+        mb = max_pixels >= cap ? INT_MAX : int((max_pixels * 32 + mib - 1) / mib);
+    }
+    OIIO::attribute("limits:imagesize_MB", mb);
 }
 
-std::unique_ptr<OIIO::ImageInput> open_input(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) fail_read(path, "no such file");
-    OIIO::ImageSpec config;
-    config.attribute("oiio:UnassociatedAlpha", 1);
-    auto in = OIIO::ImageInput::open(path, &config);
-    if (!in) fail_read(path, last_error("OpenImageIO cannot open it"));
-    return in;
+/// The hint for a message about the limit (check_pixel_limit's words).
+const char* raise_hint =
+    "if the file is trusted, raise the limit (--set NODE.max_pixels=N, or --max-pixels N for every load; 0: no limit)";
+
+/// OpenImageIO's complaints and what the libraries printed, as one line; a printed line that
+/// repeats one of OpenImageIO's (libpng prints "libpng error: X" for the "PNG read error: X" it
+/// reported through OpenImageIO) is dropped.
+std::string merge(const std::string& oiio, const std::string& printed, const std::string& path) {
+    std::string text = oiio;
+    std::size_t pos = 0;
+    while (pos < printed.size()) {
+        std::size_t end = printed.find('\n', pos);
+        if (end == std::string::npos) end = printed.size();
+        const std::string line = printed.substr(pos, end - pos);
+        pos = end + 1;
+        std::string said = line;
+        for (const char* prefix : {"libpng error: ", "libpng warning: "})
+            if (said.rfind(prefix, 0) == 0) said.erase(0, std::strlen(prefix));
+        if (!said.empty() && oiio.find(said) == std::string::npos) text += "\n" + line;
+    }
+    return one_line(text, path);
 }
 
-Header header_from(const std::string& path, const OIIO::ImageSpec& spec) {
+/// One file open in OpenImageIO, with every complaint of its decoder kept for the message:
+/// the input's errors, and what the libraries print on stderr while it is open.
+class Input {
+  public:
+    Input(const std::string& path, const ReadOptions& options) : m_path(path) {
+        std::error_code ec;
+        if (!std::filesystem::exists(path, ec)) fail_read(path, "no such file");
+        allow_in_oiio(options.max_pixels);
+        OIIO::ImageSpec config;
+        config.attribute("oiio:UnassociatedAlpha", 1);
+        m_in = OIIO::ImageInput::open(path, &config);
+        if (!m_in) {
+            std::string e = merge(OIIO::geterror(), m_capture.text(), path);
+            if (e.find("limits:imagesize_MB") != std::string::npos) {
+                // OpenImageIO's own check (some readers make it inside open): say it in
+                // pixflow's terms, since its advice (an OpenImageIO attribute) is not the user's.
+                const std::size_t cut = e.find(". Possible corrupt");
+                fail_read(path, "its header claims more pixels than max_pixels = " +
+                                    std::to_string(options.max_pixels) + " allows (OpenImageIO: " +
+                                    e.substr(0, cut) + "); " + raise_hint);
+            }
+            fail_read(path, e.empty() ? std::string("OpenImageIO cannot open it") : e);
+        }
+    }
+    ~Input() { m_in.reset(); } // inside the capture: a reader's destructor may still complain
+
+    const OIIO::ImageSpec& spec() const { return m_in->spec(); }
+    OIIO::ImageInput& get() { return *m_in; }
+
+    /// The complaints since the last call, as one line ("" when none).
+    std::string complaints() {
+        std::string text = m_in->has_error() ? m_in->geterror() : std::string();
+        const std::string global = OIIO::geterror();
+        if (!global.empty()) text += "\n" + global;
+        const std::string printed = m_capture.text().substr(m_printed);
+        m_printed = m_capture.text().size();
+        return merge(text, printed, m_path);
+    }
+
+  private:
+    StderrCapture m_capture; // first: it outlives the input
+    std::string m_path;
+    std::unique_ptr<OIIO::ImageInput> m_in;
+    std::size_t m_printed = 0; // of m_capture's text, already in complaints()
+};
+
+/// The message for complaints that fail_on does not let pass.
+[[noreturn]] void fail_complaints(const std::string& path, const std::string& complaints, bool error) {
+    fail_read(path, complaints + (error ? "; the decoder gave up (fail_on = \"none\" loads what it decoded)"
+                                        : "; the file is corrupt or truncated (fail_on = \"error\" or \"none\" "
+                                          "loads it anyway)"));
+}
+
+Header header_from(const std::string& path, const OIIO::ImageSpec& spec, const ReadOptions& options) {
     if (spec.deep) fail_read(path, "deep images are not supported");
     if (spec.depth > 1) fail_read(path, "volume images are not supported");
     if (spec.width < 1 || spec.height < 1) fail_read(path, "the image is empty");
+    check_pixel_limit(path, spec.width, spec.height, options.max_pixels);
     if (spec.nchannels < 1 || spec.nchannels > 4)
         fail_read(path, "the image has " + std::to_string(spec.nchannels) +
                             " channels; pixflow images have 1 to 4");
     Header h;
     h.width = spec.width;
     h.height = spec.height;
-    h.channels = spec.nchannels;
+    h.channels = spec.nchannels == 3 && has_grey_palette(path) ? 1 : spec.nchannels;
     switch (OIIO::TypeDesc::BASETYPE(spec.format.basetype)) {
     case OIIO::TypeDesc::UINT8: h.dtype = DType::u8; break;
     case OIIO::TypeDesc::INT8:
@@ -74,20 +173,35 @@ Header header_from(const std::string& path, const OIIO::ImageSpec& spec) {
     return h;
 }
 
-Header oiio_read_header(const std::string& path) {
-    auto in = open_input(path);
-    return header_from(path, in->spec());
+Header oiio_read_header(const std::string& path, const ReadOptions& options) {
+    Input in(path, options);
+    const Header h = header_from(path, in.spec(), options);
+    // A complaint while reading the header (a progressive JPEG's scans are read by open()) is
+    // judged as the decode's would be; under a laxer fail_on the run reports it.
+    const std::string complaints = in.complaints();
+    if (!complaints.empty() && options.fail_on == FailOn::warning) fail_complaints(path, complaints, false);
+    return h;
 }
 
-void oiio_read(const std::string& path, const Header& h, const ImageView& dst) {
-    auto in = open_input(path);
-    expect_header(path, h, header_from(path, in->spec()));
-    if (!in->read_image(0, 0, 0, h.channels, type_of(h.dtype), dst.data, OIIO::AutoStride,
-                        OIIO::stride_t(dst.pitch))) {
-        std::string e = in->geterror();
-        fail_read(path, e.empty() ? std::string("OpenImageIO failed to decode it") : e);
-    }
-    in->close();
+void oiio_read(const std::string& path, const Header& want, const ImageView& dst, const ReadOptions& options) {
+    Input in(path, options);
+    expect_header(path, want, header_from(path, in.spec(), options));
+    // Unless any complaint fails the read, what the decoder does not produce (libtiff's missing
+    // strips) must read as 0, not as whatever the buffer held.
+    if (options.fail_on != FailOn::warning)
+        for (int y = 0; y < dst.height; ++y) std::memset(dst.row<unsigned char>(y), 0, dst.row_bytes());
+    // Channels 0..want.channels: all of them, or the first of an RGB expanded from a grey palette.
+    const bool ok = in.get().read_image(0, 0, 0, want.channels, type_of(want.dtype), dst.data, OIIO::AutoStride,
+                                        OIIO::stride_t(dst.pitch));
+    in.get().close();
+    std::string complaints = in.complaints();
+    if (!ok && complaints.empty()) complaints = "OpenImageIO failed to decode it";
+    if (complaints.empty()) return;
+    if (!ok ? options.fail_on != FailOn::none : options.fail_on == FailOn::warning)
+        fail_complaints(path, complaints, !ok);
+    if (options.warn)
+        options.warn("'" + path + "': " + (ok ? "decoded despite: " : "partly decoded: ") + complaints + " (fail_on = \"" +
+                     (options.fail_on == FailOn::none ? "none" : "error") + "\")");
 }
 
 bool oiio_can_write(const std::string& path) {
@@ -97,23 +211,19 @@ bool oiio_can_write(const std::string& path) {
 }
 
 void oiio_write(const std::string& path, const ImageView& src) {
+    StderrCapture printed; // libpng prints its errors (see stderr_capture.hpp)
+    auto last_error = [&](std::unique_ptr<OIIO::ImageOutput>& out, const char* fallback) {
+        std::string e = merge(out ? out->geterror() : OIIO::geterror(), printed.text(), path);
+        return e.empty() ? std::string(fallback) : e;
+    };
     auto out = OIIO::ImageOutput::create(path);
-    if (!out) fail_write(path, last_error("OpenImageIO has no writer for it"), PF_ERR_INVALID);
+    if (!out) fail_write(path, last_error(out, "OpenImageIO has no writer for it"), PF_ERR_INVALID);
     OIIO::ImageSpec spec(src.width, src.height, src.channels, type_of(src.dtype));
     spec.attribute("oiio:UnassociatedAlpha", 1);
-    if (!out->open(path, spec)) {
-        std::string e = out->geterror();
-        fail_write(path, e.empty() ? std::string("OpenImageIO cannot create it") : e);
-    }
-    if (!out->write_image(type_of(src.dtype), src.data, OIIO::AutoStride,
-                          OIIO::stride_t(src.pitch))) {
-        std::string e = out->geterror();
-        fail_write(path, e.empty() ? std::string("OpenImageIO failed to write it") : e);
-    }
-    if (!out->close()) {
-        std::string e = out->geterror();
-        fail_write(path, e.empty() ? std::string("OpenImageIO failed to finish it") : e);
-    }
+    if (!out->open(path, spec)) fail_write(path, last_error(out, "OpenImageIO cannot create it"));
+    if (!out->write_image(type_of(src.dtype), src.data, OIIO::AutoStride, OIIO::stride_t(src.pitch)))
+        fail_write(path, last_error(out, "OpenImageIO failed to write it"));
+    if (!out->close()) fail_write(path, last_error(out, "OpenImageIO failed to finish it"));
 }
 
 // What OpenImageIO's writers store without converting (OIIO 2.4). Alpha is written unassociated.

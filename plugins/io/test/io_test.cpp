@@ -1,11 +1,23 @@
 // Tests of the io plugin (load, save) through the real plugin: round trips of every built-in
-// format, file layouts checked byte by byte, and corrupt or truncated files.
+// format, file layouts checked byte by byte, corrupt or truncated files, the pixel limit and
+// fail_on (hostile files are made here: headers patched, streams cut or flipped), and the
+// channel count of paletted images.
 #include "../kernels/codecs.hpp"
+#include "../kernels/file.hpp"
 #include "support/op_harness.hpp"
 #include "support/paths.hpp"
 
 #include <gtest/gtest.h>
 
+#ifdef PIXFLOW_TEST_WITH_OIIO
+#include <OpenImageIO/imageio.h>
+#endif
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -76,6 +88,12 @@ bool have_oiio() {
     Image im = Image::make(2, 2, 1, DType::u8);
     return error_of([&] { save(im, dir / "probe.png"); }).empty();
 }
+
+/// First line of a test of an OpenImageIO format: SKIPPED, never passed, without it.
+#define REQUIRE_OIIO()                                                                             \
+    do {                                                                                           \
+        if (!have_oiio()) GTEST_SKIP() << "this build has no OpenImageIO";                         \
+    } while (0)
 
 // ---- round trips ------------------------------------------------------------------------------
 
@@ -349,7 +367,7 @@ TEST(IoSave, WritesExactlyOneFile) {
 // ---- OpenImageIO formats ----------------------------------------------------------------------
 
 TEST(IoOiio, WithoutOpenImageIOOtherFormatsAreAClearError) {
-    if (have_oiio()) return; // the other IoOiio tests cover that build
+    if (have_oiio()) GTEST_SKIP() << "this build has OpenImageIO; the other IoOiio tests cover it";
     TempDir dir;
     write_file(dir / "a.png", "\x89PNG\r\n\x1a\n");
     for (const std::string& e : {error_of([&] { load(dir / "a.png"); }), error_of([&] {
@@ -361,7 +379,7 @@ TEST(IoOiio, WithoutOpenImageIOOtherFormatsAreAClearError) {
 }
 
 TEST(IoOiio, RoundTripsLosslessFormatsInTheirNativeDtype) {
-    if (!have_oiio()) return; // covered by WithoutOpenImageIOOtherFormatsAreAClearError
+    REQUIRE_OIIO();
     TempDir dir;
     struct Case {
         const char* ext;
@@ -386,7 +404,7 @@ TEST(IoOiio, RoundTripsLosslessFormatsInTheirNativeDtype) {
 }
 
 TEST(IoOiio, JpegRoundTripIsClose) {
-    if (!have_oiio()) return; // covered by WithoutOpenImageIOOtherFormatsAreAClearError
+    REQUIRE_OIIO();
     TempDir dir;
     Image im = Image::make(16, 16, 3, DType::u8);
     for (int y = 0; y < 16; ++y)
@@ -435,6 +453,443 @@ TEST(IoCodecs, ANameWithoutExtensionListsTheFormats) {
     EXPECT_NE(e.find("no extension to choose a format by; built-in formats are .pgm, .ppm, .pnm, .pfm and .npy"),
               std::string::npos)
         << e;
+}
+
+} // namespace
+
+// ---- limits, corrupt files, palettes ------------------------------------------------------------
+//
+// The hostile files are made here from valid ones: a header patched to claim a huge size, a
+// stream cut short, entropy-coded bytes flipped. Each test finishes in well under a second:
+// nothing is allocated or decoded at the claimed size.
+
+namespace {
+
+using pixflow::testing::run_pixflow;
+
+Image load_with(const std::string& path, const std::map<std::string, std::string>& more) {
+    std::map<std::string, std::string> params = more;
+    params["path"] = path;
+    auto out = run_op("load", "cpu", {}, params);
+    EXPECT_EQ(out.size(), 1u);
+    return out.at(0);
+}
+
+std::string be32(std::uint32_t v) {
+    return {char(v >> 24), char(v >> 16 & 0xFF), char(v >> 8 & 0xFF), char(v & 0xFF)};
+}
+
+std::uint32_t crc32(const std::string& bytes) { // PNG's CRC (ISO 3309), bit by bit
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (unsigned char b : bytes) {
+        c ^= b;
+        for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+std::uint32_t adler32(const std::string& bytes) {
+    std::uint32_t a = 1, b = 0;
+    for (unsigned char x : bytes) {
+        a = (a + x) % 65521;
+        b = (b + a) % 65521;
+    }
+    return b << 16 | a;
+}
+
+std::string png_chunk(const std::string& type, const std::string& data) {
+    return be32(std::uint32_t(data.size())) + type + data + be32(crc32(type + data));
+}
+
+/// A PNG written by hand: `scanlines` (each a filter byte, then the packed samples) in one stored
+/// (uncompressed) deflate block, so no zlib is needed to make it.
+std::string png_file(std::uint32_t w, std::uint32_t h, int depth, int colour, const std::string& scanlines,
+                     const std::string& plte = "", const std::string& trns = "") {
+    std::string ihdr = be32(w) + be32(h) + char(depth) + char(colour) + std::string(3, '\0');
+    const std::size_t n = scanlines.size();
+    std::string zlib = std::string("\x78\x01\x01", 3) + char(n & 0xFF) + char(n >> 8) + char(~n & 0xFF) +
+                       char((~n >> 8) & 0xFF) + scanlines + be32(adler32(scanlines));
+    std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + png_chunk("IHDR", ihdr);
+    if (!plte.empty()) png += png_chunk("PLTE", plte);
+    if (!trns.empty()) png += png_chunk("tRNS", trns);
+    return png + png_chunk("IDAT", zlib) + png_chunk("IEND", "");
+}
+
+/// A BMP (BITMAPINFOHEADER) of `bits` per pixel: palette entries as RGB triples, rows of
+/// indices top to bottom.
+std::string bmp_file(int w, int bits, const std::vector<std::array<int, 3>>& palette,
+                     const std::vector<std::vector<int>>& rows) {
+    auto le32 = [](std::uint32_t v) { return std::string{char(v), char(v >> 8), char(v >> 16), char(v >> 24)}; };
+    auto le16 = [](std::uint32_t v) { return std::string{char(v), char(v >> 8)}; };
+    const std::size_t row_bytes = (std::size_t(w) * bits + 31) / 32 * 4;
+    std::string data;
+    for (auto r = rows.rbegin(); r != rows.rend(); ++r) { // bottom row first
+        std::string row(row_bytes, '\0');
+        for (int x = 0; x < w; ++x) {
+            const std::size_t bit = std::size_t(x) * bits;
+            row[bit / 8] = char(row[bit / 8] | (*r)[std::size_t(x)] << (8 - bits - bit % 8));
+        }
+        data += row;
+    }
+    std::string pal;
+    for (const auto& e : palette) pal += std::string{char(e[2]), char(e[1]), char(e[0]), '\0'};
+    const std::uint32_t offset = 14 + 40 + std::uint32_t(pal.size());
+    return "BM" + le32(offset + std::uint32_t(data.size())) + le32(0) + le32(offset) + le32(40) + le32(w) +
+           le32(std::uint32_t(rows.size())) + le16(1) + le16(bits) + le32(0) + le32(std::uint32_t(data.size())) +
+           le32(2835) + le32(2835) + le32(std::uint32_t(palette.size())) + le32(0) + pal + data;
+}
+
+/// The offset of the first byte after the segment with `marker` (0xC0 SOF0...) of a JPEG file, and
+/// that segment's offset.
+std::pair<std::size_t, std::size_t> jpeg_segment(const std::string& jpg, std::initializer_list<int> markers) {
+    std::size_t i = 2;
+    while (i + 4 <= jpg.size() && static_cast<unsigned char>(jpg[i]) == 0xFF) {
+        const int m = static_cast<unsigned char>(jpg[i + 1]);
+        const std::size_t len = std::size_t(static_cast<unsigned char>(jpg[i + 2])) << 8 | static_cast<unsigned char>(jpg[i + 3]);
+        for (int want : markers)
+            if (m == want) return {i, i + 2 + len};
+        i += 2 + len;
+    }
+    return {std::string::npos, std::string::npos};
+}
+
+/// A noisy RGB image: JPEG keeps much entropy-coded data for it.
+Image noise(int w, int h, int c = 3) { return random_image(w, h, c, DType::u8, 77); }
+
+/// Patches the width and height of a little-endian TIFF's first IFD.
+std::string patch_tiff_size(std::string tif, std::uint32_t w, std::uint32_t h) {
+    auto u16 = [&](std::size_t at) { return unsigned(static_cast<unsigned char>(tif[at])) | unsigned(static_cast<unsigned char>(tif[at + 1])) << 8; };
+    auto u32 = [&](std::size_t at) { return u16(at) | u16(at + 2) << 16; };
+    EXPECT_EQ(tif.substr(0, 4), std::string("II*\0", 4));
+    const std::size_t ifd = u32(4);
+    for (unsigned k = 0; k < u16(ifd); ++k) {
+        const std::size_t e = ifd + 2 + 12 * k;
+        const unsigned tag = u16(e), type = u16(e + 2);
+        if (tag != 256 && tag != 257) continue;
+        const std::uint32_t v = tag == 256 ? w : h;
+        tif[e + 8] = char(v);
+        tif[e + 9] = char(v >> 8);
+        if (type == 4) { // LONG; SHORT holds the low half
+            tif[e + 10] = char(v >> 16);
+            tif[e + 11] = char(v >> 24);
+        }
+    }
+    return tif;
+}
+
+/// Standard error, file descriptor 2, sent to a file while alive.
+class StderrToFile {
+  public:
+    explicit StderrToFile(const std::string& path) {
+        std::fflush(stderr);
+        m_saved = ::dup(2);
+        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ::dup2(fd, 2);
+        ::close(fd);
+    }
+    ~StderrToFile() {
+        std::fflush(stderr);
+        ::dup2(m_saved, 2);
+        ::close(m_saved);
+    }
+
+  private:
+    int m_saved = -1;
+};
+
+std::string pipeline_loading(const std::string& path, const std::string& out) {
+    return "[pipeline]\nname = \"t\"\n[nodes.src]\nop = \"load\"\npath = \"" + path +
+           "\"\n[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" + out + "\"\n";
+}
+
+// -- the pixel limit
+
+TEST(IoLimits, AHeaderOverMaxPixelsIsRefusedNamingTheSizeTheLimitAndHowToRaiseIt) {
+    TempDir dir;
+    const std::string path = dir / "a.pgm";
+    save(random_image(64, 64, 1, DType::u8, 1), path);
+    const std::string e = error_of([&] { load_with(path, {{"max_pixels", "4095"}}); });
+    for (const char* says : {"cannot read '", "64x64 = 4096 pixels", "max_pixels = 4095", "--set NODE.max_pixels=N",
+                             "--max-pixels N", "0: no limit"})
+        EXPECT_NE(e.find(says), std::string::npos) << says << " in '" << e << "'";
+    EXPECT_NE(e.find(path), std::string::npos) << e;
+    EXPECT_EQ(describe(load_with(path, {{"max_pixels", "4096"}})), "64x64x1 u8") << "the limit itself is allowed";
+    EXPECT_EQ(describe(load_with(path, {{"max_pixels", "0"}})), "64x64x1 u8") << "0 is no limit";
+}
+
+TEST(IoLimits, TheDefaultIsTwoToThe28Pixels) {
+    EXPECT_EQ(pixflow::io::default_max_pixels, 268435456);
+    auto r = run_pixflow("describe load");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("268435456"), std::string::npos) << r.out;
+}
+
+TEST(IoLimits, ValidateRefusesAnOverLimitHeaderOfABuiltInFormat) {
+    TempDir dir;
+    save(random_image(64, 64, 1, DType::u8, 1), dir / "a.pgm");
+    write_file(dir / "p.toml", pipeline_loading(dir / "a.pgm", dir / "b.pgm"));
+    auto r = run_pixflow("validate " + dir / "p.toml" + " --set src.max_pixels=100");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("64x64 = 4096 pixels, more than max_pixels = 100"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "b.pgm"));
+}
+
+TEST(IoLimits, ValidateRefusesHugePngJpegAndTiffHeadersWithoutDecoding) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    // PNG: a valid 1x1 file whose IHDR (with its CRC) claims 10^6 x 10^6; the pixel data is 2 bytes.
+    write_file(dir / "huge.png", png_file(1000000, 1000000, 8, 0, std::string(2, '\0')));
+    // JPEG: a valid 16x16 file whose SOF claims 20000 x 20000.
+    save(noise(16, 16), dir / "small.jpg");
+    std::string jpg = read_file(dir / "small.jpg");
+    const std::size_t sof = jpeg_segment(jpg, {0xC0, 0xC1, 0xC2}).first;
+    ASSERT_NE(sof, std::string::npos);
+    jpg.replace(sof + 5, 4, std::string{char(20000 >> 8), char(20000 & 0xFF), char(20000 >> 8), char(20000 & 0xFF)});
+    write_file(dir / "huge.jpg", jpg);
+    // TIFF: a valid 16x16 file whose IFD claims 60000 x 60000 (the 1,130-byte file of issue 15).
+    save(noise(16, 16, 1), dir / "small.tif");
+    write_file(dir / "huge.tif", patch_tiff_size(read_file(dir / "small.tif"), 60000, 60000));
+
+    for (const char* name : {"huge.png", "huge.jpg", "huge.tif"}) {
+        SCOPED_TRACE(name);
+        const std::string path = dir / name;
+        write_file(dir / "p.toml", pipeline_loading(path, dir / "out.npy"));
+        auto r = run_pixflow("validate " + dir / "p.toml");
+        EXPECT_EQ(r.exit_code, 1) << r.err;
+        EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("max_pixels = 268435456"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("--max-pixels N"), std::string::npos) << r.err;
+        // and run, through the operator, refuses it the same way, before allocating
+        const std::string e = error_of([&] { load(path); });
+        EXPECT_NE(e.find("max_pixels = 268435456"), std::string::npos) << e;
+    }
+    EXPECT_NE(error_of([&] { load(dir / "huge.png"); }).find("1000000x1000000 = 1000000000000 pixels"), std::string::npos);
+    EXPECT_NE(error_of([&] { load(dir / "huge.jpg"); }).find("20000x20000 = 400000000 pixels"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(dir / "out.npy"));
+}
+
+TEST(IoLimits, TheCodecReadsNoPixelOfAnOverLimitFile) {
+    // read_image itself (not only infer) refuses, before touching dst: a caller that skipped
+    // read_header cannot be made to decode past the limit.
+    TempDir dir;
+    save(random_image(8, 8, 1, DType::u8, 2), dir / "a.pgm");
+    Image im = Image::make(8, 8, 1, DType::u8);
+    pixflow::io::ReadOptions o;
+    o.max_pixels = 63;
+    const std::string e = error_of([&] { pixflow::io::read_image(dir / "a.pgm", im.view(), o); });
+    EXPECT_NE(e.find("8x8 = 64 pixels, more than max_pixels = 63"), std::string::npos) << e;
+    EXPECT_EQ(im.bytes, std::vector<std::byte>(64, std::byte{0}));
+}
+
+// -- short files of the built-in formats
+
+TEST(IoLoad, AShortBuiltInFileNamesTheBytesExpectedAndPresent) {
+    TempDir dir;
+    save(random_image(3, 2, 1, DType::u16, 1), dir / "a.pgm"); // 12 bytes of pixels
+    std::string pgm = read_file(dir / "a.pgm");
+    write_file(dir / "cut.pgm", pgm.substr(0, pgm.size() - 1));
+    std::string e = error_of([&] { load(dir / "cut.pgm"); });
+    EXPECT_NE(e.find("truncated: the pixel data needs 12 bytes after the header, the file has 11"), std::string::npos) << e;
+    save(random_image(4, 2, 1, DType::f64, 1), dir / "a.npy"); // 64 bytes of data
+    std::string npy = read_file(dir / "a.npy");
+    write_file(dir / "cut.npy", npy.substr(0, npy.size() - 10));
+    e = error_of([&] { load_with(dir / "cut.npy", {{"fail_on", "none"}}); });
+    EXPECT_NE(e.find("the array data needs 64 bytes after the header, the file has 54"), std::string::npos)
+        << "fail_on does not relax the built-in formats: " << e;
+}
+
+// -- corrupt files through OpenImageIO
+
+TEST(IoCorrupt, TruncatedBaselineAndProgressiveJpegsFailNamingTheFileAndTheReason) {
+    REQUIRE_OIIO();
+#ifdef PIXFLOW_TEST_WITH_OIIO
+    // `jpg` cut in the middle of its entropy-coded data.
+    auto cut_in_scan = [](const std::string& jpg) {
+        const std::size_t scan = jpeg_segment(jpg, {0xDA}).second;
+        EXPECT_NE(scan, std::string::npos);
+        return jpg.substr(0, scan + (jpg.size() - scan) / 2);
+    };
+    TempDir dir;
+    const Image im = noise(64, 64);
+    save(im, dir / "base.jpg");
+    { // progressive: save has no option for it, so OpenImageIO writes it directly
+        OIIO::ImageSpec spec(64, 64, 3, OIIO::TypeDesc::UINT8);
+        spec.attribute("jpeg:progressive", 1);
+        auto out = OIIO::ImageOutput::create(dir / "prog.jpg");
+        ASSERT_TRUE(out && out->open(dir / "prog.jpg", spec));
+        ASSERT_TRUE(out->write_image(OIIO::TypeDesc::UINT8, im.bytes.data()));
+        ASSERT_TRUE(out->close());
+    }
+    ASSERT_NE(read_file(dir / "prog.jpg").find("\xFF\xC2"), std::string::npos) << "SOF2: progressive";
+    for (const char* name : {"base.jpg", "prog.jpg"}) {
+        SCOPED_TRACE(name);
+        EXPECT_EQ(describe(load(dir / name)), "64x64x3 u8") << "the intact file loads";
+        const std::string cut = dir / (std::string("cut-") + name);
+        write_file(cut, cut_in_scan(read_file(dir / name)));
+        const std::string e = error_of([&] { load(cut); });
+        EXPECT_NE(e.find("cannot read '" + cut + "'"), std::string::npos) << e;
+        EXPECT_NE(e.find("Premature end of JPEG file"), std::string::npos) << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << "one line: " << e;
+        // fail_on = "none" (and "error": libjpeg's complaint is a warning) loads it
+        EXPECT_EQ(describe(load_with(cut, {{"fail_on", "none"}})), "64x64x3 u8");
+        EXPECT_EQ(describe(load_with(cut, {{"fail_on", "error"}})), "64x64x3 u8");
+    }
+#endif
+}
+
+TEST(IoCorrupt, AJpegWithFlippedEntropyCodedBytesFails) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    const Image im = noise(64, 64);
+    save(im, dir / "a.jpg");
+    std::string jpg = read_file(dir / "a.jpg");
+    const std::size_t scan = jpeg_segment(jpg, {0xDA}).second;
+    ASSERT_NE(scan, std::string::npos);
+    // Every byte from the 100th of the scan to the EOI marker: the decoder loses its place in the
+    // Huffman codes, so it ends either short of data or with bytes left over, which libjpeg
+    // reports as "Corrupt JPEG data". No 0xFF is made or unmade: the markers stay where they are.
+    for (std::size_t k = scan + 100; k + 2 < jpg.size(); ++k)
+        if (static_cast<unsigned char>(jpg[k]) != 0xFF && (static_cast<unsigned char>(jpg[k]) ^ 0x5A) != 0xFF)
+            jpg[k] = char(jpg[k] ^ 0x5A);
+    write_file(dir / "flip.jpg", jpg);
+    const std::string e = error_of([&] { load(dir / "flip.jpg"); });
+    EXPECT_NE(e.find("cannot read '" + dir / "flip.jpg" + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find("Corrupt JPEG data"), std::string::npos) << e;
+    EXPECT_NE(e.find("fail_on"), std::string::npos) << "says how to load it anyway: " << e;
+    const Image relaxed = load_with(dir / "flip.jpg", {{"fail_on", "none"}});
+    EXPECT_EQ(describe(relaxed), "64x64x3 u8");
+}
+
+TEST(IoCorrupt, ATruncatedTiffFails) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    save(noise(64, 64), dir / "a.tif");
+    const std::string tif = read_file(dir / "a.tif");
+    write_file(dir / "cut.tif", tif.substr(0, tif.size() / 2));
+    const std::string e = error_of([&] { load(dir / "cut.tif"); });
+    EXPECT_NE(e.find("cannot read '" + dir / "cut.tif" + "'"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << "one line: " << e;
+    EXPECT_GT(e.size(), std::string("cannot read '" + dir / "cut.tif" + "': ").size() + 10) << "and why: " << e;
+    // Let through, the strips libtiff could not read are 0, not what the buffer held before.
+    for (const char* relax : {"error", "none"}) {
+        const Image im = load_with(dir / "cut.tif", {{"fail_on", relax}});
+        ASSERT_EQ(describe(im), "64x64x3 u8") << relax;
+        bool bottom_zero = true;
+        for (int x = 0; x < 64; ++x)
+            for (int c = 0; c < 3; ++c) bottom_zero = bottom_zero && im.at<std::uint8_t>(x, 63, c) == 0;
+        EXPECT_TRUE(bottom_zero) << relax;
+    }
+}
+
+TEST(IoCorrupt, ATruncatedPngFailsUnlessFailOnIsNoneAndPrintsNothing) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    save(noise(64, 64), dir / "a.png");
+    const std::string png = read_file(dir / "a.png");
+    write_file(dir / "cut.png", png.substr(0, png.size() / 2));
+    std::string e, e_error;
+    Image relaxed;
+    {
+        StderrToFile quiet(dir / "stderr.txt");
+        e = error_of([&] { load(dir / "cut.png"); });
+        e_error = error_of([&] { load_with(dir / "cut.png", {{"fail_on", "error"}}); });
+        relaxed = load_with(dir / "cut.png", {{"fail_on", "none"}});
+    }
+    // Only the host's warning for fail_on = "none" (through its log), never libpng's own text.
+    const std::string printed = read_file(dir / "stderr.txt");
+    EXPECT_EQ(printed.find("libpng"), std::string::npos) << printed;
+    EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 1) << printed;
+    EXPECT_NE(printed.find("partly decoded: "), std::string::npos) << printed;
+    for (const std::string& m : {e, e_error}) {
+        EXPECT_NE(m.find("cannot read '" + dir / "cut.png" + "'"), std::string::npos) << m;
+        EXPECT_NE(m.find("PNG read error"), std::string::npos) << m;
+        EXPECT_EQ(m.find('\n'), std::string::npos) << "one line: " << m;
+    }
+    EXPECT_EQ(describe(relaxed), "64x64x3 u8");
+}
+
+TEST(IoCorrupt, TheCliPrintsOneLineForACorruptPng) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    save(noise(64, 64), dir / "a.png");
+    const std::string png = read_file(dir / "a.png");
+    write_file(dir / "cut.png", png.substr(0, png.size() / 2));
+    write_file(dir / "p.toml", pipeline_loading(dir / "cut.png", dir / "out.npy"));
+    auto r = run_pixflow("run " + dir / "p.toml");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find("libpng error"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(dir / "cut.png"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "out.npy"));
+}
+
+// -- paletted images: as many channels as their pixels have
+
+TEST(IoPalette, OneBitBmpAndOneBitPngLoadAsOneChannelWithTheSamePixels) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    const std::vector<std::vector<int>> rows = {{0, 1, 1, 0, 1, 0, 0, 1, 1}, {1, 0, 0, 0, 1, 1, 1, 0, 0}};
+    write_file(dir / "bw.bmp", bmp_file(9, 1, {{0, 0, 0}, {255, 255, 255}}, rows));
+    std::string scanlines;
+    for (const auto& r : rows) {
+        scanlines += '\0'; // filter: none
+        unsigned bits[2] = {0, 0};
+        for (int x = 0; x < 9; ++x) bits[x / 8] |= unsigned(r[std::size_t(x)]) << (7 - x % 8);
+        scanlines += char(bits[0]);
+        scanlines += char(bits[1]);
+    }
+    write_file(dir / "bw.png", png_file(9, 2, 1, 0, scanlines));
+    const Image bmp = load(dir / "bw.bmp"), png = load(dir / "bw.png");
+    ASSERT_EQ(describe(bmp), "9x2x1 u8");
+    ASSERT_EQ(describe(png), "9x2x1 u8");
+    for (int y = 0; y < 2; ++y)
+        for (int x = 0; x < 9; ++x) {
+            const int want = rows[std::size_t(y)][std::size_t(x)] ? 255 : 0;
+            EXPECT_EQ(bmp.at<std::uint8_t>(x, y), want) << x << "," << y;
+            EXPECT_EQ(png.at<std::uint8_t>(x, y), want) << x << "," << y;
+        }
+}
+
+TEST(IoPalette, GreyPalettesLoadAsOneChannelAndColourOnesAsThree) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    const std::vector<std::array<int, 3>> greys = {{0, 0, 0}, {60, 60, 60}, {130, 130, 130}, {255, 255, 255}};
+    const std::vector<std::array<int, 3>> colours = {{0, 0, 0}, {255, 0, 0}, {0, 255, 0}, {0, 0, 255}};
+    const std::vector<std::vector<int>> rows = {{0, 1, 2, 3}};
+    write_file(dir / "grey4.bmp", bmp_file(4, 4, greys, rows));
+    write_file(dir / "colour4.bmp", bmp_file(4, 4, colours, rows));
+    auto plte = [](const std::vector<std::array<int, 3>>& p) {
+        std::string s;
+        for (const auto& e : p) s += std::string{char(e[0]), char(e[1]), char(e[2])};
+        return s;
+    };
+    const std::string scan = std::string("\0\x1B", 2); // filter none; 2-bit indices 0 1 2 3
+    write_file(dir / "grey.png", png_file(4, 1, 2, 3, scan, plte(greys)));
+    write_file(dir / "colour.png", png_file(4, 1, 2, 3, scan, plte(colours)));
+    write_file(dir / "alpha.png", png_file(4, 1, 2, 3, scan, plte(greys), std::string("\xFF\x80", 2)));
+    for (const char* name : {"grey4.bmp", "grey.png"}) {
+        const Image im = load(dir / name);
+        ASSERT_EQ(describe(im), "4x1x1 u8") << name;
+        for (int x = 0; x < 4; ++x) EXPECT_EQ(im.at<std::uint8_t>(x, 0), greys[std::size_t(x)][0]) << name;
+    }
+    for (const char* name : {"colour4.bmp", "colour.png"}) {
+        const Image im = load(dir / name);
+        ASSERT_EQ(describe(im), "4x1x3 u8") << name;
+        EXPECT_EQ(im.at<std::uint8_t>(1, 0, 0), 255) << name;
+        EXPECT_EQ(im.at<std::uint8_t>(2, 0, 1), 255) << name;
+        EXPECT_EQ(im.at<std::uint8_t>(3, 0, 2), 255) << name;
+    }
+    EXPECT_EQ(describe(load(dir / "alpha.png")), "4x1x4 u8") << "transparency keeps RGBA";
+}
+
+TEST(IoCodecs, DecoderMessagesBecomeOneLine) {
+    using pixflow::io::detail::one_line;
+    EXPECT_EQ(one_line("JPEG error: Premature end (\"/x/a.jpg\")\n\nsecond\r\nsecond\n  third\tpart  ", "/x/a.jpg"),
+              "JPEG error: Premature end; second; third part");
+    const std::string many = one_line(std::string(300, 'a') + "\n" + std::string(300, 'b') + "\n" + std::string(5, 'c'));
+    EXPECT_EQ(many, std::string(300, 'a') + "; ... (2 more)");
+    EXPECT_EQ(one_line("bell\a"), "bell?");
 }
 
 } // namespace
