@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <string>
 
 using pixflow::testing::run_pixflow;
@@ -107,4 +109,37 @@ TEST(CliOptions, AutoBackendNoteSaysNoGpuWasFound) {
 #else
     EXPECT_NE(r.err.find("backend auto: pixflow was built without CUDA"), std::string::npos) << r.err;
 #endif
+}
+
+TEST(CliOptions, MaxPixelsLimitsEveryLoadThatSetsNoLimitOfItsOwn) {
+    // A 16x16 PGM: refused under --max-pixels 100 (from the header, by validate), accepted when
+    // the node sets its own limit, and by default.
+    TempDir t;
+    std::string pgm = "P5\n16 16\n255\n" + std::string(256, '\x40');
+    {
+        std::FILE* f = std::fopen((t / "in.pgm").c_str(), "wb");
+        ASSERT_NE(f, nullptr);
+        std::fwrite(pgm.data(), 1, pgm.size(), f);
+        std::fclose(f);
+    }
+    auto pipeline = [&](const std::string& extra) {
+        std::string p = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.pgm") + "\"\n" + extra +
+                        "[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "out.pgm") + "\"\n";
+        std::FILE* f = std::fopen((t / "p.toml").c_str(), "w");
+        std::fputs(p.c_str(), f);
+        std::fclose(f);
+        return t / "p.toml";
+    };
+    auto refused = run_pixflow("validate '" + pipeline("") + "' --max-pixels 100");
+    EXPECT_EQ(refused.exit_code, 1) << refused.err;
+    EXPECT_NE(refused.err.find("in.pgm"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("256"), std::string::npos) << refused.err;   // the pixels it claims
+    EXPECT_NE(refused.err.find("100"), std::string::npos) << refused.err;   // the limit
+    auto run = run_pixflow("run '" + pipeline("") + "' --max-pixels 100");
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_FALSE(std::filesystem::exists(t.path / "out.pgm"));
+    auto own = run_pixflow("run '" + pipeline("max_pixels = 1000\n") + "' --max-pixels 100");
+    EXPECT_EQ(own.exit_code, 0) << own.err;
+    auto plenty = run_pixflow("run '" + pipeline("") + "' --max-pixels 256");
+    EXPECT_EQ(plenty.exit_code, 0) << plenty.err;
 }
