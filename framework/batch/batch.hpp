@@ -166,6 +166,8 @@ class Distribution {
     /// Whether this process is the one that prints and writes --report and --trace (so checks
     /// them up front).
     virtual bool root() const = 0;
+    /// This process, for a message that must say which one failed: "rank 2 on node7".
+    virtual std::string name() const = 0;
     /// Called by run_batch once its checks passed, before any image and before anything is
     /// created. Throws when another process failed its checks (which that one reports).
     virtual void start(const std::vector<BatchInput>& inputs, const std::vector<std::vector<std::string>>& out_paths) = 0;

@@ -296,8 +296,9 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     if (workers) {
         // In-process an operator's exit() would end the batch with the code it chose: make it a
         // failure, with the unfinished outputs removed.
-        ExitGuard guard("an operator called exit() while the batch ran; the batch stopped there and its unfinished "
-                        "outputs were removed (--isolate contains such faults to their image)",
+        ExitGuard guard((opt.distribution ? opt.distribution->name() + ": " : std::string()) +
+                            "an operator called exit() while the batch ran; the batch stopped there and its unfinished "
+                            "outputs were removed (--isolate contains such faults to their image)",
                         2);
         run_images(spec, reg, opt, b, *workers, report, bar, trace.get()); // 6
     } else {

@@ -56,6 +56,7 @@ class RankBatch final : public host::Distribution {
     int command(const host::Registry& reg, const std::string& file, const std::vector<std::string>& sets,
                 const host::BatchOptions& opt) override;
     bool root() const override { return m_s.rank() == 0; }
+    std::string name() const override { return m_s.who(); }
     void start(const std::vector<host::BatchInput>& inputs, const std::vector<std::vector<std::string>>& out_paths) override;
     std::optional<std::size_t> next() override;
     void finished(std::size_t i, const host::ImageResult& r) override;
