@@ -1,12 +1,12 @@
 // mpi/ where a rank runs its images: which GPU, how many CPU threads. Pure functions (no MPI), so
-// that tests/mpi/placement_test.cpp checks them directly.
+// that tests/mpi/mpi_parts_test.cpp checks them directly.
 //
 //   GPU      local rank modulo the machine's device count: with one rank per GPU each has its
 //            own; with more ranks than GPUs they share them round robin
 //   threads  the CPUs of the rank's affinity mask, divided among the ranks of the machine that
 //            have the same mask. Open MPI binds each rank to a core when it starts at most 2
-//            (one CPU each: nothing to divide), to a socket beyond that (the socket's cores,
-//            divided among its ranks), and not at all when oversubscribed or asked --bind-to none
+//            (one CPU each: nothing to divide), to a socket or NUMA domain beyond that (its
+//            cores, divided among its ranks), and not at all when oversubscribed or asked --bind-to none
 //            (all the machine's CPUs, divided among its ranks). Without this division, N ranks on
 //            one machine would each start a thread per CPU: N times too many
 #pragma once
