@@ -29,6 +29,9 @@
 //            (isolate.hpp): a crash, abort(), exit() or hang there fails that image alone
 //   side     --report and --trace are checked up front against every file the batch reads or
 //            writes (and are written through a temporary and a rename at the end)
+//   ranks    under mpirun (framework/mpi/, docs/mpi.md) a Distribution shares the inputs among the
+//            ranks: every rank checks and runs as above, taking its next image from rank 0, which
+//            gathers the results, draws the progress and writes the one summary and report
 #pragma once
 
 #include "executor/executor.hpp"
@@ -39,6 +42,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,12 +66,15 @@ std::vector<BatchInput> expand_inputs(const std::vector<std::string>& values,
 std::filesystem::path batch_output_path(const std::filesystem::path& out_dir, const BatchInput& in,
                                         const std::string& save_id, const std::string& ext);
 
+class Distribution;
+
 struct BatchOptions {
     enum class Isolation { automatic, on, off };
     std::vector<std::string> inputs;  ///< --input values (see expand_inputs)
     std::string output_dir;           ///< --output
     int max_in_flight = 0;            ///< images alive at once; 0: 2 x max(CPU threads, workers)
-    std::string devices;              ///< "" (device 0), "all" or "0,1"
+    std::string devices;              ///< "" (default_device), "all" or "0,1"
+    int default_device = 0;           ///< the CUDA device when `devices` is "" (under mpirun: the rank's own)
     bool fail_fast = false;
     bool progress = false;            ///< draw the progress bar on stderr (a terminal, not --quiet)
     bool quiet = false;               ///< no summary line when everything succeeded
@@ -86,6 +93,9 @@ struct BatchOptions {
     /// Called (from the admitting or the accounting stage) with the number of images in flight
     /// every time it changes; for tests.
     std::function<void(int)> on_in_flight;
+    /// Shares the inputs with other processes (the ranks of an mpirun, framework/mpi/); null:
+    /// this process runs every input, in order.
+    Distribution* distribution = nullptr;
 };
 
 struct ImageResult {
@@ -95,6 +105,18 @@ struct ImageResult {
     std::string error;                ///< why it failed
     std::string worker;               ///< "cpu" or "cuda:N"
     double ms = 0;                    ///< wall time of its run
+    int rank = -1;                    ///< under mpirun: the rank that ran it; -1: none (this process)
+};
+
+/// Under mpirun: what one rank was and did (BatchReport::ranks).
+struct RankSummary {
+    int rank = 0;
+    std::string host;
+    std::vector<std::string> workers;
+    int images = 0;             ///< images it ran (ok or failed)
+    int threads = 0;            ///< the CPU threads it ran them with
+    int max_in_flight = 0, max_in_flight_seen = 0;
+    int isolated_workers = 0;
 };
 
 struct BatchReport {
@@ -111,6 +133,7 @@ struct BatchReport {
     std::vector<double> device_pool_reserved_bytes; ///< per CUDA worker, at the end
     int isolated_workers = 0;                       ///< worker processes; 0: images ran in-process
     std::string trace_error; ///< why the trace and the report could not be written at the end (a warning)
+    std::vector<RankSummary> ranks; ///< under mpirun: one per rank, in rank order; empty otherwise
 
     double images_per_s() const { return wall_s > 0 ? double(ok + failed) / wall_s : 0; }
     nlohmann::json to_json() const;
@@ -131,6 +154,39 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
 /// pipeline or command line.
 int run_batch_command(const Registry& reg, const std::string& file, const std::vector<std::string>& sets,
                       BatchOptions opt, const std::string& report_path);
+
+/// How a batch shares its inputs with other processes that run the same command: the ranks of an
+/// mpirun (framework/mpi/ implements it; docs/mpi.md). Every process checks the batch as usual;
+/// then each asks next() for its images and tells finished() each result, and end() gathers the
+/// results where one process prints the summary and writes --report and --trace.
+class Distribution {
+  public:
+    virtual ~Distribution() = default;
+    /// What run_batch_command does, in every process: returns the exit code of the whole run.
+    virtual int command(const Registry& reg, const std::string& file, const std::vector<std::string>& sets,
+                        const BatchOptions& opt) = 0;
+    /// Whether this process is the one that prints and writes --report and --trace (so checks
+    /// them up front).
+    virtual bool root() const = 0;
+    /// This process, for a message that must say which one failed: "rank 2 on node7".
+    virtual std::string name() const = 0;
+    /// Called by run_batch once its checks passed, before any image and before anything is
+    /// created. Throws when another process failed its checks (which that one reports).
+    virtual void start(const std::vector<BatchInput>& inputs, const std::vector<std::vector<std::string>>& out_paths) = 0;
+    /// The next input for this process, or nullopt when none is left for it. Called from one
+    /// thread at a time; may block.
+    virtual std::optional<std::size_t> next() = 0;
+    /// Input i (given by next()) finished here, ok or failed. Called from one thread at a time.
+    virtual void finished(std::size_t i, const ImageResult& r) = 0;
+    /// A line of the run's output (a note, an image's error, an operator's log line) for the one
+    /// process that prints; thread-safe.
+    virtual void print(const std::string& line) = 0;
+    /// After this process's images, with its totals in `report` and its --trace text in `trace`
+    /// ("" without): true in the root process, whose `report` and `trace` are now those of the
+    /// whole run, for run_batch to write; false elsewhere, where `report` gets the totals of the
+    /// whole run (for the exit code).
+    virtual bool end(BatchReport& report, std::string& trace) = 0;
+};
 
 /// Prints the end-of-run summary: the counts and rate on stdout (unless quiet and all
 /// succeeded), each failed input with its reason on stderr.

@@ -149,7 +149,9 @@ std::string naming(const BatchPlan& b, const std::vector<std::size_t>& which) {
 void check_once(const PipelineSpec& spec, const Registry& reg, const BatchOptions& opt, BatchPlan& b) {
     std::string why;
     bool cuda = cuda_usable(&why);
-    b.devices = cuda ? parse_devices(opt.devices, cuda_device_count()) : std::vector<int>{0};
+    b.devices = !cuda                 ? std::vector<int>{0}
+                : opt.devices.empty() ? std::vector<int>{opt.default_device % cuda_device_count()}
+                                      : parse_devices(opt.devices, cuda_device_count());
     bool checked = false;
     std::vector<std::pair<std::string, std::vector<Diagnostic>>> failures; // grouped by their text
     std::vector<std::vector<std::size_t>> failed_inputs;

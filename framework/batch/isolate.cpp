@@ -7,7 +7,7 @@
 #include "executor/output_files.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
-#include <tbb/info.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -104,7 +104,7 @@ class Supervisor {
         : m_opt(opt), m_b(b), m_spec(spec), m_report(report), m_bar(bar), m_trace(trace),
           m_live(std::make_shared<LivePids>()), m_exe(worker_executable(opt)),
           m_hook([live = m_live] { stop_workers(*live); }) {
-        int hw = std::max(1, tbb::info::default_concurrency());
+        int hw = std::max(1, tbb::this_task_arena::max_concurrency()); // under mpirun: this rank's share
         m_threads = std::max(1, hw / workers);
         for (int k = 0; k < workers; ++k) {
             Proc& p = m_procs.emplace_back();
@@ -132,14 +132,20 @@ class Supervisor {
         for (;;) {
             for (Proc& p : m_procs) {
                 if (p.job >= 0) continue;
-                if (m_stop || next >= n) break;
-                dispatch(p, next++);
+                if (m_stop || m_exhausted) break;
+                std::optional<std::size_t> i = next_image(m_opt, next, n);
+                if (!i) {
+                    m_exhausted = true;
+                    break;
+                }
+                dispatch(p, *i);
             }
             if (m_busy == 0) break;
             wait_and_read();
             check_deadlines();
         }
-        for (std::size_t i = next; i < n; ++i) m_report.images[i].status = ImageResult::Status::skipped;
+        if (!m_opt.distribution)
+            for (std::size_t i = next; i < n; ++i) m_report.images[i].status = ImageResult::Status::skipped;
     }
 
   private:
@@ -445,6 +451,7 @@ class Supervisor {
             if (m_opt.fail_fast) m_stop = true;
         }
         m_bar.update(m_done, m_failed);
+        if (m_opt.distribution) m_opt.distribution->finished(i, res);
     }
 
     const BatchOptions& m_opt;
@@ -461,6 +468,7 @@ class Supervisor {
     int m_busy = 0, m_done = 0, m_failed = 0;
     int m_status = -1;
     bool m_stop = false;
+    bool m_exhausted = false; ///< no image left for this process
 };
 
 } // namespace

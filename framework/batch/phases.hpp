@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,14 @@ BatchPlan check_batch(const PipelineSpec& spec, const Registry& reg, const Batch
 
 /// The files a batch reads and writes: the pipeline file, the inputs and @lists, the outputs.
 std::vector<NamedPath> batch_files(const PipelineSpec& spec, const BatchOptions& opt, const BatchPlan& b);
+
+/// The next image this process runs: the next input in order (`next` counts them), or the
+/// distribution's choice (opt.distribution); nullopt when none is left.
+inline std::optional<std::size_t> next_image(const BatchOptions& opt, std::size_t& next, std::size_t n) {
+    if (opt.distribution) return opt.distribution->next();
+    if (next >= n) return std::nullopt;
+    return next++;
+}
 
 /// A UserError's diagnostics on one line, "; "-separated.
 inline std::string error_text(const UserError& e) {

@@ -28,7 +28,14 @@ void ProgressBar::update(int done, int failed) {
     if (m_enabled) draw_locked(false);
 }
 
+void ProgressBar::forward(std::function<void(const std::string&)> f) {
+    std::lock_guard lk(m_mu);
+    m_forward = std::move(f);
+    m_enabled = false;
+}
+
 void ProgressBar::print(const std::string& line) {
+    if (m_forward) return m_forward(line); // set before the run's threads start; thread-safe itself
     std::lock_guard lk(m_mu);
     if (m_enabled && m_drawn) std::fputs("\r\x1b[K", stderr);
     std::fprintf(stderr, "%s\n", line.c_str());

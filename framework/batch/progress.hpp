@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -20,12 +21,16 @@ class ProgressBar {
     void print(const std::string& line);
     /// Draws the final state and ends the line.
     void finish();
+    /// Hands every line to `f` instead of printing it, and draws nothing: a rank of an mpirun
+    /// sends its lines to rank 0, which draws the progress of the whole run (framework/mpi/).
+    void forward(std::function<void(const std::string&)> f);
 
   private:
     void draw_locked(bool force);
     std::mutex m_mu;
     int m_total, m_done = 0, m_failed = 0;
     bool m_enabled, m_drawn = false;
+    std::function<void(const std::string&)> m_forward;
     Clock::time_point m_start = Clock::now(), m_last{};
 };
 

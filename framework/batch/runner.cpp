@@ -5,8 +5,8 @@
 #include "batch/isolate.hpp"
 #include "executor/output_files.hpp"
 
-#include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,11 +82,13 @@ void run_images(const PipelineSpec& spec, const Registry& reg, const BatchOption
     f.slot_of.assign(n, -1);
     f.admitted.resize(n);
     auto admit = [&](tbb::flow_control& fc) -> std::size_t {
-        if (f.stop || f.next >= n) {
+        std::optional<std::size_t> next;
+        if (!f.stop) next = batch::next_image(opt, f.next, n);
+        if (!next) {
             fc.stop();
             return 0;
         }
-        std::size_t i = f.next++;
+        std::size_t i = *next;
         std::lock_guard lk(f.mu);
         f.slot_of[i] = f.free_slots.back();
         f.free_slots.pop_back();
@@ -118,14 +120,16 @@ void run_images(const PipelineSpec& spec, const Registry& reg, const BatchOption
             }
             if (opt.on_in_flight) opt.on_in_flight(now);
         }
-        if (res.status == ImageResult::Status::skipped) return;
-        ++f.done;
-        if (res.status == ImageResult::Status::failed) {
-            ++f.failed;
-            bar.print("error: " + res.input + ": " + res.error);
-            if (opt.fail_fast) f.stop = true;
+        if (res.status != ImageResult::Status::skipped) {
+            ++f.done;
+            if (res.status == ImageResult::Status::failed) {
+                ++f.failed;
+                bar.print("error: " + res.input + ": " + res.error);
+                if (opt.fail_fast) f.stop = true;
+            }
+            bar.update(f.done, f.failed);
         }
-        bar.update(f.done, f.failed);
+        if (opt.distribution) opt.distribution->finished(i, res);
     };
     tbb::parallel_pipeline(std::size_t(report.max_in_flight),
                            tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order, admit) &
@@ -133,14 +137,13 @@ void run_images(const PipelineSpec& spec, const Registry& reg, const BatchOption
                                tbb::make_filter<std::size_t, void>(tbb::filter_mode::serial_out_of_order, account));
 }
 
-/// 7. The totals, the folders left empty, what the workers hold.
-void finish(FileTransaction& folders, const batch::Workers* workers, Clock::time_point t_start, BatchReport& report) {
+/// 7. The totals and what the workers hold.
+void finish(const batch::Workers* workers, Clock::time_point t_start, BatchReport& report) {
     for (const auto& im : report.images) {
         report.ok += im.status == ImageResult::Status::ok;
         report.failed += im.status == ImageResult::Status::failed;
         report.skipped += im.status == ImageResult::Status::skipped;
     }
-    folders.rollback(); // removes only the folders that stayed empty
     if (workers)
         for (const auto& w : workers->all()) {
             if (w->pinned) report.pinned_buffers += w->pinned->pinned_count();
@@ -175,11 +178,11 @@ void check_batch_side_outputs(const PipelineSpec& spec, const BatchOptions& opt,
 
 /// The trace and the report, written together (both or neither) after the images. The images
 /// are committed by then, so a failure here is a warning that leaves the exit code alone.
-void write_batch_side_outputs(const BatchOptions& opt, const TraceWriter* trace, BatchReport& report) {
+void write_batch_side_outputs(const BatchOptions& opt, const std::string& trace, BatchReport& report) {
     if (opt.trace_path.empty() && opt.report_path.empty()) return;
     try {
         FileTransaction side;
-        if (trace) side.stage_text(opt.trace_path, trace->text());
+        if (!opt.trace_path.empty()) side.stage_text(opt.trace_path, trace);
         if (!opt.report_path.empty()) side.stage_text(opt.report_path, json_text(report.to_json(), 2) + "\n");
         side.commit();
     } catch (const std::exception& e) {
@@ -208,6 +211,18 @@ nlohmann::json BatchReport::to_json() const {
     j["pinned_buffers"] = pinned_buffers;
     j["device_pool_reserved_bytes"] = device_pool_reserved_bytes;
     j["isolated_workers"] = isolated_workers;
+    if (!ranks.empty()) {
+        j["ranks"] = nlohmann::json::array();
+        for (const auto& r : ranks)
+            j["ranks"].push_back({{"rank", r.rank},
+                                  {"host", r.host},
+                                  {"workers", r.workers},
+                                  {"images", r.images},
+                                  {"threads", r.threads},
+                                  {"max_in_flight", r.max_in_flight},
+                                  {"max_in_flight_seen", r.max_in_flight_seen},
+                                  {"isolated_workers", r.isolated_workers}});
+    }
     j["images"] = nlohmann::json::array();
     for (const auto& im : images) {
         nlohmann::json x{{"input", im.input},
@@ -218,6 +233,7 @@ nlohmann::json BatchReport::to_json() const {
                          {"worker", im.worker},
                          {"ms", im.ms}};
         if (!im.error.empty()) x["error"] = im.error;
+        if (im.rank >= 0) x["rank"] = im.rank;
         j["images"].push_back(x);
     }
     return j;
@@ -243,7 +259,8 @@ void print_batch_summary(const BatchReport& r, bool quiet) {
 BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const BatchOptions& opt) {
     auto t_start = Clock::now();
     batch::BatchPlan b = batch::check_batch(spec, reg, opt); // 1 to 3
-    check_batch_side_outputs(spec, opt, b);
+    if (!opt.distribution || opt.distribution->root()) check_batch_side_outputs(spec, opt, b);
+    if (opt.distribution) opt.distribution->start(b.inputs, b.out_paths); // every process passed its checks
     BatchReport report;
     report.pipeline = spec.name;
     report.file = spec.file;
@@ -251,7 +268,7 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     report.warnings = b.warnings;
     std::string isolation = batch::isolation_reason(spec, reg, opt);
     std::unique_ptr<batch::Workers> workers;
-    int threads = tbb::info::default_concurrency();
+    int threads = tbb::this_task_arena::max_concurrency(); // under mpirun: this rank's share
     if (isolation.empty()) {
         workers = std::make_unique<batch::Workers>(b, report.workers); // 4
         report.max_in_flight = opt.max_in_flight > 0 ? opt.max_in_flight : 2 * std::max(threads, int(workers->all().size()));
@@ -273,7 +290,8 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
 
     std::unique_ptr<TraceWriter> trace;
     if (!opt.trace_path.empty()) trace = std::make_unique<TraceWriter>(t_start);
-    ProgressBar bar(int(b.inputs.size()), opt.progress);
+    ProgressBar bar(int(b.inputs.size()), opt.progress && !opt.distribution);
+    if (opt.distribution) bar.forward([d = opt.distribution](const std::string& line) { d->print(line); });
     for (const auto& w : report.warnings) bar.print("warning: " + w);
     for (const auto& n : report.notes) bar.print("note: " + n);
     report.images.resize(b.inputs.size());
@@ -281,24 +299,28 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     if (workers) {
         // In-process an operator's exit() would end the batch with the code it chose: make it a
         // failure, with the unfinished outputs removed.
-        ExitGuard guard("an operator called exit() while the batch ran; the batch stopped there and its unfinished "
-                        "outputs were removed (--isolate contains such faults to their image)",
+        ExitGuard guard((opt.distribution ? opt.distribution->name() + ": " : std::string()) +
+                            "an operator called exit() while the batch ran; the batch stopped there and its unfinished "
+                            "outputs were removed (--isolate contains such faults to their image)",
                         2);
         run_images(spec, reg, opt, b, *workers, report, bar, trace.get()); // 6
     } else {
         batch::run_images_isolated(opt, b, spec, report.max_in_flight, report, bar, trace.get()); // 6
     }
     bar.finish();
-    finish(folders, workers.get(), t_start, report); // 7
-    write_batch_side_outputs(opt, trace.get(), report);
+    finish(workers.get(), t_start, report); // 7
+    std::string trace_text = trace ? trace->text() : "";
+    if (!opt.distribution || opt.distribution->end(report, trace_text)) write_batch_side_outputs(opt, trace_text, report);
+    folders.rollback(); // removes only the folders that stayed empty, once every process is done
     return report;
 }
 
 int run_batch_command(const Registry& reg, const std::string& file, const std::vector<std::string>& sets,
                       BatchOptions opt, const std::string& report_path) {
+    opt.report_path = report_path;
+    if (opt.distribution) return opt.distribution->command(reg, file, sets, opt);
     PipelineSpec spec = parse_pipeline_file(file, sets);
     opt.progress = !opt.quiet && ::isatty(STDERR_FILENO);
-    opt.report_path = report_path;
     BatchReport r = run_batch(spec, reg, opt);
     print_batch_summary(r, opt.quiet);
     return r.exit_code();

@@ -8,6 +8,10 @@
 #include <OpenImageIO/imageio.h>
 #endif
 
+#ifdef PIXFLOW_WITH_MPI
+#include <mpi.h>
+#endif
+
 #include <string>
 
 namespace pixflow::cli {
@@ -36,7 +40,15 @@ std::string version_text() {
 #else
     s += "  OpenImageIO: off; load/save formats: .pgm .ppm .pnm .pfm .npy\n";
 #endif
-    s += "  MPI:         off (this build has no MPI support)";
+#ifdef PIXFLOW_WITH_MPI
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int len = 0;
+    MPI_Get_library_version(lib, &len); // one of the few calls allowed without MPI_Init
+    std::string name(lib, std::size_t(len));
+    s += "  MPI:         on (" + name.substr(0, name.find(',')) + "): batches over the ranks of mpirun (docs/mpi.md)";
+#else
+    s += "  MPI:         off (built without MPI)";
+#endif
     return s;
 }
 

@@ -1,7 +1,7 @@
 // The `pixflow` command line: 0. the signals that clean up, 1. the options of every subcommand,
-// 2. parsing them, 3. the subcommand that needs no plugins (new-operator), 4. the plugins, loaded
-// once by an Engine (as the embedding API loads them), 5. the chosen subcommand (commands.hpp),
-// or the hidden worker mode of isolated batches.
+// 2. parsing them, 2b. under mpirun, MPI (docs/mpi.md), 3. the subcommand that needs no plugins
+// (new-operator), 4. the plugins, loaded once by an Engine (as the embedding API loads them), 5.
+// the chosen subcommand (commands.hpp), or the hidden worker mode of isolated batches.
 // Exit codes: 0 success, 1 invalid pipeline or command line (nothing ran, nothing written),
 // 2 a failure while running (nothing written; a batch: some image failed), 128 + n ended by
 // signal n (SIGINT, SIGTERM, SIGHUP; unfinished outputs removed).
@@ -14,6 +14,10 @@
 #include <pixflow/pixflow.hpp>
 
 #include <CLI/CLI.hpp>
+
+#ifdef PIXFLOW_WITH_MPI
+#include "mpi/ranks.hpp"
+#endif
 
 #include <cstdint>
 #include <cstdio>
@@ -154,6 +158,21 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 1; // usage errors exit 1, like every invalid input
     }
+#ifdef PIXFLOW_WITH_MPI
+    // 2b. under mpirun, and only there: a batch's inputs are shared among the ranks (mpi/ranks.hpp);
+    // any other command runs once, on rank 0. Declared here, ended after the command.
+    std::unique_ptr<pixflow::mpi::Session> mpi = pixflow::mpi::Session::start_if_launched(!*worker);
+    std::unique_ptr<pixflow::mpi::RankBatch> ranks;
+    if (mpi && *run && !run_args.batch.inputs.empty()) {
+        ranks = std::make_unique<pixflow::mpi::RankBatch>(*mpi);
+        run_args.batch.distribution = ranks.get();
+    } else if (mpi && mpi->rank() != 0) {
+        return 0;
+    } else if (mpi && mpi->size() > 1 && *run) {
+        std::cerr << "note: under mpirun a run without --input runs on rank 0 alone; the other " << mpi->size() - 1
+                  << " rank(s) have nothing to do\n";
+    }
+#endif
     // 3. no plugins needed
     if (*new_op) return new_operator_command(new_name, new_dir);
     // 4. the plugins, 5. the subcommand
