@@ -17,6 +17,9 @@ struct PipelineArgs {
     std::vector<std::string> sets; ///< --set node.key=value
     std::string backend;           ///< --backend
     bool no_fuse = false;          ///< --no-fuse
+    int strip_rows = 0;            ///< --strip-rows (run, validate, graph)
+    std::string memory_limit, device_memory_limit; ///< --memory-limit, --device-memory-limit
+    bool strips = true;            ///< false: bench (every node on whole images)
 };
 
 struct RunArgs {
