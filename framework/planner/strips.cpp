@@ -142,7 +142,12 @@ struct Overrun {
     NodeId node;          ///< the node that ran (a chain: its last node)
     bool device = false;
     std::size_t total = 0, strips = 0;
-    std::vector<std::pair<NodeId, std::size_t>> live; ///< whole images: producer, bytes
+    struct Image {
+        NodeId node;
+        int port;
+        std::size_t bytes;
+    };
+    std::vector<Image> live; ///< whole images in memory, largest first
 };
 
 /// The peak of the run's buffers, host and device apart, when the steps run one by one in
@@ -168,6 +173,7 @@ class Estimate {
             for (std::size_t k = 0; k < n.outputs.size(); ++k) {
                 Buf b;
                 b.node = v;
+                b.port = int(k);
                 b.device = p.on_device(v);
                 b.bytes = n.op ? buffer_bytes(n.outputs[k], b.device, std::size_t(n.outputs[k].height)) : 0;
                 m_outs[v.index()].push_back(b);
@@ -182,6 +188,7 @@ class Estimate {
             ++out(tr.node, tr.port).remaining;
             Buf& b = m_transfers[t];
             b.node = tr.node;
+            b.port = tr.port;
             b.device = tr.to_device;
             const pf_image& im = g.nodes[tr.node].outputs[std::size_t(tr.port)];
             b.bytes = buffer_bytes(im, b.device, std::size_t(im.height));
@@ -202,6 +209,7 @@ class Estimate {
   private:
     struct Buf {
         NodeId node;
+        int port = 0;
         bool device = false, live = false;
         std::size_t bytes = 0;
         int remaining = 0;
@@ -239,10 +247,10 @@ class Estimate {
                 o.strips = extra[d];
                 for (const auto& node : m_outs)
                     for (const Buf& b : node)
-                        if (b.live && b.device == bool(d)) o.live.emplace_back(b.node, b.bytes);
+                        if (b.live && b.device == bool(d)) o.live.push_back({b.node, b.port, b.bytes});
                 for (const Buf& b : m_transfers)
-                    if (b.live && b.device == bool(d)) o.live.emplace_back(b.node, b.bytes);
-                std::sort(o.live.begin(), o.live.end(), [](auto& a, auto& b) { return a.second > b.second; });
+                    if (b.live && b.device == bool(d)) o.live.push_back({b.node, b.port, b.bytes});
+                std::stable_sort(o.live.begin(), o.live.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
                 over = std::move(o);
             }
         }
@@ -357,13 +365,14 @@ std::string chain_text(const Graph& g, const StripChain& c) {
     NodeId blame = o.node;
     std::string why = whole_reason(o.node);
     if (sp.in_chain(o.node))
-        for (const auto& [v, bytes] : o.live) {
+        for (const auto& im : o.live) {
+            const NodeId v = im.node;
             if (std::string w = whole_reason(v); !w.empty() && g.nodes[v].op) {
                 blame = v, why = w;
                 break;
             }
             bool found = false;
-            for (const auto& [reader, port] : g.consumers(v, 0))
+            for (const auto& [reader, input] : g.consumers(v, im.port))
                 if (std::string w = whole_reason(reader); !w.empty()) {
                     blame = reader, why = w, found = true;
                     break;
@@ -373,8 +382,10 @@ std::string chain_text(const Graph& g, const StripChain& c) {
     const Node& n = g.nodes[blame];
     std::string images;
     for (std::size_t k = 0; k < o.live.size() && k < 4; ++k) {
-        const Node& m = g.nodes[o.live[k].first];
-        images += (k ? ", " : "") + ("'" + m.id + "' " + format_shape(m.outputs[0]) + " " + bytes_text(double(o.live[k].second)));
+        const Node& m = g.nodes[o.live[k].node];
+        std::string port = m.op && o.live[k].port > 0 ? std::string(".") + m.op->desc->outputs[o.live[k].port].name : "";
+        images += (k ? ", " : "") + ("'" + m.id + port + "' " + format_shape(m.outputs[std::size_t(o.live[k].port)]) +
+                                     " " + bytes_text(double(o.live[k].bytes)));
     }
     if (o.live.size() > 4) images += ", and " + std::to_string(o.live.size() - 4) + " more";
     if (o.strips) images += (images.empty() ? "" : "; ") + std::string("strips ") + bytes_text(double(o.strips));
