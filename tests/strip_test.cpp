@@ -341,6 +341,21 @@ TEST(StripBudget, AWholeImageOperatorThatDoesNotFitIsAnErrorBeforeAnythingRuns) 
     EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+TEST(StripBudget, ADefaultBudgetStreamsButRefusesOnlyARunThatCannotFitAtAll) {
+    std::string text = synth(256, 256, 1, "u8") + node("blur", "gauss5x5", "src") + node("seg", "chan_vese", "blur");
+    Compiled c = compile(parse_pipeline_text(text, "seg.toml"), reg(), whole_image("cpu"));
+    StripOptions so;
+    so.host_budget = 100 << 10; // 3/4 of what there is, say: over it, the run goes on with a note
+    so.host_limit = 4 << 20;
+    so.host_from = "3/4 of the 4.0 MiB of host memory available";
+    EXPECT_NO_THROW(plan_strips(c.graph, c.plan, so));
+    bool noted = false;
+    for (const auto& n : c.plan.notes) noted |= n.find("running anyway") != std::string::npos;
+    EXPECT_TRUE(noted);
+    so.host_limit = 200 << 10; // all there is: the run cannot fit
+    EXPECT_THROW(plan_strips(c.graph, c.plan, so), pixflow::UserError);
+}
+
 TEST(StripBudget, TheCliTakesSizesAndRefusesNonsense) {
     EXPECT_EQ(parse_byte_size("512M", "--memory-limit"), std::size_t(512) << 20);
     EXPECT_EQ(parse_byte_size("1.5GiB", "--memory-limit"), std::size_t(3) << 29);

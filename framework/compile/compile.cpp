@@ -135,6 +135,7 @@ StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan
         so.host_from = "--memory-limit";
     } else if (std::size_t avail = available_host_bytes()) {
         so.host_budget = avail / 4 * 3;
+        so.host_limit = avail;
         so.host_from = "3/4 of the " + bytes_text(double(avail)) + " of host memory available; --memory-limit sets it";
     }
     if (p.n_streams > 0) {
@@ -143,6 +144,7 @@ StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan
             so.device_from = "--device-memory-limit";
         } else if (std::size_t free = device_free_bytes(p.device)) {
             so.device_budget = free / 4 * 3;
+            so.device_limit = free;
             so.device_from = "3/4 of the " + bytes_text(double(free)) + " of device memory free; --device-memory-limit sets it";
         }
     }

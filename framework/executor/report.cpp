@@ -81,7 +81,8 @@ void report_spans(const Graph& g, const Plan& p, const Timings& t, const std::ve
         const Node& n = g.nodes[v];
         if (!n.op || !t.node_ran[v]) continue;
         if (t.strips[v] > 0) { // a streamed node: one span per strip
-            const int count = p.strips.in_chain(v) ? p.strips.chains[std::size_t(p.strips.chain_of[v])].count() : 0;
+            const StripChain* c = p.strips.in_chain(v) ? &p.strips.chains[std::size_t(p.strips.chain_of[v])] : nullptr;
+            const int count = c ? c->count() : 0;
             for (int k = 0; k < count; ++k) {
                 Span sp;
                 sp.kind = "node";
@@ -92,8 +93,8 @@ void report_spans(const Graph& g, const Plan& p, const Timings& t, const std::ve
                 if (p.on_device(v)) {
                     if (std::size_t(k) >= t.strip_start[v].size()) continue;
                     sp.device = p.device;
-                    sp.stream = p.stream[v];
-                    sp.stream_handle = streams[std::size_t(p.stream[v])].get();
+                    sp.stream = c->streams[1] >= 0 && k % 2 ? c->streams[1] : c->streams[0]; // strips alternate
+                    sp.stream_handle = streams[std::size_t(sp.stream)].get();
                     try {
                         sp.start = gpu_time(t.strip_start[v][std::size_t(k)]);
                         sp.end = gpu_time(t.strip_end[v][std::size_t(k)]);

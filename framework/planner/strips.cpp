@@ -194,6 +194,8 @@ class Estimate {
             b.bytes = buffer_bytes(im, b.device, std::size_t(im.height));
             b.remaining = int(tr.consumers.size());
         }
+        m_from.assign(N, {});
+        for (std::size_t t = 0; t < p.transfers.size(); ++t) m_from[p.transfers[t].node.index()].push_back(int(t));
         for (NodeId v : g.order) {
             const Node& n = g.nodes[v];
             if (!n.op) continue;
@@ -201,8 +203,7 @@ class Estimate {
             if (c >= 0 && m_sp.chains[std::size_t(c)].tail() != v) continue; // the chain runs at its last node
             if (c >= 0) run_chain(std::size_t(c), budget);
             else run_node(v, budget);
-            for (std::size_t t = 0; t < p.transfers.size(); ++t)
-                if (p.transfers[t].node == v) run_transfer(int(t), budget);
+            for (int t : m_from[v.index()]) run_transfer(t, budget);
         }
     }
 
@@ -294,9 +295,9 @@ class Estimate {
         // buffers of the transfers out of it
         if (!tn.outputs.empty()) {
             Buf& own = out(tail, 0);
-            if (own.remaining > count_transfers_from(tail) || own.remaining == 0) alloc(own);
-            for (std::size_t t = 0; t < m_p.transfers.size(); ++t)
-                if (m_p.transfers[t].node == tail) alloc(m_transfers[t]);
+            const std::vector<int>& out_t = m_from[tail.index()];
+            if (own.remaining > int(out_t.size()) || own.remaining == 0) alloc(own);
+            for (int t : out_t) alloc(m_transfers[std::size_t(t)]);
         }
         around_chain[c] = {m_live[0], m_live[1]};
         const std::size_t extra[2] = {ch.host_bytes, ch.device_bytes};
@@ -309,17 +310,13 @@ class Estimate {
         }
         release_unread(tail);
     }
-    int count_transfers_from(NodeId v) const {
-        int n = 0;
-        for (const Transfer& t : m_p.transfers) n += t.node == v;
-        return n;
-    }
 
     const Graph& m_g;
     const Plan& m_p;
     const StripPlan& m_sp;
     std::vector<std::vector<Buf>> m_outs;
     std::vector<Buf> m_transfers;
+    std::vector<std::vector<int>> m_from; ///< per node: the transfers of its outputs
     std::size_t m_live[2] = {0, 0};
 };
 
@@ -401,6 +398,18 @@ std::string chain_text(const Graph& g, const StripChain& c) {
                       ", or use operators that run in strips (pixflow describe shows each one's access)";
     (void)p;
     throw UserError(std::vector<Diagnostic>{{n.loc, n.id, msg, {}}});
+}
+
+/// A run over its budget: refused, unless the budget is a default one and the run still fits the
+/// memory there is (StripOptions::host_limit, device_limit): then a note, and it runs.
+void refuse_or_note(const Graph& g, Plan& p, const StripPlan& sp, const Overrun& o, const StripOptions& opt) {
+    const std::size_t limit = o.device ? opt.device_limit : opt.host_limit;
+    const std::size_t peak = o.device ? sp.device_peak : sp.host_peak;
+    if (limit == 0 || std::max(o.total, peak) > limit) overrun_error(g, p, sp, o, opt);
+    p.notes.push_back(std::string("memory: the run needs about ") + bytes_text(double(std::max(o.total, peak))) + " of " +
+                      (o.device ? "device" : "host") + " memory, over its default budget of " +
+                      bytes_text(double(o.device ? opt.device_budget : opt.host_budget)) + " (" +
+                      (o.device ? opt.device_from : opt.host_from) + "); running anyway");
 }
 
 } // namespace
@@ -506,15 +515,15 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     }
 
     // 3. which chains stream: all of them when asked; under a budget, those that save memory
-    // (two nodes or more, a CUDA node or a source: one CPU node between whole images saves none)
+    // (two nodes or more, or a CUDA node: one CPU node between whole images saves none)
     std::vector<StripChain> active;
     for (StripChain& c : chains) {
-        bool helps = c.nodes.size() >= 2 || g.nodes[c.nodes.front()].inputs.empty();
+        bool helps = c.nodes.size() >= 2;
         for (NodeId v : c.nodes) helps |= p.on_device(v);
         if (opt.strip_rows > 0 || helps) active.push_back(std::move(c));
     }
     if (active.empty()) {
-        if (whole.over) overrun_error(g, p, sp, *whole.over, opt);
+        if (whole.over) refuse_or_note(g, p, sp, *whole.over, opt);
         return;
     }
     sp.chains = std::move(active);
@@ -565,11 +574,16 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
             StripChain& c = sp.chains[ci];
             const int height = output_height(g, g.nodes[c.tail()]);
             const int align = chain_alignment(g, c);
+            // what is left for strips beside the whole images; when they alone exceed the budget
+            // (an error, unless the budget is a default one), strips of a quarter of it
+            std::size_t left[2];
+            for (int d = 0; d < 2; ++d)
+                left[d] = budget[d] > around.around_chain[ci][std::size_t(d)] ? budget[d] - around.around_chain[ci][std::size_t(d)]
+                                                                           : budget[d] / 4;
             auto fits = [&](int rows) {
                 chain_strips(g, c, rows);
                 strip_bytes(g, p, c);
-                return (!budget[0] || around.around_chain[ci][0] + c.host_bytes <= budget[0]) &&
-                       (!budget[1] || around.around_chain[ci][1] + c.device_bytes <= budget[1]);
+                return (!budget[0] || c.host_bytes <= left[0]) && (!budget[1] || c.device_bytes <= left[1]);
             };
             int lo = 1, hi = height; // the largest that fits in [1, height]
             if (fits(hi)) lo = hi;
@@ -598,7 +612,7 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     planned.run(budget);
     sp.host_peak = planned.peak[0];
     sp.device_peak = planned.peak[1];
-    if (planned.over) overrun_error(g, p, sp, *planned.over, opt);
+    if (planned.over) refuse_or_note(g, p, sp, *planned.over, opt);
     for (const StripChain& c : sp.chains) {
         std::string why = opt.strip_rows > 0 ? "--strip-rows " + std::to_string(opt.strip_rows)
                                              : "the whole-image run would need " +

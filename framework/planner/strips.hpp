@@ -52,6 +52,10 @@ struct StripOptions {
     /// Where each budget came from, for messages: "--memory-limit 512M", "3/4 of the 3.1 GiB of
     /// host memory available".
     std::string host_from, device_from;
+    /// Above these a run is refused; between a budget and its limit it runs, with a note. The
+    /// default budgets are 3/4 of the memory there is and their limits all of it; a budget given
+    /// (--memory-limit) is its own limit. 0: the budget.
+    std::size_t host_limit = 0, device_limit = 0;
     /// Stream every chain, in strips of this many rows of its last node's output (0: only when
     /// a budget needs it, with the tallest strips that fit).
     int strip_rows = 0;
