@@ -27,7 +27,9 @@ namespace {
 
 const Registry& reg() {
     static Registry r;
-    static bool loaded = (r.load_all({pixflow::testing::plugin_dir(), pixflow::testing::test_plugin("abi_older_minor")}), true);
+    static bool loaded = (r.load_all({pixflow::testing::plugin_dir(), pixflow::testing::test_plugin("abi_older_minor"),
+                                      pixflow::testing::test_plugin("strip_ops")}),
+                          true);
     (void)loaded;
     return r;
 }
@@ -277,6 +279,30 @@ TEST(Strips, AChainBetweenWholeImagesReadsAndWritesThemInPlace) {
     EXPECT_EQ(s.report.strips[0].nodes, std::vector<std::string>{"src"});
     EXPECT_EQ(s.report.strips[1].nodes, (std::vector<std::string>{"blur", "pool"}));
     EXPECT_EQ(s.report.strips[2].nodes, std::vector<std::string>{"other"});
+}
+
+TEST(Strips, ASinkRunsInStripsInOrderWithItsState) {
+    // the last node of the chain has no output: it gets each strip once, in order, at its row
+    std::string text = synth(29, 45, 2, "u8") + node("blur", "gauss5x5", "src") + node("pool", "maxpool2x2", "blur") +
+                       node("sum", "tp_row_sum", "pool");
+    auto sum_of = [&](const CompileOptions& co) {
+        Compiled c = compile(parse_pipeline_text(text, "sink.toml"), reg(), co);
+        Executor ex(c.graph, c.plan);
+        RunOptions o;
+        o.log = [](int, const std::string&) {};
+        RunReport r = ex.run(o);
+        for (const auto& n : r.nodes)
+            if (n.id == "sum") return std::make_pair(n.metrics.at("sum"), n.strips);
+        return std::make_pair(-1.0, -1);
+    };
+    const auto whole = sum_of(whole_image("cpu"));
+    EXPECT_GT(whole.first, 0.0);
+    EXPECT_EQ(whole.second, 0);
+    for (int rows : {1, 2, 3, 7, 22}) {
+        const auto s = sum_of(in_strips("cpu", rows));
+        EXPECT_EQ(s.first, whole.first) << rows;
+        EXPECT_EQ(s.second, (22 + rows - 1) / rows) << rows; // 22 rows of pool output
+    }
 }
 
 TEST(Strips, OneRowImagesRunInOneStrip) {
