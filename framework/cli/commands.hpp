@@ -20,6 +20,9 @@ struct PipelineArgs {
     std::string backend;           ///< --backend
     bool no_fuse = false;          ///< --no-fuse
     std::int64_t max_pixels = 0;   ///< --max-pixels: 0 leaves each load node's own limit
+    int strip_rows = 0;            ///< --strip-rows (run, validate, graph)
+    std::string memory_limit, device_memory_limit; ///< --memory-limit, --device-memory-limit
+    bool strips = true;            ///< false: bench (every node on whole images)
 };
 
 /// The compile options the pipeline arguments ask for (--backend, --no-fuse, --max-pixels).

@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 
 #include "pipeline/pipeline.hpp"
+#include "planner/strips.hpp"
 
 #include <cstdio>
 #include <iostream>
@@ -19,6 +20,7 @@ void describe_text(const OpInfo& op, const FusionInfo* fusion, std::ostream& o) 
     o << d.name << ": " << d.doc << "\n";
     o << "  plugin:   " << op.plugin << " (" << op.path.string() << ")\n";
     o << "  backends: " << backends(op) << "\n";
+    o << "  access:   " << access_text(op.access) << " (how it reads rows; strips: docs/strips.md)\n";
     if (fusion) o << "  fuses:    " << fusion->text() << " (used automatically; --no-fuse turns it off)\n";
     o << "  inputs:\n";
     if (!d.n_inputs) o << "    (none: a source)\n";
@@ -44,7 +46,8 @@ void describe_text(const OpInfo& op, const FusionInfo* fusion, std::ostream& o) 
 void describe_markdown(const OpInfo& op, const FusionInfo* fusion, std::ostream& o) {
     const pf_op_desc& d = *op.desc;
     o << "## " << d.name << "\n\n" << d.doc << "\n\n";
-    o << "Plugin `" << op.plugin << "`; backends: " << backends(op) << ".\n\n";
+    o << "Plugin `" << op.plugin << "`; backends: " << backends(op) << "; access: " << access_text(op.access)
+      << " ([strips](strips.md)).\n\n";
     if (fusion)
         o << "A fused implementation of the chain " << fusion->text()
           << ": the planner uses it in place of those nodes when nothing else reads the images between "

@@ -41,8 +41,20 @@ void add_pipeline_args(CLI::App* cmd, PipelineArgs& a) {
         ->check(CLI::Range(std::int64_t(1), std::numeric_limits<std::int64_t>::max()));
 }
 
+/// Strips (docs/strips.md): the memory budgets and --strip-rows, for run, validate and graph.
+void add_strip_args(CLI::App* cmd, PipelineArgs& a) {
+    cmd->add_option("--strip-rows", a.strip_rows, "Run every chain that can in strips of N rows (docs/strips.md)")
+        ->check(CLI::Range(1, 1 << 30));
+    cmd->add_option("--memory-limit", a.memory_limit,
+                    "Host memory budget of the run's images, e.g. 512M or 2G; chains run in strips to keep "
+                    "under it (default: 3/4 of the memory available)");
+    cmd->add_option("--device-memory-limit", a.device_memory_limit,
+                    "The same for device memory (default: 3/4 of the device memory free)");
+}
+
 void add_run_args(CLI::App* run, RunArgs& a) {
     add_pipeline_args(run, a.pipeline);
+    add_strip_args(run, a.pipeline);
     pixflow::host::BatchOptions& batch = a.batch; // --input: one run per image (batch/)
     run->add_flag("--profile", a.profile, "Print per-node times and transfers");
     run->add_option("--report", a.report_path, "Write the run report as JSON");
@@ -50,6 +62,7 @@ void add_run_args(CLI::App* run, RunArgs& a) {
                                   "Run once per image: a glob, a folder (recursive) or @list.txt (repeatable)");
     auto* output = run->add_option("--output", batch.output_dir, "Folder for the outputs of --input")->needs(input);
     input->needs(output)->excludes(run->get_option("--profile"));
+    for (const char* o : {"--strip-rows", "--memory-limit", "--device-memory-limit"}) input->excludes(run->get_option(o));
     run->add_option("--max-in-flight", batch.max_in_flight, "Images alive at once with --input (default: 2 x CPU threads)")
         ->check(CLI::Range(1, 1 << 20))
         ->needs(input);
@@ -130,8 +143,10 @@ int main(int argc, char** argv) {
     PipelineArgs validate_args, graph_args;
     auto* validate = app.add_subcommand("validate", "Check a pipeline completely; nothing runs");
     add_pipeline_args(validate, validate_args);
+    add_strip_args(validate, validate_args);
     auto* graph = app.add_subcommand("graph", "Print the planned graph as Graphviz dot");
     add_pipeline_args(graph, graph_args);
+    add_strip_args(graph, graph_args);
     std::string dot_out;
     graph->add_option("-o,--output", dot_out, "Write the dot here instead of stdout");
     RunArgs run_args;
@@ -140,6 +155,7 @@ int main(int argc, char** argv) {
     BenchArgs bench_args;
     auto* bench = app.add_subcommand("bench", "Time each compute node on inputs in place");
     add_pipeline_args(bench, bench_args.pipeline);
+    bench_args.pipeline.strips = false; // each node is timed on its whole images
     bench->add_option("--repeat", bench_args.repeat, "Timed runs per node (after 2 warm-up runs)")
         ->check(CLI::Range(1, 100000));
     bench->add_option("--report", bench_args.report_path, "Write the results as JSON");

@@ -45,6 +45,11 @@ CompileOptions compile_options(const PipelineArgs& a) {
     CompileOptions co;
     co.backend = a.backend;
     co.fuse = !a.no_fuse;
+    co.strips = a.strips;
+    co.strip_rows = a.strip_rows;
+    if (!a.memory_limit.empty()) co.memory_limit = parse_byte_size(a.memory_limit, "--memory-limit");
+    if (!a.device_memory_limit.empty())
+        co.device_memory_limit = parse_byte_size(a.device_memory_limit, "--device-memory-limit");
     if (a.max_pixels > 0) {
         RawValue v;
         v.kind = RawValue::Kind::integer;
@@ -68,6 +73,12 @@ int validate_command(const Registry& reg, const PipelineArgs& a) {
     for (auto b : c.plan.backend) cuda += b == Backend::cuda;
     std::printf("%s: ok: %zu nodes (%d on cuda), %d upload(s), %d download(s)\n", a.file.c_str(), c.graph.nodes.size(),
                 cuda, c.plan.uploads(), c.plan.downloads());
+    const StripPlan& sp = c.plan.strips;
+    if (sp.active())
+        std::printf("%s: %zu chain(s) in strips; estimated peak %s host, %s device (whole images: %s, %s)\n",
+                    a.file.c_str(), sp.chains.size(), bytes_text(double(sp.host_peak)).c_str(),
+                    bytes_text(double(sp.device_peak)).c_str(), bytes_text(double(sp.whole_host_peak)).c_str(),
+                    bytes_text(double(sp.whole_device_peak)).c_str());
     return 0;
 }
 

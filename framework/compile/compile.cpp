@@ -7,6 +7,10 @@
 #include <pixflow/image.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <sstream>
 
 namespace pixflow::host {
 namespace {
@@ -110,7 +114,75 @@ PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, co
     return s;
 }
 
+/// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
+std::size_t available_host_bytes() {
+    std::ifstream f("/proc/meminfo");
+    std::string key, unit;
+    std::size_t kib = 0;
+    while (f >> key >> kib) {
+        std::getline(f, unit);
+        if (key == "MemAvailable:") return kib * 1024;
+    }
+    return 0;
+}
+
+/// The budgets and --strip-rows for plan_strips: given ones, else 3/4 of what is available.
+StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan& p) {
+    StripOptions so;
+    so.strip_rows = opt.strip_rows;
+    if (opt.memory_limit) {
+        so.host_budget = opt.memory_limit;
+        so.host_from = "--memory-limit";
+    } else if (std::size_t avail = available_host_bytes()) {
+        so.host_budget = avail / 4 * 3;
+        so.host_limit = avail;
+        so.host_from = "3/4 of the " + bytes_text(double(avail)) + " of host memory available; --memory-limit sets it";
+    }
+    if (p.n_streams > 0) {
+        if (opt.device_memory_limit) {
+            so.device_budget = opt.device_memory_limit;
+            so.device_from = "--device-memory-limit";
+        } else if (std::size_t free = device_free_bytes(p.device)) {
+            so.device_budget = free / 4 * 3;
+            so.device_limit = free;
+            so.device_from = "3/4 of the " + bytes_text(double(free)) + " of device memory free; --device-memory-limit sets it";
+        }
+    }
+    for (const std::string& o : opt.outputs_read) {
+        NodeId v = g.find(o.substr(0, o.find('.')));
+        if (v.valid()) so.read_by_caller.push_back(v);
+    }
+    return so;
+}
+
 } // namespace
+
+std::size_t parse_byte_size(const std::string& text, const std::string& option) {
+    std::size_t i = 0;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    std::string number = text.substr(0, i), unit = text.substr(i);
+    for (char& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
+    double scale = 0;
+    const std::pair<const char*, double> units[] = {{"", 1},        {"B", 1},          {"K", 1024.0},
+                                                    {"KB", 1024.0}, {"KIB", 1024.0},   {"M", 1048576.0},
+                                                    {"MB", 1048576.0}, {"MIB", 1048576.0}, {"G", 1073741824.0},
+                                                    {"GB", 1073741824.0}, {"GIB", 1073741824.0},
+                                                    {"T", 1099511627776.0}, {"TB", 1099511627776.0},
+                                                    {"TIB", 1099511627776.0}};
+    for (const auto& [name, s] : units)
+        if (unit == name) scale = s;
+    char* end = nullptr;
+    double v = number.empty() ? -1 : std::strtod(number.c_str(), &end);
+    if (scale == 0 || number.empty() || end != number.c_str() + number.size() || !(v > 0) || v * scale >= 9.0e18)
+        throw UserError(std::vector<Diagnostic>{{{option, 0, 0}, "",
+                                                 "\"" + escape_control(text) +
+                                                     "\" is not a size; accepted: a positive number of bytes, or "
+                                                     "with K, M, G or T (powers of 1024, KiB and KB alike), e.g. "
+                                                     "512M or 1.5G",
+                                                 {}}});
+    return std::size_t(std::llround(v * scale));
+}
+
 
 namespace {
 /// The spec with opt.param_defaults given to every node that declares the parameter and does not
@@ -160,6 +232,10 @@ Compiled compile(const PipelineSpec& spec_in, const Registry& reg, const Compile
                         "its results are dropped; add a save node (op = \"save\")");
     c.plan = make_plan(c.graph, po);
     if (opt.fuse) fuse(c.graph, c.plan, po, reg);
+    if (opt.strip_rows < 0)
+        throw UserError(std::vector<Diagnostic>{{{"--strip-rows", 0, 0}, "",
+                                                 std::to_string(opt.strip_rows) + " rows; accepted: 1 or more", {}}});
+    if (opt.strips) plan_strips(c.graph, c.plan, strip_options(opt, c.graph, c.plan));
     c.plan.warnings = std::move(warnings);
     c.plan.notes.insert(c.plan.notes.end(), notes.begin(), notes.end());
     for (const auto& [name, value] : opt.param_defaults) // an option that changes nothing says so

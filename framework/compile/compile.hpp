@@ -32,7 +32,21 @@ struct CompileOptions {
     /// --set) does not set it: "max_pixels" -> 10000 from `--max-pixels 10000`. The value's
     /// SourceLoc names the option, so an error about it does.
     std::map<std::string, RawValue> param_defaults;
+    /// Memory budgets of the run's buffers in bytes (--memory-limit, --device-memory-limit); 0:
+    /// 3/4 of the host memory available now (MemAvailable) and of the device memory free now. A
+    /// run whose estimate exceeds one streams its chains in strips (planner/strips.hpp), or is
+    /// refused before anything runs when whole-image nodes alone exceed it.
+    std::size_t memory_limit = 0, device_memory_limit = 0;
+    /// --strip-rows: every chain in strips of this many rows of its last output (0: as needed).
+    int strip_rows = 0;
+    /// false: no strips, whatever the budget (bench times each node on its whole images).
+    bool strips = true;
 };
+
+/// A size as --memory-limit takes it: bytes, or a number with K, M, G or T (powers of 1024,
+/// optionally followed by "iB" or "B"): "512M", "1.5GiB", "4096". Throws UserError naming
+/// `option` and what is accepted.
+std::size_t parse_byte_size(const std::string& text, const std::string& option);
 
 /// The graph as planned, and the plan, whose notes and warnings say what compiling noticed:
 /// CUDA fallbacks, fused chains, outputs no node reads, a pipeline that writes nothing (notes);

@@ -140,6 +140,11 @@ void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int6
                             std::size_t(rows), cudaMemcpyDefault, st(s)));
 }
 
+void memset_async(void* dst, int value, std::size_t bytes, const Stream& s) {
+    if (bytes == 0) return;
+    CHECK(cudaMemsetAsync(dst, value, bytes, st(s)));
+}
+
 double measure_device_copy_bandwidth(int device) {
     set_device(device);
     Stream s(device);
@@ -175,6 +180,13 @@ std::size_t device_pool_reserved_bytes(int device) {
     std::uint64_t bytes = 0;
     CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &bytes));
     return std::size_t(bytes);
+}
+
+std::size_t device_free_bytes(int device) {
+    set_device(device);
+    std::size_t free = 0, total = 0;
+    CHECK(cudaMemGetInfo(&free, &total));
+    return free;
 }
 
 void set_device(int device) { CHECK(cudaSetDevice(device)); }
@@ -231,9 +243,11 @@ void pinned_free(void*) { no_cuda(); }
 void copy_2d_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, int, const Stream&) {
     no_cuda();
 }
+void memset_async(void*, int, std::size_t, const Stream&) { no_cuda(); }
 double measure_device_copy_bandwidth(int) { no_cuda(); }
 void keep_device_pool(int) { no_cuda(); }
 std::size_t device_pool_reserved_bytes(int) { no_cuda(); }
+std::size_t device_free_bytes(int) { no_cuda(); }
 void set_device(int) { no_cuda(); }
 void device_synchronize(int) { no_cuda(); }
 } // namespace pixflow::host

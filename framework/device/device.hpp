@@ -125,9 +125,15 @@ void keep_device_pool(int device);
 /// Bytes the device's default memory pool holds from the driver now (used or cached).
 std::size_t device_pool_reserved_bytes(int device);
 
+/// Bytes of device memory free now (cudaMemGetInfo): the default of the device memory budget.
+std::size_t device_free_bytes(int device);
+
 /// 2D copy between any two locations, ordered on `s`.
 void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,
                    std::size_t row_bytes, int rows, const Stream& s);
+
+/// Sets `bytes` bytes of device memory at `dst` to `value`, ordered on `s`.
+void memset_async(void* dst, int value, std::size_t bytes, const Stream& s);
 
 /// Device-to-device copy bandwidth in bytes/s, counting bytes read plus bytes written, measured
 /// now with events (median of several 256 MiB copies after a warm-up).

@@ -91,14 +91,19 @@ void Buffers::alloc(Buf& b, const pf_image& shape, bool device, int stream, bool
         if (!b.im.data) throw std::bad_alloc();
         b.mem = Mem::host;
     }
+    m_host_bytes.add((long long)bytes);
 }
 
 void Buffers::release(Buf& b, int stream) {
     switch (b.mem) {
-    case Mem::host: std::free(b.im.data); break;
+    case Mem::host:
+        std::free(b.im.data);
+        m_host_bytes.add(-(long long)std::max<std::size_t>(image_bytes(b.im), 1));
+        break;
     case Mem::pinned:
         if (m_pinned) m_pinned->give(b.im.data);
         else pinned_free(b.im.data);
+        m_host_bytes.add(-(long long)std::max<std::size_t>(image_bytes(b.im), 1));
         break;
     case Mem::device: {
         int s = stream >= 0 ? stream : b.stream;

@@ -35,7 +35,8 @@ struct Buf {
     std::vector<std::pair<int, const Event*>> readers; ///< (stream, done event) of device consumers
 };
 
-/// Live device bytes of a run and their high-water mark (the report's peak_device_bytes).
+/// Live bytes of a run and their high-water mark (the report's peak_device_bytes and
+/// peak_host_bytes).
 class DeviceMemoryCounter {
   public:
     void add(long long delta) {
@@ -78,6 +79,8 @@ class Buffers {
     void free_all();
 
     DeviceMemoryCounter& device_memory() { return m_device_bytes; }
+    /// Live host bytes of the run's buffers (host and pinned) and their high-water mark.
+    DeviceMemoryCounter& host_memory() { return m_host_bytes; }
     void set_pinned_cache(PinnedCache* c) { m_pinned = c; }
     const std::vector<Stream>& streams() const { return m_streams; }
 
@@ -90,7 +93,7 @@ class Buffers {
     std::vector<std::unique_ptr<Buf>> m_transfers;
     NodeMap<std::vector<int>> m_consumers;      ///< per node, per output port: readers in place + transfers
     NodeMap<std::vector<char>> m_feeds_upload;  ///< per node, per output port
-    DeviceMemoryCounter m_device_bytes;
+    DeviceMemoryCounter m_device_bytes, m_host_bytes;
 };
 
 } // namespace pixflow::host

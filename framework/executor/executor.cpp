@@ -20,6 +20,10 @@ Executor::Impl::Impl(const Graph& g_, const Plan& p_)
     timings.launched.assign(n, 0);
     timings.start.resize(n);
     timings.end.resize(n);
+    timings.strips.assign(n, 0);
+    timings.strip_start.resize(n);
+    timings.strip_end.resize(n);
+    timings.strip_cpu.resize(n);
     for (NodeId v : g.nodes.ids())
         if (p.on_device(v) && g.nodes[v].op) {
             timings.start[v] = Event(true);
@@ -66,6 +70,12 @@ void Executor::Impl::start(const RunOptions& o) {
     buffers.set_pinned_cache(o.resources ? o.resources->pinned : nullptr);
     buffers.reset_counts();
     buffers.device_memory().reset_peak();
+    buffers.host_memory().reset_peak();
+    PIXFLOW_ASSERT(!(o.keep_buffers && p.strips.active()),
+                   "keep_buffers needs every node's whole output, but the plan streams chains in strips");
+    std::fill(timings.strips.begin(), timings.strips.end(), 0);
+    for (const StripChain& c : p.strips.chains)
+        for (NodeId v : c.nodes) timings.cpu_ms[v] = 0; // the sum of its strips
     std::fill(keep.begin(), keep.end(), char(0));
     std::fill(external.begin(), external.end(), char(0));
     for (NodeId v : o.keep) keep[v] = 1;
@@ -171,6 +181,7 @@ RunReport Executor::run(const RunOptions& opt) {
     }
     RunReport r = make_report(I.g, I.p, I.timings, I.signals, I.device_name, double(I.buffers.device_memory().peak()),
                               I.device_done);
+    r.peak_host_bytes = double(I.buffers.host_memory().peak());
     r.outputs = I.files.commit();
     r.wall_ms = ms_since(t0);
     I.opt = nullptr;

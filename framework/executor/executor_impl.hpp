@@ -7,6 +7,7 @@
 //   host_callbacks.*   pf_host: scratch, log, cancellation, metrics
 //   output_files.*     temporaries renamed into place when the run succeeded
 //   report.*           the RunReport and trace spans
+//   strips.cpp         a streamed chain: its nodes run strip by strip (planner/strips.hpp)
 //   bench.cpp          `pixflow bench`: each node timed on its inputs in place
 // Private to executor/.
 #pragma once
@@ -54,6 +55,8 @@ struct Executor::Impl {
     void run_node(NodeId v);
     void run_transfer(int t);
     bool launch_node(NodeId v);
+    // strips.cpp
+    void run_chain(int c);
 };
 
 } // namespace pixflow::host

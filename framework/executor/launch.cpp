@@ -13,21 +13,32 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
     char err[2048] = {0};
     pf_run_args a{sizeof(pf_run_args), l.params, d.n_params, l.inputs.data(), int32_t(l.inputs.size()),
                   l.outputs.data(), int32_t(l.outputs.size()), l.stream ? l.stream->get() : nullptr,
-                  host.table(), err, sizeof err};
+                  host.table(), err, sizeof err, l.strip};
     int32_t status;
     t.launched[l.v] = 1;
+    const std::size_t k = l.strip ? std::size_t(l.strip->index) : 0;
+    if (l.strip) ++t.strips[l.v];
     if (l.stream) {
-        t.start[l.v].record(*l.stream);
+        Event& start = l.strip ? t.strip_start[l.v][k] : t.start[l.v];
+        Event& end = l.strip ? t.strip_end[l.v][k] : t.end[l.v];
+        start.record(*l.stream);
         status = d.run_cuda(&a);
-        t.end[l.v].record(*l.stream);
+        end.record(*l.stream);
     } else {
         auto t0 = Clock::now();
         status = d.run_cpu(&a);
-        t.cpu_ms[l.v] = ms_since(t0);
+        const double ms = ms_since(t0);
+        if (l.strip) t.cpu_ms[l.v] += ms;
+        else t.cpu_ms[l.v] = ms;
         if (t.spans) {
-            t.cpu_t0[l.v] = t0;
-            t.cpu_t1[l.v] = Clock::now();
-            t.cpu_thread[l.v] = std::this_thread::get_id();
+            auto t1 = Clock::now();
+            if (l.strip) {
+                t.strip_cpu[l.v][k] = {t0, t1, std::this_thread::get_id()};
+            } else {
+                t.cpu_t0[l.v] = t0;
+                t.cpu_t1[l.v] = t1;
+                t.cpu_thread[l.v] = std::this_thread::get_id();
+            }
         }
     }
     host.free_scratch();

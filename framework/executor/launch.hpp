@@ -19,6 +19,7 @@ struct Launch {
     const std::vector<pf_image>& outputs;
     const Stream* stream;               ///< the node's stream on CUDA; nullptr on the CPU
     const char* backend;                ///< "cpu" or "cuda", for messages
+    const pf_strip* strip = nullptr;    ///< a strip of a streamed chain: timed per strip
 };
 
 /// "<op> on <backend>": how a failing node is named while running.

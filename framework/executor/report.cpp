@@ -8,6 +8,15 @@
 
 namespace pixflow::host {
 
+namespace {
+/// A CUDA node of a streamed chain: the sum of its strips' GPU times.
+double strip_ms(const Timings& t, NodeId v) {
+    double ms = 0;
+    for (int k = 0; k < t.strips[v]; ++k) ms += Event::elapsed_ms(t.strip_start[v][std::size_t(k)], t.strip_end[v][std::size_t(k)]);
+    return ms;
+}
+} // namespace
+
 RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const RunSignals& run, const std::string& device,
                       double peak_device_bytes, bool device_done) {
     RunReport r;
@@ -23,7 +32,9 @@ RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const Run
         nr.id = n.id;
         nr.op = n.op->desc->name;
         nr.backend = backend_name(p.backend[v]);
+        nr.strips = t.strips[v];
         if (!p.on_device(v)) nr.ms = t.cpu_ms[v];
+        else if (t.strips[v] > 0) nr.ms = device_done ? strip_ms(t, v) : std::numeric_limits<double>::quiet_NaN();
         else if (!t.launched[v]) nr.ms = 0; // bound memory, or the run failed before it
         else nr.ms = device_done ? Event::elapsed_ms(t.start[v], t.end[v]) : std::numeric_limits<double>::quiet_NaN();
         nr.metrics = run.metrics(v);
@@ -34,6 +45,13 @@ RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const Run
     r.h2d_bytes = double(t.h2d_bytes);
     r.d2h_bytes = double(t.d2h_bytes);
     r.peak_device_bytes = peak_device_bytes;
+    for (const StripChain& c : p.strips.chains) {
+        StripReport sr;
+        for (NodeId v : c.nodes) sr.nodes.push_back(g.nodes[v].id);
+        sr.count = c.count();
+        sr.rows = c.rows;
+        r.strips.push_back(std::move(sr));
+    }
     return r;
 }
 
@@ -43,6 +61,11 @@ void fill_device_times(RunReport& r, const Graph& g, const Plan& p, const Timing
         if (!g.nodes[v].op) continue;
         NodeReport& nr = r.nodes[k++];
         if (p.on_device(v) && t.launched[v] && std::isnan(nr.ms)) {
+            if (t.strips[v] > 0) {
+                t.strip_end[v][std::size_t(t.strips[v] - 1)].synchronize();
+                nr.ms = strip_ms(t, v);
+                continue;
+            }
             t.end[v].synchronize();
             nr.ms = Event::elapsed_ms(t.start[v], t.end[v]);
         }
@@ -58,6 +81,38 @@ void report_spans(const Graph& g, const Plan& p, const Timings& t, const std::ve
     for (NodeId v : g.order) {
         const Node& n = g.nodes[v];
         if (!n.op || !t.node_ran[v]) continue;
+        if (t.strips[v] > 0) { // a streamed node: one span per strip
+            const StripChain* c = p.strips.in_chain(v) ? &p.strips.chains[std::size_t(p.strips.chain_of[v])] : nullptr;
+            const int count = c ? c->count() : 0;
+            for (int k = 0; k < count; ++k) {
+                Span sp;
+                sp.kind = "node";
+                sp.node = v;
+                sp.id = n.id + " strip " + std::to_string(k + 1) + "/" + std::to_string(count);
+                sp.op = n.op->desc->name;
+                sp.backend = backend_name(p.backend[v]);
+                if (p.on_device(v)) {
+                    if (std::size_t(k) >= t.strip_start[v].size()) continue;
+                    sp.device = p.device;
+                    sp.stream = c->streams[1] >= 0 && k % 2 ? c->streams[1] : c->streams[0]; // strips alternate
+                    sp.stream_handle = streams[std::size_t(sp.stream)].get();
+                    try {
+                        sp.start = gpu_time(t.strip_start[v][std::size_t(k)]);
+                        sp.end = gpu_time(t.strip_end[v][std::size_t(k)]);
+                    } catch (const std::exception&) {
+                        continue; // a strip that did not run (the run failed)
+                    }
+                } else {
+                    if (std::size_t(k) >= t.strip_cpu[v].size() || t.strip_cpu[v][std::size_t(k)].thread == std::thread::id())
+                        continue;
+                    sp.thread = t.strip_cpu[v][std::size_t(k)].thread;
+                    sp.start = t.strip_cpu[v][std::size_t(k)].t0;
+                    sp.end = t.strip_cpu[v][std::size_t(k)].t1;
+                }
+                on_span(sp);
+            }
+            continue;
+        }
         Span sp;
         sp.kind = "node";
         sp.node = v;
@@ -115,8 +170,12 @@ nlohmann::json report_json(const RunReport& r) {
         nlohmann::json x{{"id", n.id}, {"op", n.op}, {"backend", n.backend}, {"ms", n.ms}};
         if (!n.metrics.empty()) x["metrics"] = n.metrics;
         if (!n.replaced.empty()) x["replaced"] = n.replaced;
+        if (n.strips > 0) x["strips"] = n.strips;
         j["nodes"].push_back(x);
     }
+    j["strips"] = nlohmann::json::array();
+    for (const auto& s : r.strips) j["strips"].push_back({{"nodes", s.nodes}, {"count", s.count}, {"rows", s.rows}});
+    j["peak_host_bytes"] = r.peak_host_bytes;
     j["transfers"] = {{"h2d", {{"count", r.h2d_count}, {"bytes", r.h2d_bytes}}},
                       {"d2h", {{"count", r.d2h_count}, {"bytes", r.d2h_bytes}}}};
     j["peak_device_bytes"] = r.peak_device_bytes;
@@ -153,9 +212,16 @@ std::string RunReport::table() const {
             o << line;
         }
     }
+    for (const auto& s : strips) {
+        std::string ids;
+        for (const auto& id : s.nodes) ids += (ids.empty() ? "" : " -> ") + id;
+        o << "strips: " << ids << ": " << s.count << (s.count == 1 ? " strip of " : " strips of ") << s.rows << " rows\n";
+    }
     std::snprintf(line, sizeof line,
-                  "transfers: %d upload(s) %.2f MB, %d download(s) %.2f MB; peak device memory %.2f MB; wall %.3f ms\n",
-                  h2d_count, h2d_bytes / 1e6, d2h_count, d2h_bytes / 1e6, peak_device_bytes / 1e6, wall_ms);
+                  "transfers: %d upload(s) %.2f MB, %d download(s) %.2f MB; peak device memory %.2f MB; peak host "
+                  "memory %.2f MB; wall %.3f ms\n",
+                  h2d_count, h2d_bytes / 1e6, d2h_count, d2h_bytes / 1e6, peak_device_bytes / 1e6, peak_host_bytes / 1e6,
+                  wall_ms);
     o << line;
     return o.str();
 }

@@ -42,6 +42,11 @@ bool Executor::Impl::launch_node(NodeId v) {
 void Executor::Impl::run_node(NodeId v) {
     const Node& n = g.nodes[v];
     if (!n.op || external[v]) return; // caller memory: already there
+    if (p.strips.in_chain(v)) { // a streamed chain runs as a whole, at its last node
+        int c = p.strips.chain_of[v];
+        if (p.strips.chains[std::size_t(c)].tail() == v) run_chain(c);
+        return;
+    }
     bool dev = p.on_device(v);
     int s = p.stream[v];
     auto release_inputs = [&](const Event* done) {
@@ -84,6 +89,12 @@ void Executor::Impl::run_node(NodeId v) {
 void Executor::Impl::run_transfer(int t) {
     const Transfer& tr = p.transfers[std::size_t(t)];
     Buf& src = buffers.out(tr.node, tr.port);
+    if (!p.strips.absorbed.empty() && p.strips.absorbed[std::size_t(t)]) {
+        // a streamed chain copies these rows itself; out of its last node, the chain filled this
+        // transfer's buffer, and the transfer only counts as one reader of the node's own
+        if (p.strips.in_chain(tr.node)) buffers.consumed(src, tr.stream, nullptr, keeps(tr.node));
+        return;
+    }
     Buf& dst = buffers.transfer(t);
     set_device(p.device);
     const Stream& s = streams[std::size_t(tr.stream)];

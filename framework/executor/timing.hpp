@@ -36,6 +36,17 @@ struct Timings {
     std::vector<Event> transfer_start, transfer_end;
     Event ref;
     Clock::time_point t_ref;
+
+    // Nodes of streamed chains (planner/strips.hpp): per node, the strips it ran in this run, and
+    // per strip the events around a CUDA launch (kept across runs, grown as needed) or, with
+    // spans, a CPU launch's wall times and thread. cpu_ms sums the strips.
+    NodeMap<int> strips;
+    NodeMap<std::vector<Event>> strip_start, strip_end;
+    struct CpuStrip {
+        Clock::time_point t0, t1;
+        std::thread::id thread;
+    };
+    NodeMap<std::vector<CpuStrip>> strip_cpu;
 };
 
 } // namespace pixflow::host

@@ -242,6 +242,45 @@ std::string check_fusion(const pf_fusion_desc& f, int index, const pf_plugin_des
     return "";
 }
 
+std::string check_access(const pf_access_desc& a, int index, const pf_plugin_desc& d) {
+    std::string where = "access #" + std::to_string(index);
+    if (auto e = struct_size_problem(a.struct_size, sizeof(pf_access_desc), "pf_access_desc"); !e.empty())
+        return where + ": " + e;
+    if (auto e = string_problem(a.op, L::name_bytes, Text::name); !e.empty()) return where + ": its operator name " + e;
+    const pf_op_desc* op = nullptr;
+    for (int j = 0; j < d.n_ops && !op; ++j)
+        if (std::strcmp(d.ops[j].name, a.op) == 0) op = &d.ops[j];
+    if (!op) return where + " names operator '" + a.op + "', which this plugin does not declare";
+    std::string w = "operator '" + std::string(a.op) + "': its access";
+    auto in_bound = [](std::int32_t v) { return v >= 1 && v <= L::access_rows; };
+    const std::string bound = std::to_string(L::access_rows);
+    switch (a.kind) {
+    case PF_ACCESS_WHOLE:
+    case PF_ACCESS_POINTWISE:
+    case PF_ACCESS_CARRIED:
+        if (a.halo != 0 || a.in_rows != 0 || a.out_rows != 0)
+            return w + " sets a halo or block rows, which only stencil and blocks accesses have";
+        break;
+    case PF_ACCESS_STENCIL:
+        if (!in_bound(a.halo)) return w + " is a stencil with a halo of " + std::to_string(a.halo) + " rows (1 to " + bound + ")";
+        if (a.in_rows != 0 || a.out_rows != 0) return w + " is a stencil with block rows";
+        break;
+    case PF_ACCESS_BLOCKS:
+        if (!in_bound(a.in_rows) || !in_bound(a.out_rows))
+            return w + " has blocks of " + std::to_string(a.in_rows) + " -> " + std::to_string(a.out_rows) + " rows (1 to " +
+                   bound + " each)";
+        if (a.halo != 0) return w + " has blocks and a halo";
+        break;
+    default: return w + " has unknown kind " + std::to_string(a.kind) + " (pf_access_kind is 0 to 4)";
+    }
+    if ((a.kind == PF_ACCESS_CARRIED) != (a.carry_bytes != nullptr))
+        return w + (a.kind == PF_ACCESS_CARRIED ? " is carried but has no carry_bytes function"
+                                                 : " has a carry_bytes function but is not carried");
+    if (op->n_inputs == 0 && a.kind != PF_ACCESS_WHOLE && a.kind != PF_ACCESS_POINTWISE)
+        return w + ": a source (no inputs) is pointwise or whole-image";
+    return "";
+}
+
 } // namespace
 
 std::string check_plugin_descriptor(const pf_plugin_desc* d) {
@@ -257,12 +296,15 @@ std::string check_plugin_descriptor(const pf_plugin_desc* d) {
     if (d->struct_size < offsetof(pf_plugin_desc, init) + sizeof(d->init))
         return "descriptor too small (struct_size " + std::to_string(d->struct_size) + ")";
     bool has_fusions = d->abi_minor >= 1 && d->struct_size >= offsetof(pf_plugin_desc, n_fusions) + sizeof(d->n_fusions);
+    bool has_access = d->abi_minor >= 2 && d->struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d->n_access);
 
     // Counts and arrays before any pointer is followed, so that a garbage descriptor is named
     // by its counts rather than crashing on its strings.
     if (auto e = count_problem(d->n_ops, L::ops, d->ops, "operators"); !e.empty()) return e;
     if (has_fusions)
         if (auto e = count_problem(d->n_fusions, L::fusions, d->fusions, "fusions"); !e.empty()) return e;
+    if (has_access)
+        if (auto e = count_problem(d->n_access, L::ops, d->access, "access patterns"); !e.empty()) return e;
     if (auto e = string_problem(d->name, L::name_bytes, Text::line); !e.empty()) return "its plugin name " + e;
     if (!*d->name) return "its plugin name is empty";
     if (auto e = string_problem(d->version, L::version_bytes, Text::line); !e.empty()) return "its version " + e;
@@ -276,6 +318,14 @@ std::string check_plugin_descriptor(const pf_plugin_desc* d) {
     if (has_fusions)
         for (int k = 0; k < d->n_fusions; ++k)
             if (auto e = check_fusion(d->fusions[k], k, *d); !e.empty()) return e;
+    if (has_access) {
+        std::set<std::string_view> described;
+        for (int k = 0; k < d->n_access; ++k) {
+            if (auto e = check_access(d->access[k], k, *d); !e.empty()) return e;
+            if (!described.insert(d->access[k].op).second)
+                return "operator '" + std::string(d->access[k].op) + "': its access is declared twice";
+        }
+    }
     return "";
 }
 

@@ -14,7 +14,10 @@
 //    the range or among the choices; path flags only on strings;
 //  - names unique among an op's ports, its parameters, and the plugin's operators;
 //  - fusions (ABI >= 1.1, when struct_size covers them) name an operator of the plugin, a chain of
-//    2 or more names, binds to parameters of the fused operator and nodes inside the chain.
+//    2 or more names, binds to parameters of the fused operator and nodes inside the chain;
+//  - access patterns (ABI >= 1.2, when struct_size covers them) name an operator of the plugin,
+//    each at most once, with a known kind, a halo or block rows in 1 .. 4096 exactly where the
+//    kind has them, a carry_bytes function exactly when carried, and a source only pointwise.
 // How it reads: it checks a count before touching its array and the NULL-ness of a pointer
 // before following it, reads at most bound + 1 bytes of any string, and reads no field outside
 // the struct_size of the plugin descriptor. It cannot tell a wild pointer from a valid one:
@@ -42,6 +45,7 @@ struct DescriptorLimits {
     static constexpr int chain = 64;
     static constexpr int binds = 256;
     static constexpr int same = 256;
+    static constexpr int access_rows = 4096;            ///< a stencil's halo, a block's rows
 };
 
 /// The reason `d` must be rejected, or "" when it is valid. The reason is one line and quotes

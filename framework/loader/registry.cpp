@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <set>
 
@@ -222,8 +223,14 @@ const PluginRecord& Registry::load_in_process(PluginRecord& rec, const fs::path&
         std::string msg = terminated_message(err, sizeof err);
         if (s != PF_OK) return reject("its init failed: " + (msg.empty() ? std::string("no message") : msg));
     }
+    // ABI 1.2: access patterns, likewise; an operator without one is whole-image.
+    const bool has_access =
+        d->struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d->n_access) && d->abi_minor >= 2;
     for (int k = 0; k < d->n_ops; ++k) {
-        m_ops[d->ops[k].name] = OpInfo{&d->ops[k], rec.name, file};
+        OpInfo info{&d->ops[k], rec.name, file};
+        for (int j = 0; has_access && j < d->n_access; ++j)
+            if (std::strcmp(d->access[j].op, d->ops[k].name) == 0) info.access = &d->access[j];
+        m_ops[d->ops[k].name] = info;
         rec.ops.emplace_back(d->ops[k].name);
     }
     for (FusionInfo& f : fusions) {

@@ -33,7 +33,10 @@ struct OpInfo {
     const pf_op_desc* desc = nullptr;
     std::string plugin;
     std::filesystem::path path;
+    /// ABI 1.2: how it reads its input rows; nullptr for whole-image (also every older plugin).
+    const pf_access_desc* access = nullptr;
     bool has_cuda() const { return desc->run_cuda != nullptr; }
+    pf_access_kind access_kind() const { return access ? pf_access_kind(access->kind) : PF_ACCESS_WHOLE; }
 };
 
 /// A chain of operators that a plugin implements as one fused operator (ABI 1.1).

@@ -190,6 +190,14 @@ std::string plan_to_dot(const Graph& g, const Plan& p) {
           << (dev ? "cuda" : "cpu") << ")" << shape << fused << "\", fillcolor=\"" << (dev ? "#c7f0c2" : "#cfe2ff") << "\""
           << (fused.empty() ? "" : ", peripheries=2") << "];\n";
     }
+    // Streamed chains: a dashed box around their nodes, saying how many strips of how many rows.
+    for (std::size_t c = 0; c < p.strips.chains.size(); ++c) {
+        const StripChain& ch = p.strips.chains[c];
+        o << "  subgraph cluster_strips_" << c << " { label=\"streamed: " << ch.count() << (ch.count() == 1 ? " strip" : " strips")
+          << " of " << ch.rows << " rows\"; style=dashed; color=\"#9467bd\"; fontcolor=\"#9467bd\"; fontsize=10;";
+        for (NodeId v : ch.nodes) o << " " << dot_quoted(g.nodes[v].id) << ";";
+        o << " }\n";
+    }
     for (NodeId k : g.nodes.ids()) {
         const Node& n = g.nodes[k];
         for (std::size_t i = 0; i < n.inputs.size(); ++i) {
@@ -202,9 +210,11 @@ std::string plan_to_dot(const Graph& g, const Plan& p) {
             } else {
                 const Transfer& tr = p.transfers[std::size_t(t)];
                 const pf_image& im = g.nodes[in.node].outputs[std::size_t(in.port)];
+                bool by_strips = !p.strips.absorbed.empty() && p.strips.absorbed[std::size_t(t)];
                 o << "  " << dot_quoted(g.nodes[in.node].id) << " -> " << dot_quoted(n.id)
                   << " [color=\"#d62728\", penwidth=2, fontcolor=\"#d62728\", label=\""
-                  << (tr.to_device ? "upload H2D " : "download D2H ") << bytes(im) << "\"];\n";
+                  << (tr.to_device ? "upload H2D " : "download D2H ") << bytes(im) << (by_strips ? " by strips" : "")
+                  << "\"];\n";
             }
         }
     }

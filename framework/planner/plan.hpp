@@ -9,9 +9,12 @@
 //            nodes therefore costs one upload where it starts and one download where it ends.
 //   streams: a CUDA node continues the stream of its first device-side producer that has not
 //            handed it on yet; siblings get new streams, so independent branches overlap.
+//   strips:  (strips.hpp, after fusion) chains of nodes that run in horizontal strips when the
+//            run would not fit its memory budget, or when asked.
 #pragma once
 
 #include "pipeline/pipeline.hpp"
+#include "planner/strips.hpp"
 
 #include <string>
 #include <vector>
@@ -49,6 +52,9 @@ struct Plan {
     /// What is valid but most likely not meant (nodes a fusion pairs that disagree); the CLI
     /// prints them as `warning: <file:line:col>: node 'x': ...`. Set by compile().
     std::vector<Diagnostic> warnings;
+    /// Chains that run in horizontal strips (planner/strips.hpp); empty unless plan_strips ran
+    /// and a memory budget or --strip-rows asked for them.
+    StripPlan strips;
 
     bool on_device(NodeId node) const { return backend[node] == Backend::cuda; }
     int uploads() const;

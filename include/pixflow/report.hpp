@@ -16,6 +16,15 @@ struct NodeReport {
     double ms = 0;
     std::map<std::string, double> metrics;  ///< what the operator recorded (ctx.metric)
     std::vector<std::string> replaced;      ///< a fused node: the nodes it stands for
+    /// A node of a streamed chain: the strips it ran in (its ms is their sum); 0 on whole images.
+    int strips = 0;
+};
+
+/// A chain of nodes that ran in horizontal strips (docs/strips.md).
+struct StripReport {
+    std::vector<std::string> nodes;         ///< in data-flow order
+    int count = 0;                          ///< strips
+    int rows = 0;                           ///< rows of the last node's output per strip
 };
 
 struct RunReport {
@@ -26,6 +35,8 @@ struct RunReport {
     int h2d_count = 0, d2h_count = 0;       ///< uploads and downloads
     double h2d_bytes = 0, d2h_bytes = 0;
     double peak_device_bytes = 0;           ///< high-water mark of the run's device buffers
+    double peak_host_bytes = 0;             ///< high-water mark of the run's host image buffers
+    std::vector<StripReport> strips;        ///< the streamed chains; empty: all on whole images
     double wall_ms = 0;                     ///< host time of the whole run
     /// The planner's notes (an auto fallback, a fusion); from Pipeline::run(), also each bound
     /// input copied into a staging buffer and each output copied into the caller's buffer, and why.

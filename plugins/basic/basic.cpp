@@ -22,6 +22,7 @@ struct Synth {
     static Schema schema() {
         return Schema("synth", "deterministic test image: noise, gradient, checker or shapes")
             .flags(PF_OP_SOURCE)
+            .access(pointwise())
             .output("out", all_dtypes(), pixflow::channels(1, 4))
             .param(&Params::pattern, "pattern",
                    "noise: hashed per sample; gradient: ramps per channel; checker: 32-pixel "
@@ -40,7 +41,10 @@ struct Synth {
         out[0].dtype = p.dtype;
     }
 
-    static void run_cpu(Context& ctx, const Params& p) { synth(ctx.output(), p.pattern, std::uint64_t(p.seed)); }
+    static void run_cpu(Context& ctx, const Params& p) {
+        const Strip s = ctx.strip(); // any band of rows: each sample depends on (x, y) and the size
+        synth(ctx.output(), p.pattern, std::uint64_t(p.seed), s.out_row0, s.out_height);
+    }
 };
 
 /// Change of dtype with scale, offset, rounding and saturation (kernels/convert.hpp).
@@ -53,6 +57,7 @@ struct Convert {
 
     static Schema schema() {
         return Schema("convert", "change dtype: out = saturate(round(in * scale + offset)) for integer outputs")
+            .access(pointwise())
             .input("in", all_dtypes(), channels(1, 4))
             .output("out", all_dtypes(), channels(1, 4))
             .param(&Params::dtype, "dtype", "output sample type")
@@ -83,6 +88,7 @@ struct Grayscale {
     static Schema schema() {
         constexpr std::uint32_t kDtypes = dtypes({DType::u8, DType::u16, DType::f32});
         return Schema("grayscale", "BT.601 luma 0.299 R + 0.587 G + 0.114 B, one channel out")
+            .access(pointwise())
             .input("in", kDtypes, PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3) | PF_CHANNELS_BIT(4),
                    "RGB, RGBA (alpha ignored) or gray (copied)")
             .output("out", kDtypes, channels(1, 1), "luma, same dtype; integers rounded to nearest");

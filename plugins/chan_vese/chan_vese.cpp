@@ -14,6 +14,7 @@ struct ChanVese {
                       "Chan-Vese level-set segmentation, the scheme of scikit-image's "
                       "segmentation.chan_vese; the run report records the iterations done and the "
                       "final RMS change of phi")
+            .access(whole_image()) // every iteration reads the whole level set
             .input("in", dtypes({DType::u8, DType::u16, DType::f32}), channels(1, 1),
                    "one channel (use grayscale first for colour), normalised to [0, 1]: minus the "
                    "minimum, divided by the maximum unless it is 0")

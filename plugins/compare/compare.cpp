@@ -13,6 +13,7 @@ struct Compare {
                       "how far b is from a: metrics psnr (dB; peak 255 for u8, 65535 for u16, 1.0 "
                       "for floats; inf when equal, null in JSON), max_abs_diff, mean_abs_diff")
             .flags(PF_OP_SINK)
+            .access(whole_image()) // its metrics are over the whole image
             .input("a", kDtypes, channels(1, 4), "reference image")
             .input("b", kDtypes, channels(1, 4), "image to compare; same size, channels and dtype as a");
     }

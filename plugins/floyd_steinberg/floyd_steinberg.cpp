@@ -17,6 +17,8 @@ struct FloydSteinberg {
         return Schema("floyd_steinberg",
                       "Floyd-Steinberg error diffusion to 0/255 per channel, bit-exact with Pillow's "
                       "Image.convert('1')")
+            // carried by nature (its error row), but its kernels offer no carry-in/out entry yet
+            .access(whole_image())
             .input("in", dtypes({DType::u8}), channels(1, 4), "each channel is halftoned on its own")
             .output("out", dtypes({DType::u8}), channels(1, 4), "same shape; every sample 0 or 255")
             .param(&Params::cpu_schedule, "cpu_schedule",

@@ -16,6 +16,7 @@ struct Gauss5x5 {
     static Schema schema() {
         constexpr std::uint32_t kDtypes = dtypes({DType::u8, DType::u16, DType::f32});
         return Schema("gauss5x5", "separable 5x5 Gaussian blur; output has the input's size, channels and dtype")
+            .access(stencil(2))
             .input("in", kDtypes, channels(1, 4), "image to blur")
             .output("out", kDtypes, channels(1, 4),
                     "blurred image; integers rounded to nearest (ties to even) and saturated")

@@ -46,6 +46,7 @@ struct Integral {
                       "sums taken from it in u32 arithmetic stay exact while the true box sum is below "
                       "2^32. f64: each row summed left to right, then each column top to bottom, the "
                       "same additions on every backend")
+            .access(carried())
             .input("in", dtypes({DType::u8, DType::u16, DType::u32, DType::f32}), channels(1, 4))
             .output("out", dtypes({DType::u32, DType::u64, DType::f64}), channels(1, 4),
                     "same size and channels, dtype as the parameter says")
@@ -68,17 +69,28 @@ struct Integral {
         }
     }
 
+    /// Strips: the state between bands is the output row above the next band (see run_cpu).
+    static std::size_t carry_bytes(const Params&, const Shapes&, const Shapes& out) {
+        return out[0].row_samples() * dtype_size(out[0].dtype);
+    }
+
+    /// On a band of rows (ctx.strip()), the carried state is the whole image's output row just
+    /// above the band: the kernels start from it (none for the band at the top) and leave the
+    /// band's last row in it.
     static void run_cpu(Context& ctx, const Params&) {
         const ImageView in = ctx.input(), out = ctx.output();
+        const Strip s = ctx.strip();
         const std::size_t bytes = integral_cpu_scratch_bytes(in, out);
-        integral_cpu(in, out, bytes ? ctx.alloc(bytes) : nullptr);
+        integral_cpu(in, out, bytes ? ctx.alloc(bytes) : nullptr, s.out_row0 > 0 ? s.carry : nullptr, s.carry);
     }
 
 #ifdef PIXFLOW_WITH_CUDA
     static void run_cuda(Context& ctx, const Params&) {
         const ImageView in = ctx.input(), out = ctx.output();
+        const Strip s = ctx.strip();
         const std::size_t bytes = integral_cuda_scratch_bytes(in, out);
-        integral_cuda(in, out, bytes ? ctx.alloc(bytes) : nullptr, ctx.stream());
+        integral_cuda(in, out, bytes ? ctx.alloc(bytes) : nullptr, ctx.stream(), s.out_row0 > 0 ? s.carry : nullptr,
+                      s.carry);
     }
 #endif
 };

@@ -60,6 +60,7 @@ class Dct8x8 {
         return Schema("dct8x8",
                       "orthonormal 2D DCT-II of every 8x8 block, each channel on its own; u8 is "
                       "level-shifted by -128 first")
+            .access(blocks(8, 8))
             .input("in", kImageDtypes, channels(1, 4), "image; u8 samples are shifted by -128, f32 taken as they are")
             .output("out", dtypes({DType::f32}), channels(1, 4),
                     "coefficients: F[v][u] of each block at (8bx + u, 8by + v). A width W that is "
@@ -86,7 +87,7 @@ class Quantize {
         Schema s("quantize",
                  "DCT coefficients to i16: q = round(F / Q), halves away from zero, saturated; Q "
                  "the JPEG table for quality/table/baseline");
-        s.input("in", dtypes({DType::f32}), channels(1, 4), "coefficients from dct8x8")
+        s.access(blocks(8, 8)).input("in", dtypes({DType::f32}), channels(1, 4), "coefficients from dct8x8")
             .output("out", dtypes({DType::i16}), channels(1, 4),
                     "quantised coefficients, same size; the marker columns/rows of a padded "
                     "image (see dct8x8) are 0");
@@ -107,7 +108,7 @@ class Dequantize {
         Schema s("dequantize",
                  "quantised i16 coefficients back to f32: F = q * Q, Q the JPEG table for "
                  "quality/table/baseline (set them as on quantize)");
-        s.input("in", dtypes({DType::i16}), channels(1, 4), "quantised coefficients")
+        s.access(blocks(8, 8)).input("in", dtypes({DType::i16}), channels(1, 4), "quantised coefficients")
             .output("out", dtypes({DType::f32}), channels(1, 4), "coefficients, same size; marker columns/rows are 0");
         return table_params<Params>(s);
     }
@@ -126,7 +127,7 @@ class Idct8x8 {
         Schema s("idct8x8",
                  "inverse of dct8x8: every 8x8 block back to pixels, at the size of the image "
                  "the coefficients came from");
-        s.input("in", dtypes({DType::f32}), channels(1, 4),
+        s.access(blocks(8, 8)).input("in", dtypes({DType::f32}), channels(1, 4),
                 "coefficients as dct8x8 makes them: w x h holds floor(w/8) x floor(h/8) blocks "
                 "of an image of 8*floor(w/8) - (w mod 8) x 8*floor(h/8) - (h mod 8) pixels")
             .output("out", kImageDtypes, channels(1, 4), "image, cropped to its original size");
@@ -156,7 +157,7 @@ class JpegRoundtrip8x8 {
         Schema s("jpeg_roundtrip8x8",
                  "dct8x8, quantize, dequantize and idct8x8 in one pass (the JPEG loss without "
                  "entropy coding), bit for bit equal to the four nodes");
-        s.input("in", kImageDtypes, channels(1, 4), "image, as dct8x8 takes it")
+        s.access(blocks(8, 8)).input("in", kImageDtypes, channels(1, 4), "image, as dct8x8 takes it")
             .output("out", kImageDtypes, channels(1, 4), "image, same size, as idct8x8 gives it");
         table_params<Params>(s);
         return pixel_params<Params>(s);

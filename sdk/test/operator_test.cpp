@@ -130,6 +130,32 @@ struct BadFusion {
     static void run_cpu(Context&) {}
 };
 
+// Access patterns (strips): a stencil, a carried operator with its state's size, and the
+// mistakes that reject a plugin.
+struct Blur3 {
+    static Schema schema() { return Schema("blur3", "x").access(stencil(1)).input("in", 2, 2).output("out", 2, 2); }
+    static void run_cpu(Context&) {}
+};
+Strip g_strip; // what the last run of Summing saw
+struct Summing {
+    static Schema schema() { return Schema("summing", "x").access(carried()).input("in", 2, 2).output("out", 2, 2); }
+    static std::size_t carry_bytes(const Shapes&, const Shapes& out) { return out[0].row_samples() * 8; }
+    static void run_cpu(Context& ctx) { g_strip = ctx.strip(); }
+};
+struct CarriedWithoutState {
+    static Schema schema() { return Schema("stateless", "x").access(carried()).input("in", 2, 2).output("out", 2, 2); }
+    static void run_cpu(Context&) {}
+};
+struct StateWithoutCarried {
+    static Schema schema() { return Schema("stray_state", "x").input("in", 2, 2).output("out", 2, 2); }
+    static std::size_t carry_bytes(const Shapes&, const Shapes&) { return 1; }
+    static void run_cpu(Context&) {}
+};
+struct NoHalo {
+    static Schema schema() { return Schema("no_halo", "x").access(stencil(0)).input("in", 2, 2).output("out", 2, 2); }
+    static void run_cpu(Context&) {}
+};
+
 // The entry point of this test file's "plugin"; the rejected ones are built below one by one.
 PIXFLOW_PLUGIN("sdk_test", "0.0.1", Typed, Derived, Named)
 
@@ -235,6 +261,63 @@ TEST(TypedParams, MistakesInTheDeclarationRejectThePluginWhenLoaded) {
     EXPECT_EQ(load_error<OutOfRange>(), "operator 'out_of_range': parameter 'sigma': its default lies outside its range");
     EXPECT_EQ((load_error<Typed, BadFusion>()),
               "fusion 'bad_fusion': operator 'typed' has no parameter 'no_such_param'");
+}
+
+TEST(Access, OneSchemaLineDeclaresHowAnOperatorReadsRows) {
+    detail::Plugin<Blur3, Summing> p("p", "1");
+    ASSERT_EQ(p.desc.init, nullptr);
+    ASSERT_EQ(p.desc.n_access, 2);
+    EXPECT_STREQ(p.desc.access[0].op, "blur3");
+    EXPECT_EQ(p.desc.access[0].kind, PF_ACCESS_STENCIL);
+    EXPECT_EQ(p.desc.access[0].halo, 1);
+    EXPECT_EQ(p.desc.access[0].carry_bytes, nullptr);
+    EXPECT_EQ(p.desc.access[1].kind, PF_ACCESS_CARRIED);
+    ASSERT_NE(p.desc.access[1].carry_bytes, nullptr);
+    pf_image shape{sizeof(pf_image), 10, 4, 3, PF_U8, PF_HOST, 0, nullptr};
+    EXPECT_EQ(p.desc.access[1].carry_bytes(nullptr, 0, &shape, 1, &shape, 1), 10u * 3 * 8);
+}
+
+TEST(Access, ContextStripIsTheWholeImageUnlessTheHostGivesAStrip) {
+    detail::Plugin<Summing> p("p", "1");
+    pf_image im{sizeof(pf_image), 5, 7, 1, PF_U8, PF_HOST, 5, nullptr};
+    pf_host host{};
+    char err[64] = {0};
+    pf_run_args a{};
+    a.struct_size = sizeof a;
+    a.inputs = &im;
+    a.n_inputs = 1;
+    a.outputs = &im;
+    a.n_outputs = 1;
+    a.host = &host;
+    a.error = err;
+    a.error_size = sizeof err;
+    ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK);
+    EXPECT_EQ(g_strip.count, 1);
+    EXPECT_EQ(g_strip.out_height, 7);
+    EXPECT_EQ(g_strip.carry, nullptr);
+    unsigned char state[8] = {};
+    pf_strip strip{sizeof(pf_strip), 2, 5, 14, 40, 14, 40, state, sizeof state};
+    a.strip = &strip;
+    ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK);
+    EXPECT_EQ(g_strip.index, 2);
+    EXPECT_FALSE(g_strip.first());
+    EXPECT_EQ(g_strip.out_row0, 14);
+    EXPECT_EQ(g_strip.in_height, 40);
+    EXPECT_EQ(g_strip.carry_as<unsigned char>(), state);
+    a.struct_size = offsetof(pf_run_args, strip); // a host of ABI 1.1 has no strip field
+    ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK);
+    EXPECT_EQ(g_strip.count, 1);
+}
+
+TEST(Access, MistakesInTheDeclarationRejectThePluginWhenLoaded) {
+    EXPECT_EQ(load_error<CarriedWithoutState>(),
+              "operator 'stateless': its access is carried() but it defines no static carry_bytes(const Params&, "
+              "const Shapes& in, const Shapes& out) giving the size of its state");
+    EXPECT_EQ(load_error<StateWithoutCarried>(),
+              "operator 'stray_state': it defines carry_bytes but its access is not carried(); declare "
+              ".access(pixflow::carried())");
+    EXPECT_EQ(load_error<NoHalo>(),
+              "operator 'no_halo': its access pattern is out of range (a stencil's halo and a block's rows are 1 to 4096)");
 }
 
 TEST(DeprecatedAccessors, ThrowAnInternalErrorOnATypeMismatch) {

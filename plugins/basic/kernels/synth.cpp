@@ -66,16 +66,17 @@ std::array<Shape, n_shapes> make_shapes(std::uint64_t seed, int w, int h) {
     return shapes;
 }
 
-template <class T> void fill(const ImageView& out, Pattern pattern, std::uint64_t seed) {
-    const int w = out.width, h = out.height, nc = out.channels;
+template <class T> void fill(const ImageView& out, Pattern pattern, std::uint64_t seed, int row0, int h) {
+    const int w = out.width, nc = out.channels;
     const auto shapes = make_shapes(seed, w, h);
     const double gx = w > 1 ? 1.0 / (w - 1) : 0.0;
     const double gy = h > 1 ? 1.0 / (h - 1) : 0.0;
     const double gd = w + h > 2 ? 1.0 / (w + h - 2) : 0.0;
 
-    tbb::parallel_for(tbb::blocked_range<int>(0, h), [&](const tbb::blocked_range<int>& range) {
-        for (int y = range.begin(); y < range.end(); ++y) {
-            T* row = out.row<T>(y);
+    tbb::parallel_for(tbb::blocked_range<int>(0, out.height), [&](const tbb::blocked_range<int>& range) {
+        for (int row_in_band = range.begin(); row_in_band < range.end(); ++row_in_band) {
+            T* row = out.row<T>(row_in_band);
+            const int y = row0 + row_in_band; // the row of the whole image
             for (int x = 0; x < w; ++x) {
                 T* px = row + std::size_t(x) * nc;
                 switch (pattern) {
@@ -124,8 +125,9 @@ template <class T> void fill(const ImageView& out, Pattern pattern, std::uint64_
 
 } // namespace
 
-void synth(const ImageView& out, Pattern pattern, std::uint64_t seed) {
-    visit_dtype(out.dtype, [&](auto tag) { fill<decltype(tag)>(out, pattern, seed); });
+void synth(const ImageView& out, Pattern pattern, std::uint64_t seed, int row0, int height) {
+    const int h = height > 0 ? height : out.height;
+    visit_dtype(out.dtype, [&](auto tag) { fill<decltype(tag)>(out, pattern, seed, row0, h); });
 }
 
 } // namespace pixflow::basic

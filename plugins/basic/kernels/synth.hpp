@@ -21,8 +21,10 @@ enum class Pattern { noise, gradient, checker, shapes };
 /// The patterns' names, in the enum's order: the choices of synth's `pattern` parameter.
 constexpr std::array<const char*, 4> pixflow_choices(Pattern) { return {"noise", "gradient", "checker", "shapes"}; }
 
-/// Fills `out` (host memory, any dtype, 1..4 channels), in parallel over rows.
-void synth(const ImageView& out, Pattern pattern, std::uint64_t seed);
+/// Fills `out` (host memory, any dtype, 1..4 channels), in parallel over rows, with rows row0 ..
+/// row0 + out.height - 1 of the image of `height` rows (0: out.height), so that any band of rows
+/// can be made on its own, bit for bit as in the whole image.
+void synth(const ImageView& out, Pattern pattern, std::uint64_t seed, int row0 = 0, int height = 0);
 
 /// splitmix64's finaliser: a bijective 64-bit mix.
 constexpr std::uint64_t mix64(std::uint64_t z) {

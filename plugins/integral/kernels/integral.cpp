@@ -7,6 +7,8 @@
 //      then a prefix sum along each scratch row: row k is now the integral of everything above
 //      strip k, that is the output row just above the strip;
 //   3. TBB over strips: each row's running sum per channel plus the output row above it.
+// A band of a larger image (strips: `above` given) adds the output row above the band to every
+// strip's top (integers), or starts the column pass from it (f64).
 // f64 outputs, in the order integral.hpp defines, with the output written, then read and
 // written again:
 //   1. TBB over rows: each row's inclusive prefix sum per channel, left to right;
@@ -20,6 +22,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -37,7 +40,7 @@ int strip_count(int height) { return (height + strip_rows(height) - 1) / strip_r
 // ---- integer outputs ---------------------------------------------------------------------------
 
 template <class T, class U, int C>
-void integral_strips(const ImageView& in, const ImageView& out, U* tops) {
+void integral_strips(const ImageView& in, const ImageView& out, U* tops, const U* band_above) {
     const std::size_t n = in.row_samples();
     const int rows = strip_rows(in.height), strips = strip_count(in.height);
     auto top = [&](int k) { return tops + std::size_t(k) * n; }; // scratch row k
@@ -71,6 +74,12 @@ void integral_strips(const ImageView& in, const ImageView& out, U* tops) {
         for (int x = 0; x < in.width; ++x)
             for (int c = 0; c < C; ++c) row[std::size_t(x) * C + c] = acc[c] += row[std::size_t(x) * C + c];
     });
+    if (band_above) // a band of a larger image: everything above the band adds to every strip's top
+        tbb::parallel_for(0, strips, [&](int k) {
+            U* row = top(k);
+#pragma omp simd
+            for (std::size_t i = 0; i < n; ++i) row[i] += band_above[i];
+        });
     // 3. each strip, row by row: running sums along the row plus the row above
     tbb::parallel_for(0, strips, [&](int k) {
         const U* above = top(k);
@@ -107,13 +116,13 @@ template <class T, int C> void row_prefix(const ImageView& in, const ImageView& 
     });
 }
 
-void column_accumulate(const ImageView& out) {
+void column_accumulate(const ImageView& out, const double* band_above) {
     const std::size_t n = out.row_samples();
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, column_block),
                       [&](const tbb::blocked_range<std::size_t>& r) {
                           const std::size_t i0 = r.begin(), len = r.size();
-                          for (int y = 1; y < out.height; ++y) {
-                              const double* above = out.row<double>(y - 1) + i0;
+                          for (int y = band_above ? 0 : 1; y < out.height; ++y) {
+                              const double* above = (y > 0 ? out.row<double>(y - 1) : band_above) + i0;
                               double* cur = out.row<double>(y) + i0;
 #pragma omp simd
                               for (std::size_t i = 0; i < len; ++i) cur[i] = above[i] + cur[i];
@@ -128,7 +137,7 @@ std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out
     return std::size_t(strip_count(in.height)) * in.row_samples() * dtype_size(out.dtype);
 }
 
-void integral_cpu(const ImageView& in, const ImageView& out, void* scratch) {
+void integral_cpu(const ImageView& in, const ImageView& out, void* scratch, const void* above, void* last) {
     if (in.width <= 0 || in.height <= 0) return;
     if (dtype_is_float(in.dtype) && out.dtype != DType::f64)
         throw UserError(std::string("integral: no CPU kernel from ") + dtype_name(in.dtype) + " to " +
@@ -140,18 +149,21 @@ void integral_cpu(const ImageView& in, const ImageView& out, void* scratch) {
             constexpr int C = decltype(channels)::value;
             if (out.dtype == DType::f64) {
                 row_prefix<T, C>(in, out);
-                return column_accumulate(out);
+                return column_accumulate(out, static_cast<const double*>(above));
             }
             if constexpr (std::is_integral_v<T>) { // float inputs have f64 outputs (checked above)
                 if (out.dtype == DType::u32)
-                    return integral_strips<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch));
+                    return integral_strips<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch),
+                                                                static_cast<const std::uint32_t*>(above));
                 if (out.dtype == DType::u64)
-                    return integral_strips<T, std::uint64_t, C>(in, out, static_cast<std::uint64_t*>(scratch));
+                    return integral_strips<T, std::uint64_t, C>(in, out, static_cast<std::uint64_t*>(scratch),
+                                                                static_cast<const std::uint64_t*>(above));
             }
             PIXFLOW_INTERNAL_ERROR(std::string("integral: output dtype ") + dtype_name(out.dtype) +
                                    " is not u32, u64 or f64");
         });
     });
+    if (last) std::memcpy(last, out.row<char>(out.height - 1), out.row_samples() * dtype_size(out.dtype));
 }
 
 } // namespace pixflow::integral

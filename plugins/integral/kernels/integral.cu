@@ -23,6 +23,10 @@
 // Any order of integer additions gives the same bits (modulo 2^32 or 2^64), so this matches the
 // CPU's order exactly.
 //
+// Strips (a band of a larger image, `above` given): carry_scan starts each column of d_col at the
+// output row above the band instead of 0 (integers), col_scan_seq starts from it (f64); the band's
+// last output row is then copied into `last`, the state for the next band.
+//
 // f64 outputs: the additions must happen in the order integral.hpp defines (along each row,
 // then down each column), so the tile decomposition above, which regroups them, cannot be used:
 //   1. row_scan_seq: one block per 32 rows; chunks of 32 x 32 pixels go through shared memory
@@ -403,20 +407,22 @@ __global__ void __launch_bounds__(block_threads) scan_col_rows_kernel(U* d_col, 
 // touch consecutive words (coalesced); each thread loads 16 rows before it adds and stores
 // them, so that the walk costs n / 16 memory latencies rather than n.
 template <class U>
-__global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b, std::size_t m_b) {
+__global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b, std::size_t m_b,
+                                  const U* a_above) {
     constexpr int batch = 16;
     std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     U* p;
     int n;
     std::size_t m;
+    U run = 0;
     if (i < m_a) {
         p = a + i, n = n_a, m = m_a;
+        if (a_above) run = a_above[i]; // a band of a larger image: the integral above it
     } else if ((i -= m_a) < m_b) {
         p = b + i, n = n_b, m = m_b;
     } else {
         return;
     }
-    U run = 0;
     for (int r0 = 0; r0 < n; r0 += batch) {
         U v[batch];
 #pragma unroll
@@ -483,7 +489,7 @@ std::size_t scratch_elements(const ImageView& in, int& n_tx, int& n_ty) {
 }
 
 template <class T, class U, int C>
-void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, cudaStream_t s) {
+void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const U* d_above, cudaStream_t s) {
     int n_tx = 0, n_ty = 0;
     scratch_elements<U>(in, n_tx, n_ty);
     const std::size_t row_samples = in.row_samples();
@@ -503,7 +509,7 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, cudaS
     carry_scan_kernel<U><<<cuda::div_up(static_cast<long long>(row_samples + column_samples),
                                         carry_threads),
                            carry_threads, 0, s>>>(d_col, n_ty, row_samples, d_row, n_tx,
-                                                  column_samples);
+                                                  column_samples, d_above);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     integral_tiles_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, out, d_col, d_row,
                                                                     is_aligned(in, 4), is_aligned(out, 4));
@@ -582,10 +588,14 @@ constexpr int col_batch = 16; // rows loaded ahead by each thread
 // Kernel F2. Thread i owns sample column i and walks down the rows keeping the running sum:
 // out(y) = out(y-1) + out(y), loading 16 rows ahead so that enough loads are in flight.
 // Consecutive threads take consecutive samples (coalesced). No shared memory.
-__global__ void __launch_bounds__(col_threads) col_scan_seq_kernel(ImageView out) {
+__global__ void __launch_bounds__(col_threads) col_scan_seq_kernel(ImageView out, const double* d_above) {
     const std::size_t i = std::size_t(blockIdx.x) * col_threads + threadIdx.x;
     if (i >= out.row_samples()) return;
     double acc = out.row<double>(0)[i];
+    if (d_above) { // a band of a larger image: out(0) = above + r(0), the whole image's addition
+        acc = d_above[i] + acc;
+        out.row<double>(0)[i] = acc;
+    }
     for (int y0 = 1; y0 < out.height; y0 += col_batch) {
         double v[col_batch];
 #pragma unroll
@@ -600,12 +610,13 @@ __global__ void __launch_bounds__(col_threads) col_scan_seq_kernel(ImageView out
     }
 }
 
-template <class T, int C> void launch_seq(const ImageView& in, const ImageView& out, cudaStream_t s) {
+template <class T, int C>
+void launch_seq(const ImageView& in, const ImageView& out, const double* d_above, cudaStream_t s) {
     row_scan_seq_kernel<T, C>
         <<<cuda::div_up(in.height, seq_rows), seq_threads, 0, s>>>(in, out);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     col_scan_seq_kernel<<<cuda::div_up(static_cast<long long>(out.row_samples()), col_threads),
-                          col_threads, 0, s>>>(out);
+                          col_threads, 0, s>>>(out, d_above);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
@@ -620,27 +631,32 @@ std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& ou
     }
 }
 
-void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream) {
+void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream, const void* above,
+                   void* last) {
     if (in.width <= 0 || in.height <= 0) return;
     const cudaStream_t s = cuda::stream_of(stream);
     visit_dtype<DType::u8, DType::u16, DType::u32, DType::f32>("integral", in.dtype, [&](auto in_tag) {
         using T = decltype(in_tag);
         visit_channels("integral", in.channels, [&](auto channels) {
             constexpr int C = decltype(channels)::value;
-            if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, s);
+            if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, static_cast<const double*>(above), s);
             if constexpr (std::is_integral_v<T>) {
                 if (out.dtype == DType::u32)
-                    return launch_tiles<T, std::uint32_t, C>(
-                        in, out, static_cast<std::uint32_t*>(scratch), s);
+                    return launch_tiles<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch),
+                                                             static_cast<const std::uint32_t*>(above), s);
                 if (out.dtype == DType::u64)
-                    return launch_tiles<T, std::uint64_t, C>(
-                        in, out, static_cast<std::uint64_t*>(scratch), s);
+                    return launch_tiles<T, std::uint64_t, C>(in, out, static_cast<std::uint64_t*>(scratch),
+                                                             static_cast<const std::uint64_t*>(above), s);
             }
             throw UserError(std::string("integral: no CUDA kernel from ") + dtype_name(in.dtype) +
                                 " to " + dtype_name(out.dtype),
                             PF_ERR_UNSUPPORTED);
         });
     });
+    if (last) // after every kernel that read `above` (it may be the same memory), on the stream
+        PIXFLOW_CUDA_CHECK(cudaMemcpyAsync(last, out.row<char>(out.height - 1),
+                                           out.row_samples() * dtype_size(out.dtype),
+                                           cudaMemcpyDeviceToDevice, s));
 }
 
 } // namespace pixflow::integral

@@ -28,15 +28,25 @@ std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out
 
 /// in: u8, u16, u32 or f32; out: same size and channels, u32, u64 or f64 (f64 only for f32);
 /// host memory. `scratch` holds integral_cpu_scratch_bytes(in, out) bytes of host memory.
-void integral_cpu(const ImageView& in, const ImageView& out, void* scratch);
+///
+/// A band of rows of a larger image (strips): `above` is the output row just above the band
+/// (out's dtype, width * channels samples), the integral of everything above it, or null for a
+/// band that starts at the image's top. The band's rows are then exactly those of the whole
+/// image: integer sums modulo 2^n in any order, and for f64 out(y) = out(y-1) + r(y) continues
+/// with out(y-1) = above. When `last` is not null, the band's last output row is copied there
+/// (it may be `above`: the copy comes after every read).
+void integral_cpu(const ImageView& in, const ImageView& out, void* scratch, const void* above = nullptr,
+                  void* last = nullptr);
 
 #ifdef PIXFLOW_WITH_CUDA
 /// Bytes of device scratch that integral_cuda needs for these views.
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out);
 
 /// Same as integral_cpu on device memory; `scratch` holds integral_cuda_scratch_bytes(in, out)
-/// bytes of device memory. Launches on `stream` (a cudaStream_t); does not synchronise.
-void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream);
+/// bytes of device memory; `above` and `last` are device memory. Launches on `stream` (a
+/// cudaStream_t); does not synchronise.
+void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream,
+                   const void* above = nullptr, void* last = nullptr);
 #endif
 
 } // namespace pixflow::integral

@@ -11,6 +11,7 @@ struct Sobel {
     static pixflow::Schema schema() {
         using namespace pixflow;
         return Schema("sobel", "Sobel edge magnitude |Gx| + |Gy| per channel, borders replicated")
+            .access(stencil(1)) // output row y reads rows y-1 .. y+1: it can run in strips
             .input("in", dtypes({DType::u8}), channels(1, 4), "image to differentiate")
             .output("out", dtypes({DType::u8}), channels(1, 4), "edge magnitude, saturated")
             .param(&Params::scale, "scale", range(0.0, 16.0), "multiplier applied to |Gx| + |Gy| before saturation");

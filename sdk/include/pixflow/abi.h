@@ -37,7 +37,8 @@ extern "C" {
 #endif
 
 #define PIXFLOW_ABI_MAJOR 1
-#define PIXFLOW_ABI_MINOR 1 /* 1.1: pf_plugin_desc.fusions */
+#define PIXFLOW_ABI_MINOR 2 /* 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
+                               pf_plugin_desc.access) and strips (pf_run_args.strip) */
 
 /* The one symbol every plugin exports. */
 #define PIXFLOW_ENTRY_SYMBOL "pixflow_plugin_entry"
@@ -169,6 +170,36 @@ typedef struct pf_host {
     void (*metric)(void* self, const char* key, double value);
 } pf_host;
 
+/* ABI 1.2. Where the current run call lies in a run by horizontal strips (pf_run_args.strip).
+ * Only an operator that declared an access pattern other than PF_ACCESS_WHOLE is ever run by
+ * strips; its views then hold a band of full-width rows of the whole image. Row numbers are those
+ * of the whole image.
+ *
+ *      whole input (in_height rows)          whole output (out_height rows)
+ *      +--------------------------+          +--------------------------+
+ *      |                          |          |                          |
+ *  in_row0 -> [ input view ]      |  ---->   out_row0 -> [ output view ] |
+ *      |                          |          |                          |
+ *      +--------------------------+          +--------------------------+
+ *
+ * The views' own heights say how many rows they hold. A stencil's input view holds its halo rows
+ * too, clipped at the image's edges, and its output view the same rows: the host keeps only the
+ * rows it needs, so a stencil treats its view exactly as a whole image. */
+typedef struct pf_strip {
+    uint32_t struct_size;
+    int32_t index;      /* 0 .. count - 1, in order from the top (carried operators: strictly so) */
+    int32_t count;      /* strips of this run */
+    int32_t in_row0;    /* row of the whole input that is the input view's row 0 (0 for sources) */
+    int32_t in_height;  /* height of the whole input (0 for sources) */
+    int32_t out_row0;   /* row of the whole output that is the output view's row 0 */
+    int32_t out_height; /* height of the whole output */
+    /* PF_ACCESS_CARRIED: the state handed from one strip to the next, carry_bytes bytes (as the
+     * operator's carry_bytes said) on the device of the op's images. Zero-filled before strip 0;
+     * what the op leaves in it is what it finds at the next strip. NULL for other operators. */
+    void* carry;
+    size_t carry_bytes;
+} pf_strip;
+
 typedef struct pf_run_args {
     uint32_t struct_size;
     const pf_value* params; /* one per param desc, in declaration order, all set */
@@ -181,6 +212,10 @@ typedef struct pf_run_args {
     const pf_host* host;
     char* error; /* message buffer for failures */
     size_t error_size;
+    /* ABI 1.2 (read only when struct_size covers it): the strip this call computes, or NULL when
+     * the views are the whole images. Never set for an operator whose access is PF_ACCESS_WHOLE
+     * (which includes every operator of a plugin built against ABI 1.0 or 1.1). */
+    const pf_strip* strip;
 } pf_run_args;
 
 /* Runs the op on one set of images: run_cpu on host images, run_cuda on device images.
@@ -278,6 +313,55 @@ typedef struct pf_fusion_desc {
     int32_t n_same;
 } pf_fusion_desc;
 
+/* ABI 1.2. How an operator reads its input rows, so that the host can run it on horizontal
+ * strips of an image too large for memory (or when asked to). Strips are full-width bands of
+ * rows; the output of a strip run must equal, bit for bit, the same rows of the whole-image run.
+ *
+ *   PF_ACCESS_WHOLE      needs the whole image at once (chan_vese, compare). The default: an
+ *                        operator without a pf_access_desc, or of a plugin built against ABI 1.0
+ *                        or 1.1, is never run by strips.
+ *   PF_ACCESS_POINTWISE  output row y depends on input row y only (convert, grayscale); output
+ *                        height = input height. A source with this access computes any band of
+ *                        its rows on its own (synth): pf_strip.out_row0 says which.
+ *   PF_ACCESS_STENCIL    output row y depends on input rows y - halo .. y + halo (gauss5x5: 2);
+ *                        output height = input height. The host gives it a view holding the
+ *                        halo rows as well (clipped at the image's edges) and keeps the middle,
+ *                        so its border rule applies exactly where the view's edge is the
+ *                        image's: no change to a stencil's kernel is needed.
+ *   PF_ACCESS_BLOCKS     rows come in blocks: in_rows input rows give out_rows output rows
+ *                        (maxpool2x2: 2 -> 1; dct8x8: 8 -> 8); strips start at multiples of
+ *                        in_rows. Rows after the last whole block (maxpool's odd last row, a
+ *                        partial 8-row block) belong to the last strip; the host asks `infer`
+ *                        which bands are valid, so `infer` must accept any band that starts at a
+ *                        block and ends at one or at the image's end.
+ *   PF_ACCESS_CARRIED    output row y depends on input rows 0 .. y, through a state the operator
+ *                        carries from strip to strip (integral: the output row above the strip).
+ *                        Strips run in order, each once; pf_strip.carry holds carry_bytes(...)
+ *                        bytes that the host keeps between them. Output height = input height.
+ * Columns are never split: every view is full width. */
+typedef enum pf_access_kind {
+    PF_ACCESS_WHOLE = 0,
+    PF_ACCESS_POINTWISE = 1,
+    PF_ACCESS_STENCIL = 2,
+    PF_ACCESS_BLOCKS = 3,
+    PF_ACCESS_CARRIED = 4
+} pf_access_kind;
+
+/* PF_ACCESS_CARRIED: bytes of state between strips, from the parameters and the whole images'
+ * shapes (data == NULL). Called by the host while planning, like infer (pure, concurrent). */
+typedef size_t (*pf_carry_bytes_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs,
+                                    int32_t n_inputs, const pf_image* outputs, int32_t n_outputs);
+
+typedef struct pf_access_desc {
+    uint32_t struct_size;
+    const char* op; /* an operator of this plugin (each at most once) */
+    int32_t kind;   /* pf_access_kind */
+    int32_t halo;   /* STENCIL: 1 .. 4096 rows; else 0 */
+    int32_t in_rows;  /* BLOCKS: 1 .. 4096 input rows per block; else 0 */
+    int32_t out_rows; /* BLOCKS: 1 .. 4096 output rows per block; else 0 */
+    pf_carry_bytes_fn carry_bytes; /* CARRIED: never NULL; else NULL */
+} pf_access_desc;
+
 typedef struct pf_plugin_desc {
     uint32_t struct_size;
     uint32_t abi_major;
@@ -294,6 +378,10 @@ typedef struct pf_plugin_desc {
     /* ABI 1.1 (read only when struct_size covers them): fused chains this plugin implements. */
     const pf_fusion_desc* fusions;
     int32_t n_fusions;
+    /* ABI 1.2 (read only when struct_size covers them): the access pattern of each operator
+     * that has one other than PF_ACCESS_WHOLE; an operator listed nowhere is whole-image. */
+    const pf_access_desc* access;
+    int32_t n_access;
 } pf_plugin_desc;
 
 /* The entry point (PIXFLOW_ENTRY_SYMBOL). The host may call it more than once, from one thread

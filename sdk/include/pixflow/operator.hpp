@@ -64,6 +64,26 @@
 // Without `infer`, every output takes the first input's size and channels, and its dtype is the
 // output port's single declared dtype, else the first input's dtype.
 //
+// How the operator reads its input rows is one more line of the schema (abi.h, pf_access_kind);
+// it lets the host run the operator on horizontal strips of an image too large for memory:
+//
+//   .access(pixflow::pointwise())     // row y from row y (convert, grayscale; a source: synth)
+//   .access(pixflow::stencil(2))      // row y from rows y-2 .. y+2 (gauss5x5)
+//   .access(pixflow::blocks(2, 1))    // 2 input rows give 1 output row (maxpool2x2)
+//   .access(pixflow::carried())       // rows in order, with a state between strips (integral)
+//
+// Without it the operator is whole-image: it always sees the whole image. Pointwise, stencil and
+// blocks operators need no code for strips: their views look like whole images. A source that
+// is pointwise reads ctx.strip().out_row0 to know which rows it makes. A carried operator also
+// defines the size of its state and reads it through ctx.strip():
+//
+//   static std::size_t carry_bytes(const Params& p, const pixflow::Shapes& in,
+//                                  const pixflow::Shapes& out);   // whole images' shapes
+//   static void run_cpu(pixflow::Context& ctx, const Params& p) {
+//       const pixflow::Strip s = ctx.strip();  // s.carry: null when run on the whole image
+//       ...                                    // zero-filled before the first strip
+//   }
+//
 // Deprecated: the string accessors ctx.params().f("sigma"), .i, .b, .s and Schema::param_bool,
 // param_int, param_float, param_string, param_choice, kept for existing third-party plugins.
 // The accessors throw InternalError when the name is unknown or the type is not theirs.
@@ -74,6 +94,7 @@
 #include <pixflow/image.hpp>
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -112,6 +133,24 @@ struct Range {
     double lo, hi;
 };
 constexpr Range range(double lo, double hi) { return {lo, hi}; }
+
+/// How an operator reads its input rows (abi.h, pf_access_kind); Schema::access.
+struct Access {
+    pf_access_kind kind = PF_ACCESS_WHOLE;
+    int halo = 0;     ///< stencil: rows above and below
+    int in_rows = 0;  ///< blocks: input rows per block
+    int out_rows = 0; ///< blocks: output rows per block
+};
+/// Needs the whole image at once (the default).
+constexpr Access whole_image() { return {}; }
+/// Output row y from input row y only; a source: any band of rows on its own.
+constexpr Access pointwise() { return {PF_ACCESS_POINTWISE, 0, 0, 0}; }
+/// Output row y from input rows y - halo .. y + halo (and as many columns).
+constexpr Access stencil(int halo) { return {PF_ACCESS_STENCIL, halo, 0, 0}; }
+/// Blocks of in_rows input rows, each giving out_rows output rows.
+constexpr Access blocks(int in_rows, int out_rows) { return {PF_ACCESS_BLOCKS, 0, in_rows, out_rows}; }
+/// Rows in order, with a state carried from strip to strip (the class defines carry_bytes).
+constexpr Access carried() { return {PF_ACCESS_CARRIED, 0, 0, 0}; }
 
 /// The choices of a DType parameter: every dtype, by its name.
 constexpr std::array<std::pair<const char*, DType>, 8> pixflow_choices(DType) {
@@ -252,10 +291,22 @@ class Schema {
         m_flags |= f;
         return *this;
     }
+    /// How the operator reads its input rows (see the top of this file); whole image if unsaid.
+    Schema& access(Access a) {
+        const bool ok = a.kind == PF_ACCESS_WHOLE || a.kind == PF_ACCESS_POINTWISE || a.kind == PF_ACCESS_CARRIED ||
+                        (a.kind == PF_ACCESS_STENCIL && a.halo >= 1 && a.halo <= 4096) ||
+                        (a.kind == PF_ACCESS_BLOCKS && a.in_rows >= 1 && a.in_rows <= 4096 && a.out_rows >= 1 &&
+                         a.out_rows <= 4096);
+        if (!ok)
+            note("its access pattern is out of range (a stencil's halo and a block's rows are 1 to 4096)");
+        m_access = a;
+        return *this;
+    }
 
     const char* name() const { return m_name; }
     const char* doc() const { return m_doc; }
     std::uint32_t op_flags() const { return m_flags; }
+    const Access& access_pattern() const { return m_access; }
     const std::vector<pf_port_desc>& inputs() const { return m_inputs; }
     const std::vector<pf_port_desc>& outputs() const { return m_outputs; }
     const std::vector<pf_param_desc>& params() const { return m_params; }
@@ -426,6 +477,7 @@ class Schema {
     const char* m_name;
     const char* m_doc;
     std::uint32_t m_flags = 0;
+    Access m_access;
     std::vector<pf_port_desc> m_inputs, m_outputs;
     std::vector<pf_param_desc> m_params;
     std::vector<Binding> m_bindings; // one per parameter when typed
@@ -525,6 +577,20 @@ class Params {
 /// Shapes for `infer`: views whose data is null.
 using Shapes = std::vector<ImageView>;
 
+/// The band of rows a run call computes (abi.h, pf_strip), in rows of the whole images; when the
+/// operator runs on the whole image: strip 0 of 1, the views' own heights, no carry.
+struct Strip {
+    int index = 0, count = 1;
+    int in_row0 = 0, in_height = 0;   ///< the input view's first row in the whole input, its height
+    int out_row0 = 0, out_height = 0; ///< the output view's first row in the whole output, its height
+    void* carry = nullptr;            ///< carried operators, run by strips: the state (see abi.h)
+    std::size_t carry_bytes = 0;
+    bool first() const { return index == 0; }
+    bool last() const { return index + 1 == count; }
+    /// The state as an array of T (null when there is none).
+    template <class T> T* carry_as() const { return static_cast<T*>(carry); }
+};
+
 /// What a run function receives besides its parameters: images, the stream, scratch memory,
 /// logging, cancellation and metrics.
 class Context {
@@ -540,6 +606,25 @@ class Context {
     ImageView output(int k = 0) const { return ImageView(m_args->outputs[k]); }
     /// The cudaStream_t to launch on (cast it in the .cu file); null on the CPU.
     void* stream() const { return m_args->stream; }
+    /// Which rows of the whole images this call computes (see Strip).
+    Strip strip() const {
+        Strip s;
+        const pf_strip* c = m_args->struct_size >= offsetof(pf_run_args, strip) + sizeof(pf_strip*) ? m_args->strip : nullptr;
+        if (!c) {
+            s.in_height = m_args->n_inputs > 0 ? m_args->inputs[0].height : 0;
+            s.out_height = m_args->n_outputs > 0 ? m_args->outputs[0].height : 0;
+            return s;
+        }
+        s.index = c->index;
+        s.count = c->count;
+        s.in_row0 = c->in_row0;
+        s.in_height = c->in_height;
+        s.out_row0 = c->out_row0;
+        s.out_height = c->out_height;
+        s.carry = c->carry;
+        s.carry_bytes = c->carry_bytes;
+        return s;
+    }
 
     /// Scratch memory next to the outputs (host or device), freed by the host after the run.
     void* alloc(std::size_t bytes) const {
@@ -615,6 +700,13 @@ concept TypedInfer = requires(const typename T::Params& p, const Shapes& i, Shap
 template <class T>
 concept NamedInfer = requires(const pixflow::Params& p, const Shapes& i, Shapes& o) { T::infer(p, i, o); };
 template <class T> concept ShapeInfer = requires(const Shapes& i, Shapes& o) { T::infer(i, o); };
+template <class T>
+concept TypedCarry = requires(const typename T::Params& p, const Shapes& i, const Shapes& o) {
+    { T::carry_bytes(p, i, o) } -> std::convertible_to<std::size_t>;
+};
+template <class T> concept ShapeCarry = requires(const Shapes& i, const Shapes& o) {
+    { T::carry_bytes(i, o) } -> std::convertible_to<std::size_t>;
+};
 
 /// The operator's parameter struct, filled from the host's values.
 template <class T> typename T::Params params_of(const pf_value* values, int n) {
@@ -655,6 +747,25 @@ int32_t infer_thunk(const pf_value* params, int32_t n_params, const pf_image* in
     });
 }
 
+/// carry_bytes of a carried operator T; 0 when it throws (the host then refuses the strips).
+template <class T>
+std::size_t carry_thunk(const pf_value* params, int32_t n_params, const pf_image* inputs, int32_t n_inputs,
+                        const pf_image* outputs, int32_t n_outputs) noexcept {
+    try {
+        Shapes in, out;
+        for (int k = 0; k < n_inputs; ++k) in.emplace_back(inputs[k]);
+        for (int k = 0; k < n_outputs; ++k) out.emplace_back(outputs[k]);
+        if constexpr (TypedCarry<T>)
+            return std::size_t(T::carry_bytes(params_of<T>(params, n_params), in, out));
+        else if constexpr (ShapeCarry<T>)
+            return std::size_t(T::carry_bytes(in, out));
+        else
+            return 0;
+    } catch (...) {
+        return 0;
+    }
+}
+
 /// run_cpu (Cuda false) or run_cuda of operator T, with the parameter struct when it takes one.
 template <class T, bool Cuda> int32_t run_thunk(const pf_run_args* a) {
     return guarded(a->error, a->error_size, [&] {
@@ -683,6 +794,14 @@ template <class T> std::string problem_of() {
     }
     if (p.empty() && s.inputs().empty() && !(TypedInfer<T> || NamedInfer<T> || ShapeInfer<T>))
         p = "it has no inputs, so it must define infer to give its outputs' shapes";
+    const bool carries = s.access_pattern().kind == PF_ACCESS_CARRIED;
+    if (p.empty() && carries != (TypedCarry<T> || ShapeCarry<T>))
+        p = carries ? "its access is carried() but it defines no static carry_bytes(const Params&, const "
+                      "Shapes& in, const Shapes& out) giving the size of its state"
+                    : "it defines carry_bytes but its access is not carried(); declare .access(pixflow::carried())";
+    if (p.empty() && s.inputs().empty() && s.access_pattern().kind != PF_ACCESS_WHOLE &&
+        s.access_pattern().kind != PF_ACCESS_POINTWISE)
+        p = "a source's access is pointwise() (any band of rows on its own) or whole_image()";
     return p.empty() ? p : "operator '" + std::string(s.name()) + "': " + p;
 }
 
@@ -710,6 +829,16 @@ template <class T> pf_op_desc make_op() {
     else
         d.run_cuda = nullptr;
     return d;
+}
+
+template <class T> void add_access(std::vector<pf_access_desc>& out) {
+    const Schema& s = schema_of<T>();
+    const Access& a = s.access_pattern();
+    if (a.kind == PF_ACCESS_WHOLE) return;
+    pf_carry_bytes_fn carry = nullptr;
+    if constexpr (TypedCarry<T> || ShapeCarry<T>) carry = &carry_thunk<T>;
+    out.push_back({sizeof(pf_access_desc), s.name(), int32_t(a.kind), int32_t(a.halo), int32_t(a.in_rows),
+                   int32_t(a.out_rows), carry});
 }
 
 template <class T> void add_fusion(std::vector<pf_fusion_desc>& out) {
@@ -781,6 +910,7 @@ template <class... Ts> int32_t report_load_error(char* err, std::size_t n) {
 template <class... Ts> struct Plugin {
     std::array<pf_op_desc, sizeof...(Ts)> ops{};
     std::vector<pf_fusion_desc> fusions;
+    std::vector<pf_access_desc> access;
     pf_plugin_desc desc{};
 
     Plugin(const char* name, const char* version) noexcept {
@@ -795,6 +925,7 @@ template <class... Ts> struct Plugin {
             if (problem.empty()) {
                 ops = {make_op<Ts>()...};
                 (add_fusion<Ts>(fusions), ...);
+                (add_access<Ts>(access), ...);
                 for (const pf_fusion_desc& f : fusions)
                     if (problem.empty()) problem = fusion_problem(ops.data(), ops.size(), f);
             }
@@ -803,6 +934,8 @@ template <class... Ts> struct Plugin {
                 desc.n_ops = int32_t(ops.size());
                 desc.fusions = fusions.data();
                 desc.n_fusions = int32_t(fusions.size());
+                desc.access = access.data();
+                desc.n_access = int32_t(access.size());
                 return;
             }
             load_error<Ts...>() = std::move(problem);
@@ -812,6 +945,7 @@ template <class... Ts> struct Plugin {
             load_error<Ts...>() = "unknown exception while declaring the operators";
         }
         fusions.clear();
+        access.clear();
         desc.ops = nullptr;
         desc.n_ops = 0;
         desc.init = &report_load_error<Ts...>;

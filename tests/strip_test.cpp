@@ -1,0 +1,476 @@
+// Strips (issue 16, docs/strips.md): every operator that declares an access pattern gives, run in
+// horizontal strips, the very bytes of its whole-image run: for every dtype, strip heights that do
+// not divide the image, strips smaller than a stencil's halo, 1-row images, chains of stencils,
+// maxpool2x2's odd last row, integral's carried sums, and chains mixing CPU and CUDA nodes (CUDA
+// cases skip without a GPU). The memory budget is kept (peak figures from the run report), and a
+// whole-image operator that cannot fit is an error before anything runs. The reference is always
+// the same pipeline compiled without strips.
+#include "compile/compile.hpp"
+#include "device/device.hpp"
+#include "executor/executor.hpp"
+#include "loader/descriptor_check.hpp"
+#include "loader/registry.hpp"
+#include "planner/plan.hpp"
+#include "support/op_harness.hpp"
+#include "support/paths.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+using namespace pixflow::host;
+
+namespace {
+
+const Registry& reg() {
+    static Registry r;
+    static bool loaded = (r.load_all({pixflow::testing::plugin_dir(), pixflow::testing::test_plugin("abi_older_minor"),
+                                      pixflow::testing::test_plugin("strip_ops")}),
+                          true);
+    (void)loaded;
+    return r;
+}
+
+struct Result {
+    HostImage image;
+    RunReport report;
+    std::vector<StripChain> chains;
+};
+
+/// Compiles `text` with `co`, runs it, and returns node `tail`'s output.
+Result run(const std::string& text, const CompileOptions& co, const std::string& tail) {
+    Compiled c = compile(parse_pipeline_text(text, "strip.toml"), reg(), co);
+    Executor ex(c.graph, c.plan);
+    RunOptions o;
+    o.keep = {c.graph.find(tail)};
+    o.log = [](int, const std::string&) {};
+    Result r;
+    r.report = ex.run(o);
+    r.image = ex.fetch(c.graph.find(tail));
+    r.chains = c.plan.strips.chains;
+    return r;
+}
+
+CompileOptions whole_image(const std::string& backend) {
+    CompileOptions co;
+    co.backend = backend;
+    co.strips = false;
+    return co;
+}
+CompileOptions in_strips(const std::string& backend, int rows) {
+    CompileOptions co;
+    co.backend = backend;
+    co.strip_rows = rows;
+    return co;
+}
+
+std::string synth(int w, int h, int channels, const std::string& dtype, const std::string& pattern = "noise") {
+    return "[nodes.src]\nop = \"synth\"\npattern = \"" + pattern + "\"\nwidth = " + std::to_string(w) +
+           "\nheight = " + std::to_string(h) + "\nchannels = " + std::to_string(channels) + "\ndtype = \"" + dtype +
+           "\"\nseed = 7\n";
+}
+std::string node(const std::string& id, const std::string& op, const std::string& input, const std::string& params = "") {
+    return "[nodes." + id + "]\nop = \"" + op + "\"\ninput = \"" + input + "\"\n" + params;
+}
+
+/// Runs `text` whole and in strips of each height in `rows`; every run's output of `tail` must be
+/// the whole run's, byte for byte, and node `tail` must have run in strips.
+void expect_strips_match(const std::string& text, const std::string& tail, const std::vector<int>& rows,
+                         const std::string& backend = "cpu") {
+    SCOPED_TRACE(text);
+    const Result whole = run(text, whole_image(backend), tail);
+    ASSERT_TRUE(whole.chains.empty());
+    for (int r : rows) {
+        SCOPED_TRACE("--strip-rows " + std::to_string(r));
+        const Result s = run(text, in_strips(backend, r), tail);
+        ASSERT_FALSE(s.report.strips.empty()) << "nothing ran in strips";
+        bool tail_streamed = false;
+        for (const auto& n : s.report.nodes) tail_streamed |= n.id == tail && n.strips > 0;
+        EXPECT_TRUE(tail_streamed) << "node '" << tail << "' did not run in strips";
+        ASSERT_EQ(s.image.bytes.size(), whole.image.bytes.size());
+        EXPECT_TRUE(s.image.bytes == whole.image.bytes) << "the strips differ from the whole image";
+    }
+}
+
+bool have_gpu() { return cuda_usable(); }
+
+const std::vector<int> kRows = {1, 2, 3, 5, 8, 13, 64};
+const std::vector<int> kHeights = {1, 2, 3, 7, 16, 37};
+
+} // namespace
+
+// ---- declarations -------------------------------------------------------------------------------
+
+TEST(StripAccess, EveryBuiltInOperatorDeclaresHowItReadsRows) {
+    auto kind = [](const char* op) {
+        const OpInfo* info = reg().find(op);
+        EXPECT_NE(info, nullptr) << op;
+        return info ? info->access_kind() : pf_access_kind(-1);
+    };
+    EXPECT_EQ(kind("synth"), PF_ACCESS_POINTWISE);
+    EXPECT_EQ(kind("convert"), PF_ACCESS_POINTWISE);
+    EXPECT_EQ(kind("grayscale"), PF_ACCESS_POINTWISE);
+    EXPECT_EQ(kind("gauss5x5"), PF_ACCESS_STENCIL);
+    EXPECT_EQ(reg().find("gauss5x5")->access->halo, 2);
+    EXPECT_EQ(kind("maxpool2x2"), PF_ACCESS_BLOCKS);
+    EXPECT_EQ(reg().find("maxpool2x2")->access->in_rows, 2);
+    EXPECT_EQ(reg().find("maxpool2x2")->access->out_rows, 1);
+    for (const char* op : {"dct8x8", "quantize", "dequantize", "idct8x8", "jpeg_roundtrip8x8"}) {
+        EXPECT_EQ(kind(op), PF_ACCESS_BLOCKS) << op;
+        EXPECT_EQ(reg().find(op)->access->in_rows, 8) << op;
+    }
+    EXPECT_EQ(kind("integral"), PF_ACCESS_CARRIED);
+    EXPECT_NE(reg().find("integral")->access->carry_bytes, nullptr);
+    for (const char* op : {"chan_vese", "compare", "floyd_steinberg", "load", "save"})
+        EXPECT_EQ(kind(op), PF_ACCESS_WHOLE) << op;
+}
+
+TEST(StripAccess, APluginOfAnOlderAbiIsWholeImageAndStillRuns) {
+    const OpInfo* op = reg().find("tp_v10_invert");
+    ASSERT_NE(op, nullptr);
+    EXPECT_EQ(op->access, nullptr);
+    const std::string text = synth(9, 11, 1, "u8") + node("inv", "tp_v10_invert", "src");
+    const Result whole = run(text, whole_image("cpu"), "inv");
+    const Result s = run(text, in_strips("cpu", 4), "inv");
+    ASSERT_EQ(s.chains.size(), 1u); // synth alone streams; the old operator reads its whole output
+    EXPECT_EQ(s.chains[0].nodes.size(), 1u);
+    EXPECT_TRUE(s.image.bytes == whole.image.bytes);
+}
+
+TEST(StripAccess, TheValidatorRefusesBadAccessDeclarations) {
+    static const pf_port_desc port{sizeof(pf_port_desc), "in", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    static const pf_port_desc out{sizeof(pf_port_desc), "out", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    auto infer = [](const pf_value*, int32_t, const pf_image*, int32_t, pf_image*, int32_t, char*, size_t) -> int32_t {
+        return PF_OK;
+    };
+    auto run_fn = [](const pf_run_args*) -> int32_t { return PF_OK; };
+    auto carry = [](const pf_value*, int32_t, const pf_image*, int32_t, const pf_image*, int32_t) -> size_t { return 8; };
+    static const pf_op_desc ops[] = {{sizeof(pf_op_desc), "op", "doc", 0, &port, 1, &out, 1, nullptr, 0, infer, run_fn, nullptr}};
+    auto check = [&](pf_access_desc a) {
+        pf_plugin_desc d{};
+        d.struct_size = sizeof d;
+        d.abi_major = PIXFLOW_ABI_MAJOR;
+        d.abi_minor = PIXFLOW_ABI_MINOR;
+        d.name = "p";
+        d.version = "1";
+        d.ops = ops;
+        d.n_ops = 1;
+        d.access = &a;
+        d.n_access = 1;
+        return check_plugin_descriptor(&d);
+    };
+    const uint32_t sz = sizeof(pf_access_desc);
+    EXPECT_EQ(check({sz, "op", PF_ACCESS_STENCIL, 2, 0, 0, nullptr}), "");
+    EXPECT_EQ(check({sz, "op", PF_ACCESS_CARRIED, 0, 0, 0, carry}), "");
+    EXPECT_NE(check({sz, "op", PF_ACCESS_STENCIL, 0, 0, 0, nullptr}).find("halo of 0 rows"), std::string::npos);
+    EXPECT_NE(check({sz, "op", PF_ACCESS_BLOCKS, 0, 2, 0, nullptr}).find("blocks of 2 -> 0"), std::string::npos);
+    EXPECT_NE(check({sz, "op", PF_ACCESS_CARRIED, 0, 0, 0, nullptr}).find("no carry_bytes"), std::string::npos);
+    EXPECT_NE(check({sz, "op", PF_ACCESS_POINTWISE, 0, 0, 0, carry}).find("not carried"), std::string::npos);
+    EXPECT_NE(check({sz, "nope", PF_ACCESS_POINTWISE, 0, 0, 0, nullptr}).find("does not declare"), std::string::npos);
+    EXPECT_NE(check({sz, "op", 9, 0, 0, 0, nullptr}).find("unknown kind 9"), std::string::npos);
+    EXPECT_NE(check({sz - 8, "op", PF_ACCESS_POINTWISE, 0, 0, 0, nullptr}).find("struct_size"), std::string::npos);
+}
+
+// ---- bit for bit, operator by operator -----------------------------------------------------------
+
+TEST(Strips, SynthMakesAnyBandOfRowsAsInTheWholeImage) {
+    for (const char* pattern : {"noise", "gradient", "checker", "shapes"})
+        for (const char* dtype : {"u8", "u16", "f32", "f64"})
+            expect_strips_match(synth(23, 37, 3, dtype, pattern), "src", {1, 5, 36});
+}
+
+TEST(Strips, PointwiseOperatorsMatchTheWholeImage) {
+    for (int h : kHeights) {
+        for (const char* dtype : {"u8", "u16", "i16", "i32", "u32", "u64", "f32", "f64"})
+            expect_strips_match(synth(19, h, 2, dtype) +
+                                    node("conv", "convert", "src", "dtype = \"f32\"\nscale = 0.37\noffset = -3.0\n"),
+                                "conv", kRows);
+        for (const char* dtype : {"u8", "u16", "f32"})
+            expect_strips_match(synth(19, h, 3, dtype) + node("gray", "grayscale", "src"), "gray", kRows);
+    }
+}
+
+TEST(Strips, Gauss5x5MatchesTheWholeImageForEveryBorderAndDtype) {
+    for (int h : kHeights)
+        for (const char* dtype : {"u8", "u16", "f32"})
+            for (const char* border : {"reflect101", "replicate", "zero"})
+                expect_strips_match(synth(17, h, 3, dtype) +
+                                        node("blur", "gauss5x5", "src",
+                                             "sigma = 1.7\nborder = \"" + std::string(border) + "\"\n"),
+                                    "blur", kRows);
+}
+
+TEST(Strips, StripsSmallerThanTheHaloOfAChainOfStencilsMatch) {
+    // five stencils: 10 rows of halo, recomputed in every strip of 1 or 2 rows
+    std::string text = synth(21, 41, 1, "u8") + node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1") +
+                       node("b3", "gauss5x5", "b2", "border = \"replicate\"\n") + node("b4", "gauss5x5", "b3") +
+                       node("b5", "gauss5x5", "b4", "border = \"zero\"\n");
+    expect_strips_match(text, "b5", {1, 2, 3, 9, 40});
+}
+
+TEST(Strips, Maxpool2x2KeepsItsOddLastRowRule) {
+    for (int h : {2, 3, 5, 9, 33})
+        for (const char* dtype : {"u8", "i16", "u32", "u64", "f32", "f64"})
+            expect_strips_match(synth(11, h, 2, dtype) + node("pool", "maxpool2x2", "src"), "pool", {1, 2, 3, 4, 7});
+}
+
+TEST(Strips, StencilsAndPoolsInOneChainMatch) {
+    std::string text = synth(31, 45, 3, "u8") + node("b1", "gauss5x5", "src") + node("p1", "maxpool2x2", "b1") +
+                       node("b2", "gauss5x5", "p1") + node("p2", "maxpool2x2", "b2") + node("b3", "gauss5x5", "p2");
+    expect_strips_match(text, "b3", {1, 2, 3, 5, 11});
+}
+
+TEST(Strips, IntegralCarriesItsColumnSumsAcrossStrips) {
+    for (int h : kHeights) {
+        for (const char* dtype : {"u8", "u16", "u32"})
+            for (const char* out : {"auto", "u32", "u64", "f64"})
+                expect_strips_match(synth(13, h, 3, dtype) +
+                                        node("sum", "integral", "src", "dtype = \"" + std::string(out) + "\"\n"),
+                                    "sum", kRows);
+        expect_strips_match(synth(13, h, 1, "f32") + node("sum", "integral", "src"), "sum", kRows);
+    }
+}
+
+TEST(Strips, RowsOfACarriedNodeThatAStencilReadsAgainAreKeptNotRecomputed) {
+    // integral -> convert -> gauss5x5: the blur reads 2 rows of each strip's integral again
+    std::string text = synth(15, 29, 1, "u8") + node("sum", "integral", "src", "dtype = \"f64\"\n") +
+                       node("f", "convert", "sum", "dtype = \"f32\"\nscale = 0.001\n") + node("blur", "gauss5x5", "f") +
+                       node("pool", "maxpool2x2", "blur");
+    expect_strips_match(text, "pool", {1, 2, 3, 6, 14});
+    // and a stencil before it: the integral sees each blurred row once, in order
+    std::string before = synth(15, 29, 1, "u8") + node("blur", "gauss5x5", "src") + node("sum", "integral", "blur");
+    expect_strips_match(before, "sum", {1, 2, 5});
+}
+
+TEST(Strips, TheJpegChainMatchesFusedAndUnfused) {
+    for (int h : {1, 7, 8, 13, 16, 29})
+        for (const char* dtype : {"u8", "f32"}) {
+            std::string text = synth(19, h, 1, dtype) + node("dct", "dct8x8", "src") +
+                               node("q", "quantize", "dct", "quality = 40\n") +
+                               node("dq", "dequantize", "q", "quality = 40\n") +
+                               node("idct", "idct8x8", "dq", std::string("dtype = \"") + dtype + "\"\n");
+            expect_strips_match(text, "idct", {1, 8, 9, 17}); // fused into jpeg_roundtrip8x8
+            CompileOptions unfused_whole = whole_image("cpu");
+            unfused_whole.fuse = false;
+            const Result whole = run(text, unfused_whole, "idct");
+            for (int rows : {1, 5, 8, 24}) {
+                CompileOptions co = in_strips("cpu", rows);
+                co.fuse = false;
+                const Result s = run(text, co, "idct");
+                ASSERT_EQ(s.chains.size(), 1u);
+                EXPECT_EQ(s.chains[0].nodes.size(), 5u); // synth and the four jpeg nodes
+                EXPECT_TRUE(s.image.bytes == whole.image.bytes) << "h " << h << " " << dtype << " rows " << rows;
+            }
+            expect_strips_match(synth(19, h, 2, dtype) + node("dct", "dct8x8", "src"), "dct", {1, 8, 9});
+        }
+}
+
+TEST(Strips, AChainBetweenWholeImagesReadsAndWritesThemInPlace) {
+    // synth feeds two nodes, so its image is whole and the chain after it starts at the blur
+    std::string text = synth(25, 31, 3, "u8") + node("blur", "gauss5x5", "src") + node("pool", "maxpool2x2", "blur") +
+                       node("other", "convert", "src", "dtype = \"f32\"\n");
+    expect_strips_match(text, "pool", {1, 4, 6});
+    const Result s = run(text, in_strips("cpu", 4), "pool");
+    // synth on its own (it makes its whole image), the chain after it, and the other reader
+    ASSERT_EQ(s.report.strips.size(), 3u);
+    EXPECT_EQ(s.report.strips[0].nodes, std::vector<std::string>{"src"});
+    EXPECT_EQ(s.report.strips[1].nodes, (std::vector<std::string>{"blur", "pool"}));
+    EXPECT_EQ(s.report.strips[2].nodes, std::vector<std::string>{"other"});
+}
+
+TEST(Strips, ASinkRunsInStripsInOrderWithItsState) {
+    // the last node of the chain has no output: it gets each strip once, in order, at its row
+    std::string text = synth(29, 45, 2, "u8") + node("blur", "gauss5x5", "src") + node("pool", "maxpool2x2", "blur") +
+                       node("sum", "tp_row_sum", "pool");
+    auto sum_of = [&](const CompileOptions& co) {
+        Compiled c = compile(parse_pipeline_text(text, "sink.toml"), reg(), co);
+        Executor ex(c.graph, c.plan);
+        RunOptions o;
+        o.log = [](int, const std::string&) {};
+        RunReport r = ex.run(o);
+        for (const auto& n : r.nodes)
+            if (n.id == "sum") return std::make_pair(n.metrics.at("sum"), n.strips);
+        return std::make_pair(-1.0, -1);
+    };
+    const auto whole = sum_of(whole_image("cpu"));
+    EXPECT_GT(whole.first, 0.0);
+    EXPECT_EQ(whole.second, 0);
+    for (int rows : {1, 2, 3, 7, 22}) {
+        const auto s = sum_of(in_strips("cpu", rows));
+        EXPECT_EQ(s.first, whole.first) << rows;
+        EXPECT_EQ(s.second, (22 + rows - 1) / rows) << rows; // 22 rows of pool output
+    }
+}
+
+TEST(Strips, OneRowImagesRunInOneStrip) {
+    std::string text = synth(40, 1, 3, "u8") + node("blur", "gauss5x5", "src") + node("sum", "integral", "blur");
+    const Result whole = run(text, whole_image("cpu"), "sum");
+    const Result s = run(text, in_strips("cpu", 1), "sum");
+    ASSERT_EQ(s.report.strips.size(), 1u);
+    EXPECT_EQ(s.report.strips[0].count, 1);
+    EXPECT_TRUE(s.image.bytes == whole.image.bytes);
+}
+
+// ---- the memory budget ----------------------------------------------------------------------------
+
+TEST(StripBudget, ARunThatFitsIsNotStreamed) {
+    std::string text = synth(64, 64, 3, "u8") + node("blur", "gauss5x5", "src");
+    CompileOptions co;
+    co.backend = "cpu";
+    co.memory_limit = std::size_t(64) << 20;
+    const Result r = run(text, co, "blur");
+    EXPECT_TRUE(r.chains.empty());
+    EXPECT_TRUE(r.report.strips.empty());
+}
+
+TEST(StripBudget, TheRunStaysUnderItsHostMemoryBudget) {
+    // 512 x 1024 x 3 u8: 1.5 MiB an image; whole, the chain holds three at once (4.5 MiB)
+    std::string text = synth(512, 1024, 3, "u8") + node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1") +
+                       node("pool", "maxpool2x2", "b2");
+    const Result whole = run(text, whole_image("cpu"), "pool");
+    EXPECT_GE(whole.report.peak_host_bytes, 3.0 * (1 << 20)); // two whole images at once
+    for (std::size_t budget : {std::size_t(1) << 20, std::size_t(600) << 10}) {
+        CompileOptions co;
+        co.backend = "cpu";
+        co.memory_limit = budget;
+        const Result s = run(text, co, "pool");
+        ASSERT_EQ(s.report.strips.size(), 1u) << budget;
+        EXPECT_GT(s.report.strips[0].count, 1);
+        EXPECT_LE(s.report.peak_host_bytes, double(budget)) << "strips of " << s.report.strips[0].rows << " rows";
+        EXPECT_TRUE(s.image.bytes == whole.image.bytes);
+    }
+}
+
+TEST(StripBudget, AWholeImageOperatorThatDoesNotFitIsAnErrorBeforeAnythingRuns) {
+    pixflow::testing::TempDir dir;
+    const std::string out = dir / "seg.pgm";
+    std::string text = synth(256, 256, 1, "u8") + node("blur", "gauss5x5", "src") + node("seg", "chan_vese", "blur") +
+                       "[nodes.save]\nop = \"save\"\ninput = \"seg\"\npath = \"" + out + "\"\n";
+    CompileOptions co;
+    co.backend = "cpu";
+    co.memory_limit = 100 << 10; // chan_vese alone holds 256 KiB of phi
+    try {
+        compile(parse_pipeline_text(text, "seg.toml"), reg(), co);
+        FAIL() << "expected an error";
+    } catch (const pixflow::UserError& e) {
+        ASSERT_FALSE(e.diagnostics().empty());
+        const pixflow::Diagnostic& d = e.diagnostics()[0];
+        EXPECT_EQ(d.node, "seg");
+        EXPECT_NE(d.message.find("chan_vese runs on whole images only"), std::string::npos) << d.message;
+        EXPECT_NE(d.message.find("256x256 f32"), std::string::npos) << d.message;
+        EXPECT_NE(d.message.find("budget is 100.0 KiB"), std::string::npos) << d.message;
+        EXPECT_NE(d.loc.line, 0);
+    }
+    EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(StripBudget, ADefaultBudgetStreamsButRefusesOnlyARunThatCannotFitAtAll) {
+    std::string text = synth(256, 256, 1, "u8") + node("blur", "gauss5x5", "src") + node("seg", "chan_vese", "blur");
+    Compiled c = compile(parse_pipeline_text(text, "seg.toml"), reg(), whole_image("cpu"));
+    StripOptions so;
+    so.host_budget = 100 << 10; // 3/4 of what there is, say: over it, the run goes on with a note
+    so.host_limit = 4 << 20;
+    so.host_from = "3/4 of the 4.0 MiB of host memory available";
+    EXPECT_NO_THROW(plan_strips(c.graph, c.plan, so));
+    bool noted = false;
+    for (const auto& n : c.plan.notes) noted |= n.find("running anyway") != std::string::npos;
+    EXPECT_TRUE(noted);
+    so.host_limit = 200 << 10; // all there is: the run cannot fit
+    EXPECT_THROW(plan_strips(c.graph, c.plan, so), pixflow::UserError);
+}
+
+TEST(StripBudget, TheCliTakesSizesAndRefusesNonsense) {
+    EXPECT_EQ(parse_byte_size("512M", "--memory-limit"), std::size_t(512) << 20);
+    EXPECT_EQ(parse_byte_size("1.5GiB", "--memory-limit"), std::size_t(3) << 29);
+    EXPECT_EQ(parse_byte_size("4096", "--memory-limit"), 4096u);
+    EXPECT_EQ(parse_byte_size("64kb", "--memory-limit"), 65536u);
+    for (const char* bad : {"", "M", "-1G", "12Q", "1e3", "0"})
+        EXPECT_THROW(parse_byte_size(bad, "--memory-limit"), pixflow::UserError) << bad;
+}
+
+// ---- what reports, traces, graphs and describe show --------------------------------------------
+
+TEST(StripReport, TheReportCountsStripsAndSumsEachNodesTime) {
+    std::string text = synth(33, 50, 1, "f32") + node("blur", "gauss5x5", "src") + node("pool", "maxpool2x2", "blur");
+    const Result s = run(text, in_strips("cpu", 8), "pool");
+    ASSERT_EQ(s.report.strips.size(), 1u);
+    EXPECT_EQ(s.report.strips[0].nodes, (std::vector<std::string>{"src", "blur", "pool"}));
+    EXPECT_EQ(s.report.strips[0].rows, 8);
+    EXPECT_EQ(s.report.strips[0].count, 4); // 25 rows of output
+    for (const auto& n : s.report.nodes) {
+        EXPECT_EQ(n.strips, 4) << n.id;
+        EXPECT_GE(n.ms, 0.0);
+    }
+    auto j = nlohmann::json::parse(s.report.to_json());
+    EXPECT_EQ(j["strips"][0]["count"], 4);
+    EXPECT_EQ(j["nodes"][1]["strips"], 4);
+    EXPECT_GT(j["peak_host_bytes"].get<double>(), 0.0);
+    EXPECT_NE(s.report.table().find("strips: src -> blur -> pool: 4 strips of 8 rows"), std::string::npos);
+}
+
+TEST(StripReport, TracesHaveASpanPerStrip) {
+    std::string text = synth(16, 20, 1, "u8") + node("blur", "gauss5x5", "src");
+    Compiled c = compile(parse_pipeline_text(text, "t.toml"), reg(), in_strips("cpu", 5));
+    Executor ex(c.graph, c.plan);
+    std::vector<std::string> ids;
+    RunOptions o;
+    o.on_span = [&](const Span& s) { ids.push_back(s.id); };
+    ex.run(o);
+    EXPECT_EQ(ids.size(), 8u); // two nodes, four strips
+    EXPECT_NE(std::find(ids.begin(), ids.end(), "blur strip 4/4"), ids.end());
+}
+
+TEST(StripReport, GraphAndDescribeShowStrips) {
+    pixflow::testing::TempDir dir;
+    pixflow::testing::write_text(dir / "p.toml", synth(16, 20, 1, "u8") + node("blur", "gauss5x5", "src"));
+    auto g = pixflow::testing::run_pixflow("graph " + (dir / "p.toml") + " --strip-rows 6");
+    EXPECT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_NE(g.out.find("streamed: 4 strips of 6 rows"), std::string::npos) << g.out;
+    auto d = pixflow::testing::run_pixflow("describe maxpool2x2 integral");
+    EXPECT_NE(d.out.find("access:   blocks of 2 -> 1 row"), std::string::npos) << d.out;
+    EXPECT_NE(d.out.find("access:   carried"), std::string::npos) << d.out;
+    auto bad = pixflow::testing::run_pixflow("run " + (dir / "p.toml") + " --memory-limit lots");
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("\"lots\" is not a size"), std::string::npos) << bad.err;
+}
+
+// ---- CUDA, and chains mixing CPU and CUDA nodes ---------------------------------------------------
+
+TEST(StripsCuda, EveryOperatorMatchesTheWholeImageOnTheGpu) {
+    if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+    for (int h : {1, 3, 16, 37}) {
+        expect_strips_match(synth(19, h, 3, "u8") + node("blur", "gauss5x5", "src"), "blur", kRows, "cuda");
+        expect_strips_match(synth(19, h, 3, "f32") + node("gray", "grayscale", "src") + node("blur", "gauss5x5", "gray"),
+                            "blur", kRows, "cuda");
+        for (const char* out : {"u32", "u64", "f64"})
+            expect_strips_match(synth(19, h, 2, "u8") + node("sum", "integral", "src", "dtype = \"" + std::string(out) + "\"\n"),
+                                "sum", kRows, "cuda");
+        if (h >= 2)
+            expect_strips_match(synth(19, h, 1, "u16") + node("pool", "maxpool2x2", "src"), "pool", kRows, "cuda");
+        expect_strips_match(synth(19, h, 1, "u8") + node("dct", "dct8x8", "src") + node("q", "quantize", "dct") +
+                                node("dq", "dequantize", "q") + node("idct", "idct8x8", "dq"),
+                            "idct", {1, 8, 9}, "cuda");
+    }
+}
+
+TEST(StripsCuda, ChainsMixingCpuAndCudaNodesMatch) {
+    if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+    std::string text = synth(37, 45, 3, "u8") + node("blur", "gauss5x5", "src", "backend = \"cuda\"\n") +
+                       node("pool", "maxpool2x2", "blur", "backend = \"cpu\"\n") +
+                       node("blur2", "gauss5x5", "pool", "backend = \"cuda\"\n") +
+                       node("sum", "integral", "blur2", "backend = \"cpu\"\n");
+    expect_strips_match(text, "sum", {1, 2, 5, 8}, "auto");
+}
+
+TEST(StripsCuda, AGpuChainIsUploadedAndDownloadedOncePerStrip) {
+    if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+    std::string text = synth(64, 96, 1, "u8") + node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1") +
+                       node("pool", "maxpool2x2", "b2");
+    const Result s = run(text, in_strips("cuda", 16), "pool");
+    ASSERT_EQ(s.report.strips.size(), 1u); // synth (CPU) and the CUDA nodes: one chain
+    EXPECT_EQ(s.report.h2d_count, 3);       // 48 rows of output in strips of 16
+    EXPECT_EQ(s.report.d2h_count, 0);       // the result stays on the device
+}
