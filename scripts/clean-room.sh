@@ -4,6 +4,8 @@
 #
 #   scripts/clean-room.sh                    # the README's two commands: scripts/demo.sh, scripts/test.sh
 #   scripts/clean-room.sh -- scripts/test.sh # any command, run as root from the clone's top folder
+#   scripts/clean-room.sh -- A -- B          # commands one after the other in the same root, each
+#                                            # timed; the first that fails ends the run
 #   scripts/clean-room.sh --keep -- bash     # keep the root afterwards (for a look inside)
 #
 # What it does, as root (it re-runs itself with sudo when needed):
@@ -31,10 +33,24 @@ started=$(date +%s)
 
 keep=0
 cmds=()
+all_args=("$@") # for the re-run under sudo: the loop below consumes them
 while (($#)); do
     case "$1" in
     --keep) keep=1; shift ;;
-    --) shift; cmds=("$*"); break ;;
+    --)
+        shift
+        cmd=
+        for word in "$@"; do
+            if [ "$word" = -- ]; then
+                [ -n "$cmd" ] && cmds+=("$cmd")
+                cmd=
+            else
+                cmd=${cmd:+$cmd }$word
+            fi
+        done
+        [ -n "$cmd" ] && cmds+=("$cmd")
+        break
+        ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "clean-room: unknown argument '$1' (usage: scripts/clean-room.sh [--keep] [-- COMMAND...])" >&2; exit 2 ;;
     esac
@@ -43,7 +59,7 @@ done
 
 if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null || { echo "clean-room: needs root (or sudo)"; exit 75; }
-    exec sudo -E "$0" "$@"
+    exec sudo -E "$0" "${all_args[@]}"
 fi
 
 elapsed() { local s=$(($(date +%s) - started)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }

@@ -40,7 +40,8 @@ void bind_memory(NodeSpec& n, const pf_image& im, std::vector<Diagnostic>& errs)
         {"channels", int_value(im.channels, where)},
         {"dtype", string_value(dtype_name(DType(im.dtype)), where)}};
     for (const auto& [key, value] : bound) {
-        auto it = std::find_if(n.params.begin(), n.params.end(), [&](auto& kv) { return kv.first == key; });
+        // [&key = key]: clang 14 (the fuzz build) cannot capture a structured binding itself.
+        auto it = std::find_if(n.params.begin(), n.params.end(), [&key = key](auto& kv) { return kv.first == key; });
         if (it == n.params.end()) {
             n.params.emplace_back(key, value);
             continue;
@@ -76,7 +77,7 @@ PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, co
     int bound_device = -1;
     for (const auto& [id, im] : opt.inputs) {
         SourceLoc where{"input(\"" + id + "\")", 0, 0};
-        auto it = std::find_if(s.nodes.begin(), s.nodes.end(), [&](const NodeSpec& n) { return n.id == id; });
+        auto it = std::find_if(s.nodes.begin(), s.nodes.end(), [&id = id](const NodeSpec& n) { return n.id == id; });
         std::string accepted = memory_ids.empty() ? "this pipeline has none (add a node with op = \"memory\")"
                                                   : "its memory nodes: " + [&] {
                                                         std::string l;

@@ -65,7 +65,8 @@ struct Convert {
                    "multiplier applied first (1/255 takes u8 to 0..1, 255 takes 0..1 to u8)")
             .param(&Params::offset, "offset", range(-1e30, 1e30),
                    "added after scaling; integer outputs then round half away from zero, saturate, "
-                   "and map NaN to 0");
+                   "and map NaN to 0. Integer to integer with integer scale and offset is exact (no "
+                   "double: 2^53 + 1 stays 2^53 + 1); otherwise the arithmetic is in double");
     }
 
     static void infer(const Params& p, const Shapes& in, Shapes& out) {

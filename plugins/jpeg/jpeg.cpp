@@ -52,6 +52,17 @@ template <class P> Schema& pixel_params(Schema& s) {
 
 QuantTable table_of(const TableParams& p) { return quant_table(p.quality, p.table, p.baseline); }
 
+/// The shape check of the operators that take a coefficient image as it is (quantize,
+/// dequantize; idct8x8 has its own): dct8x8 makes at least one whole 8x8 block, so anything
+/// smaller did not come from it. Padding it as dct8x8 pads an image would invent coefficients;
+/// the kernels would see only marker samples and write zeros, so it is refused here, at validation.
+void require_whole_block(const char* op, const ImageView& in) {
+    PIXFLOW_USER_CHECK(in.width >= 8 && in.height >= 8,
+                       std::string(op) + ": the input (" + std::to_string(in.width) + "x" + std::to_string(in.height) +
+                           ") holds no whole 8x8 block; it takes the coefficients dct8x8 makes, at least 8x8 "
+                           "(run dct8x8 first on an image)");
+}
+
 } // namespace
 
 class Dct8x8 {
@@ -87,11 +98,17 @@ class Quantize {
         Schema s("quantize",
                  "DCT coefficients to i16: q = round(F / Q), halves away from zero, saturated; Q "
                  "the JPEG table for quality/table/baseline");
-        s.access(blocks(8, 8)).input("in", dtypes({DType::f32}), channels(1, 4), "coefficients from dct8x8")
+        s.access(blocks(8, 8))
+            .input("in", dtypes({DType::f32}), channels(1, 4), "coefficients from dct8x8 (at least 8x8: one whole block)")
             .output("out", dtypes({DType::i16}), channels(1, 4),
                     "quantised coefficients, same size; the marker columns/rows of a padded "
                     "image (see dct8x8) are 0");
         return table_params<Params>(s);
+    }
+    static void infer(const Params&, const Shapes& in, Shapes& out) {
+        require_whole_block("quantize", in[0]);
+        out[0] = in[0];
+        out[0].dtype = DType::i16;
     }
     static void run_cpu(Context& ctx, const Params& p) { quantize_cpu(ctx.input(), ctx.output(), table_of(p)); }
 #ifdef PIXFLOW_WITH_CUDA
@@ -108,9 +125,15 @@ class Dequantize {
         Schema s("dequantize",
                  "quantised i16 coefficients back to f32: F = q * Q, Q the JPEG table for "
                  "quality/table/baseline (set them as on quantize)");
-        s.access(blocks(8, 8)).input("in", dtypes({DType::i16}), channels(1, 4), "quantised coefficients")
+        s.access(blocks(8, 8))
+            .input("in", dtypes({DType::i16}), channels(1, 4), "quantised coefficients, from quantize (at least 8x8)")
             .output("out", dtypes({DType::f32}), channels(1, 4), "coefficients, same size; marker columns/rows are 0");
         return table_params<Params>(s);
+    }
+    static void infer(const Params&, const Shapes& in, Shapes& out) {
+        require_whole_block("dequantize", in[0]);
+        out[0] = in[0];
+        out[0].dtype = DType::f32;
     }
     static void run_cpu(Context& ctx, const Params& p) { dequantize_cpu(ctx.input(), ctx.output(), table_of(p)); }
 #ifdef PIXFLOW_WITH_CUDA

@@ -9,8 +9,8 @@
 namespace pixflow::basic {
 namespace {
 
-template <class Ti, class To, bool Exact>
-void convert_rows(const ImageView& in, const ImageView& out, double scale, double offset) {
+template <class Ti, class To, ConvertPath P>
+void convert_rows(const ImageView& in, const ImageView& out, const ConvertRule& rule) {
     const std::size_t n = in.row_samples();
     tbb::parallel_for(tbb::blocked_range<int>(0, in.height), [&](const tbb::blocked_range<int>& r) {
         for (int y = r.begin(); y < r.end(); ++y) {
@@ -18,7 +18,7 @@ void convert_rows(const ImageView& in, const ImageView& out, double scale, doubl
             To* dst = out.row<To>(y);
 #pragma omp simd
             for (std::size_t i = 0; i < n; ++i)
-                dst[i] = convert_sample<To, Ti, Exact>(src[i], scale, offset);
+                dst[i] = convert_sample<To, Ti, P>(src[i], rule);
         }
     });
 }
@@ -26,8 +26,9 @@ void convert_rows(const ImageView& in, const ImageView& out, double scale, doubl
 } // namespace
 
 void convert_cpu(const ImageView& in, const ImageView& out, double scale, double offset) {
-    visit_conversion(in.dtype, out.dtype, scale, offset, [&](auto ti, auto to, auto exact) {
-        convert_rows<decltype(ti), decltype(to), decltype(exact)::value>(in, out, scale, offset);
+    const ConvertRule rule = make_convert_rule(scale, offset);
+    visit_conversion(in.dtype, out.dtype, scale, offset, [&](auto ti, auto to, auto path) {
+        convert_rows<decltype(ti), decltype(to), decltype(path)::value>(in, out, rule);
     });
 }
 

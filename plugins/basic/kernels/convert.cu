@@ -21,8 +21,8 @@ constexpr int block_threads = 256;
 constexpr int items_per_thread = 4;
 constexpr int tile = block_threads * items_per_thread; // samples per block and row step
 
-template <class Ti, class To, bool Exact> __global__ void __launch_bounds__(block_threads)
-    convert_kernel(ImageView in, ImageView out, double scale, double offset) {
+template <class Ti, class To, ConvertPath P> __global__ void __launch_bounds__(block_threads)
+    convert_kernel(ImageView in, ImageView out, ConvertRule rule) {
     const std::size_t n = in.row_samples();
     const int y = int(cuda::block_row());
     if (y >= in.height) return;
@@ -40,7 +40,7 @@ template <class Ti, class To, bool Exact> __global__ void __launch_bounds__(bloc
 #pragma unroll
         for (int j = 0; j < items_per_thread; ++j) {
             const std::size_t i = base + std::size_t(j) * block_threads;
-            if (i < n) dst[i] = convert_sample<To, Ti, Exact>(v[j], scale, offset);
+            if (i < n) dst[i] = convert_sample<To, Ti, P>(v[j], rule);
         }
     }
 }
@@ -53,8 +53,9 @@ void convert_cuda(const ImageView& in, const ImageView& out, double scale, doubl
     const dim3 block(block_threads);
     const dim3 grid = cuda::grid_rows(cuda::div_up((long long)in.row_samples(), tile), in.height);
     cudaStream_t s = cuda::stream_of(stream);
-    visit_conversion(in.dtype, out.dtype, scale, offset, [&](auto ti, auto to, auto exact) {
-        convert_kernel<decltype(ti), decltype(to), decltype(exact)::value><<<grid, block, 0, s>>>(in, out, scale, offset);
+    const ConvertRule rule = make_convert_rule(scale, offset);
+    visit_conversion(in.dtype, out.dtype, scale, offset, [&](auto ti, auto to, auto path) {
+        convert_kernel<decltype(ti), decltype(to), decltype(path)::value><<<grid, block, 0, s>>>(in, out, rule);
     });
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }

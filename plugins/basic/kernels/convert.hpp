@@ -1,9 +1,11 @@
 // convert.hpp: change the sample type of an image, out = saturate(round(in * scale + offset)).
 //
-// Integer outputs: computed in double, rounded to nearest with ties away from zero, saturated to
-// the output range, NaN -> 0 (sample_math.hpp). Float outputs: the double value converted (so
-// NaN and infinities pass through). Integer to integer with scale 1 and offset 0 skips double
-// and clamps exactly (u64 values above 2^53 survive). CPU and CUDA give identical bits.
+// Integer to integer with integer scale and offset (the identity included) is exact: computed in
+// 128-bit integers and saturated to the output range, so u64 values above 2^53 survive. Any
+// other case is computed in double: integer outputs rounded to nearest with ties away from zero,
+// saturated, NaN -> 0 (sample_math.hpp); float outputs take the double value (NaN and infinities
+// pass through), and with scale 1 and offset 0 the input converted once (u64 -> f32 is not
+// rounded twice). The paths and why: convert_sample.hpp. CPU and CUDA give identical bits.
 #pragma once
 
 #include <pixflow/image.hpp>

@@ -257,6 +257,185 @@ TEST_P(ConvertOn, KeepsShapeAndChannels) {
     for (std::size_t k = 0; k < in.samples(); ++k) ASSERT_EQ(out.get(k), in.get(k));
 }
 
+// Issue 15 item 6: integer -> integer conversions went through double, so 2^53 + 1 came out as
+// 2^53 whenever scale or offset was not the identity. The expected values below were computed
+// with exact (arbitrary precision) integers: clamp(in * scale + offset) to each output's range.
+struct IntegralCase {
+    const char* scale;
+    const char* offset;
+    std::uint64_t from_u64_to_u64[6];
+    std::int64_t from_u64_to_i32[6];
+    int from_u64_to_u8[6];
+    std::uint64_t from_i32_to_u64[3];
+    std::int64_t from_i32_to_i32[3];
+    int from_i32_to_u8[3];
+};
+const std::uint64_t kU64Inputs[6] = {0, 1, (1ull << 53) + 1, 1ull << 63, (1ull << 63) + 1, ~0ull};
+const std::int32_t kI32Inputs[3] = {-2147483647 - 1, -1, 2147483647};
+const IntegralCase kIntegralCases[] = {
+    {"1.0", "1.0",
+     {1ull, 2ull, 9007199254740994ull, 9223372036854775809ull, 9223372036854775810ull, 18446744073709551615ull}, {1, 2, 2147483647, 2147483647, 2147483647, 2147483647}, {1, 2, 255, 255, 255, 255},
+     {0ull, 0ull, 2147483648ull}, {-2147483647, 0, 2147483647}, {0, 0, 255},
+    },
+    {"1.0", "-1.0",
+     {0ull, 0ull, 9007199254740992ull, 9223372036854775807ull, 9223372036854775808ull, 18446744073709551614ull}, {-1, 0, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 0, 255, 255, 255, 255},
+     {0ull, 0ull, 2147483646ull}, {-2147483647 - 1, -2, 2147483646}, {0, 0, 255},
+    },
+    {"2.0", "0.0",
+     {0ull, 2ull, 18014398509481986ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {0, 2, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 2, 255, 255, 255, 255},
+     {0ull, 0ull, 4294967294ull}, {-2147483647 - 1, -2, 2147483647}, {0, 0, 255},
+    },
+    {"-1.0", "0.0",
+     {0ull, 0ull, 0ull, 0ull, 0ull, 0ull}, {0, -1, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1}, {0, 0, 0, 0, 0, 0},
+     {2147483648ull, 1ull, 0ull}, {2147483647, 1, -2147483647}, {255, 1, 0},
+    },
+    {"3.0", "-5.0",
+     {0ull, 0ull, 27021597764222974ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {-5, -2, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 0, 255, 255, 255, 255},
+     {0ull, 0ull, 6442450936ull}, {-2147483647 - 1, -8, 2147483647}, {0, 0, 255},
+    },
+    {"1.0", "9007199254740992.0",
+     {9007199254740992ull, 9007199254740993ull, 18014398509481985ull, 9232379236109516800ull, 9232379236109516801ull, 18446744073709551615ull}, {2147483647, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647}, {255, 255, 255, 255, 255, 255},
+     {9007197107257344ull, 9007199254740991ull, 9007201402224639ull}, {2147483647, 2147483647, 2147483647}, {255, 255, 255},
+    },
+    {"4611686018427387904.0", "0.0",
+     {0ull, 4611686018427387904ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {0, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 255, 255, 255, 255, 255},
+     {0ull, 0ull, 18446744073709551615ull}, {-2147483647 - 1, -2147483647 - 1, 2147483647}, {0, 0, 255},
+    },
+    {"1180591620717411303424.0", "-1180591620717411303424.0",
+     {0ull, 0ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {-2147483647 - 1, 0, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 0, 255, 255, 255, 255},
+     {0ull, 0ull, 18446744073709551615ull}, {-2147483647 - 1, -2147483647 - 1, 2147483647}, {0, 0, 255},
+    },
+    {"1e30", "0.0",
+     {0ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {0, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 255, 255, 255, 255, 255},
+     {0ull, 0ull, 18446744073709551615ull}, {-2147483647 - 1, -2147483647 - 1, 2147483647}, {0, 0, 255},
+    },
+    {"0.0", "1152921504606846976.0",
+     {1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull}, {2147483647, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647}, {255, 255, 255, 255, 255, 255},
+     {1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull}, {2147483647, 2147483647, 2147483647}, {255, 255, 255},
+    },
+};
+
+TEST_P(ConvertOn, IntegerToIntegerIsExactAndSaturatesForIntegerScaleAndOffset) {
+    Image u64 = Image::make(6, 1, 1, DType::u64);
+    for (int k = 0; k < 6; ++k) u64.at<std::uint64_t>(k, 0) = kU64Inputs[k];
+    Image i32 = Image::make(3, 1, 1, DType::i32);
+    for (int k = 0; k < 3; ++k) i32.at<std::int32_t>(k, 0) = kI32Inputs[k];
+    for (const IntegralCase& c : kIntegralCases) {
+        SCOPED_TRACE(std::string("scale ") + c.scale + ", offset " + c.offset);
+        auto run = [&](const Image& in, const char* dtype) {
+            return run1("convert", GetParam(), {&in}, {{"dtype", dtype}, {"scale", c.scale}, {"offset", c.offset}});
+        };
+        const Image a = run(u64, "u64"), b = run(u64, "i32"), d = run(u64, "u8");
+        for (int k = 0; k < 6; ++k) {
+            EXPECT_EQ(a.at<std::uint64_t>(k, 0), c.from_u64_to_u64[k]) << "u64 " << kU64Inputs[k] << " -> u64";
+            EXPECT_EQ(b.at<std::int32_t>(k, 0), c.from_u64_to_i32[k]) << "u64 " << kU64Inputs[k] << " -> i32";
+            EXPECT_EQ(d.at<std::uint8_t>(k, 0), c.from_u64_to_u8[k]) << "u64 " << kU64Inputs[k] << " -> u8";
+        }
+        const Image e = run(i32, "u64"), f = run(i32, "i32"), g = run(i32, "u8");
+        for (int k = 0; k < 3; ++k) {
+            EXPECT_EQ(e.at<std::uint64_t>(k, 0), c.from_i32_to_u64[k]) << "i32 " << kI32Inputs[k] << " -> u64";
+            EXPECT_EQ(f.at<std::int32_t>(k, 0), c.from_i32_to_i32[k]) << "i32 " << kI32Inputs[k] << " -> i32";
+            EXPECT_EQ(g.at<std::uint8_t>(k, 0), c.from_i32_to_u8[k]) << "i32 " << kI32Inputs[k] << " -> u8";
+        }
+    }
+}
+
+/// clamp(v * scale + offset) in 128-bit integers, for |scale| and |offset| below 2^60 (no overflow).
+template <class T> T exact_affine(__int128 v, __int128 scale, __int128 offset) {
+    const __int128 x = v * scale + offset;
+    if (x < __int128(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (x > __int128(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return T(x);
+}
+
+TEST_P(ConvertOn, EveryIntegerPairIsExactOnRandomValuesNearTheLimits) {
+    // Random 64-bit patterns reinterpreted in each input type, so every type sees its extremes.
+    const int n = 257;
+    for (DType from : {DType::u8, DType::u16, DType::i16, DType::i32, DType::u32, DType::u64}) {
+        Image in = Image::make(n, 1, 1, from);
+        std::uint64_t state = 0x9E3779B97F4A7C15ull * (int(from) + 1);
+        for (std::size_t k = 0; k < in.bytes.size(); ++k) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            in.bytes[k] = std::byte(state >> 56);
+        }
+        for (auto [scale, offset] : {std::pair{1.0, 1.0}, std::pair{-3.0, 7.0}, std::pair{1.0, -9007199254740992.0},
+                                     std::pair{65536.0, -1.0}, std::pair{-1.0, 18446744073709549568.0}})
+            for (DType to : {DType::u8, DType::u16, DType::i16, DType::i32, DType::u32, DType::u64}) {
+                const Image out = run1("convert", GetParam(), {&in},
+                                       {{"dtype", pixflow::dtype_name(to)}, {"scale", param(scale)},
+                                        {"offset", param(offset)}});
+                for (int k = 0; k < n; ++k) {
+                    const __int128 v = pixflow::visit_dtype(from, [&](auto t) {
+                        return __int128(in.at<decltype(t)>(k, 0));
+                    });
+                    pixflow::visit_dtype(to, [&](auto t) {
+                        using T = decltype(t);
+                        if constexpr (std::is_integral_v<T>) {
+                            const T want = exact_affine<T>(v, __int128(scale), __int128(offset));
+                            ASSERT_EQ(out.at<T>(k, 0), want)
+                                << pixflow::dtype_name(from) << " " << std::uint64_t(v) << " * " << scale << " + "
+                                << offset << " as " << pixflow::dtype_name(to);
+                        }
+                    });
+                }
+            }
+    }
+}
+
+TEST_P(ConvertOn, FloatToU64AndI32RoundsHalfAwaySaturatesAndMapsNanToZero) {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double in_values[] = {0.5,
+                                2.5,
+                                -0.5,
+                                -1e10,
+                                4503599627370495.5,  // 2^52 - 0.5: rounds up to 2^52
+                                9007199254740994.0,  // 2^53 + 2
+                                9223372036854775808.0, // 2^63
+                                18446744073709549568.0, // the largest double below 2^64
+                                18446744073709551616.0, // 2^64
+                                1e30,
+                                -2147483648.5,
+                                2147483647.5,
+                                std::nan(""),
+                                inf,
+                                -inf};
+    const std::uint64_t want_u64[] = {1, 3, 0, 0, 4503599627370496ull, 9007199254740994ull, 9223372036854775808ull,
+                                      18446744073709549568ull, ~0ull, ~0ull, 0, 2147483648ull, 0, ~0ull, 0};
+    const std::int32_t want_i32[] = {1, 3, -1, -2147483647 - 1, 2147483647, 2147483647, 2147483647, 2147483647,
+                                     2147483647, 2147483647, -2147483647 - 1, 2147483647, 0, 2147483647,
+                                     -2147483647 - 1};
+    const int n = int(std::size(in_values));
+    Image f64 = Image::make(n, 1, 1, DType::f64);
+    for (int k = 0; k < n; ++k) f64.at<double>(k, 0) = in_values[k];
+    const Image u64 = run1("convert", GetParam(), {&f64}, {{"dtype", "u64"}});
+    const Image i32 = run1("convert", GetParam(), {&f64}, {{"dtype", "i32"}});
+    for (int k = 0; k < n; ++k) {
+        EXPECT_EQ(u64.at<std::uint64_t>(k, 0), want_u64[k]) << in_values[k];
+        EXPECT_EQ(i32.at<std::int32_t>(k, 0), want_i32[k]) << in_values[k];
+    }
+    // f32 too: 2^63 and 2^64 are floats.
+    Image f32 = Image::make(3, 1, 1, DType::f32);
+    f32.at<float>(0, 0) = 9223372036854775808.0f;
+    f32.at<float>(1, 0) = 18446744073709551616.0f;
+    f32.at<float>(2, 0) = -3.5f;
+    const Image u = run1("convert", GetParam(), {&f32}, {{"dtype", "u64"}});
+    EXPECT_EQ(u.at<std::uint64_t>(0, 0), 1ull << 63);
+    EXPECT_EQ(u.at<std::uint64_t>(1, 0), ~0ull);
+    EXPECT_EQ(u.at<std::uint64_t>(2, 0), 0u);
+}
+
+TEST_P(ConvertOn, U64ToF32IsRoundedOnceNotThroughDouble) {
+    // 2^60 + 2^36 + 1 lies just above the midpoint of the floats 2^60 and 2^60 + 2^37. Through
+    // double it first became 2^60 + 2^36 (the +1 is below double's precision), a tie, which then
+    // went to the even float 2^60.
+    Image in = Image::make(2, 1, 1, DType::u64);
+    in.at<std::uint64_t>(0, 0) = (1ull << 60) + (1ull << 36) + 1;
+    in.at<std::uint64_t>(1, 0) = ~0ull;
+    const Image out = run1("convert", GetParam(), {&in}, {{"dtype", "f32"}});
+    EXPECT_EQ(out.at<float>(0, 0), float((1ull << 60) + (1ull << 37)));
+    EXPECT_EQ(out.at<float>(1, 0), 18446744073709551616.0f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Convert, ConvertOn, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 
 // ---- grayscale, on every backend --------------------------------------------------------------
@@ -318,7 +497,9 @@ TEST(ConvertCuda, MatchesCpuBitForBitForEveryDtypePair) {
                 in.set(k, k < probes.size() ? probes[k] : (in.get(k) - 0.25) * 3e5);
         for (DType to : all_dtypes)
             for (auto [scale, offset] :
-                 {std::pair{1.0, 0.0}, std::pair{257.3, -11.5}, std::pair{1.0 / 255, 0.5}}) {
+                 {std::pair{1.0, 0.0}, std::pair{257.3, -11.5}, std::pair{1.0 / 255, 0.5},
+                  // the integral path (128-bit), with and without saturation of the product
+                  std::pair{-3.0, 9007199254740993.0}, std::pair{1e30, -1e30}}) {
                 const std::map<std::string, std::string> p = {{"dtype", pixflow::dtype_name(to)},
                                                               {"scale", param(scale)},
                                                               {"offset", param(offset)}};

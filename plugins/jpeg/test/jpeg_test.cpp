@@ -554,3 +554,37 @@ TEST(JpegErrors, IdctOfLessThanOneBlockSaysWhatItNeeds) {
         EXPECT_NE(msg.find("idct8x8: the input (5x9) holds no whole 8x8 block"), std::string::npos) << msg;
     }
 }
+
+// Issue 15 item 6: a 5x5 f32 image fed straight to quantize used to give 25 zeros silently (the
+// kernel saw no whole block, only "marker" samples). Now validation refuses it, naming the node,
+// the size and what is accepted, as idct8x8 does.
+TEST(JpegErrors, QuantizeAndDequantizeOfLessThanOneBlockAreRefusedNamingNodeAndSize) {
+    for (const char* op : {"quantize", "dequantize"})
+        for (auto [w, h] : {std::pair{5, 5}, std::pair{7, 64}, std::pair{64, 1}}) {
+            Image tiny = Image::make(w, h, 1, std::string(op) == "quantize" ? DType::f32 : DType::i16);
+            const std::string size = std::to_string(w) + "x" + std::to_string(h);
+            try {
+                run_op(op, "cpu", {&tiny});
+                ADD_FAILURE() << op << " of " << size << ": no error";
+            } catch (const std::runtime_error& e) {
+                const std::string msg = e.what();
+                EXPECT_NE(msg.find("node 'op'"), std::string::npos) << msg;
+                EXPECT_NE(msg.find(std::string(op) + ": the input (" + size + ") holds no whole 8x8 block"),
+                          std::string::npos)
+                    << msg;
+                EXPECT_NE(msg.find("at least 8x8"), std::string::npos) << msg;
+            }
+        }
+}
+
+TEST(JpegErrors, QuantizeTakesTheSmallestCoefficientImages) {
+    // dct8x8 of a 1x1 image gives 15x15 coefficients (one block, 7 markers); 8x8 is the least.
+    for (auto [w, h] : {std::pair{8, 8}, std::pair{15, 15}}) {
+        Image c = Image::make(w, h, 1, DType::f32);
+        for (std::size_t k = 0; k < c.samples(); ++k) c.set(k, 100.0);
+        Image q = single("quantize", "cpu", c, {{"quality", "50"}});
+        EXPECT_EQ(q.width, w);
+        EXPECT_EQ(q.at<std::int16_t>(0, 0), 6); // 100 / 16 = 6.25
+        EXPECT_EQ(q.at<std::int16_t>(w - 1, 0), w == 8 ? 2 : 0); // 100 / 61 or a marker
+    }
+}
