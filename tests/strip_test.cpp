@@ -305,6 +305,12 @@ TEST(Strips, ASinkRunsInStripsInOrderWithItsState) {
     }
 }
 
+TEST(Strips, ASourceThatReadsInOrderStartsAChain) {
+    std::string text = "[nodes.src]\nop = \"tp_ordered_src\"\nwidth = 23\nheight = 41\n" + node("blur", "gauss5x5", "src") +
+                       node("pool", "maxpool2x2", "blur");
+    expect_strips_match(text, "pool", {1, 2, 3, 8, 19});
+}
+
 TEST(Strips, OneRowImagesRunInOneStrip) {
     std::string text = synth(40, 1, 3, "u8") + node("blur", "gauss5x5", "src") + node("sum", "integral", "blur");
     const Result whole = run(text, whole_image("cpu"), "sum");

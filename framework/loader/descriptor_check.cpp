@@ -276,8 +276,8 @@ std::string check_access(const pf_access_desc& a, int index, const pf_plugin_des
     if ((a.kind == PF_ACCESS_CARRIED) != (a.carry_bytes != nullptr))
         return w + (a.kind == PF_ACCESS_CARRIED ? " is carried but has no carry_bytes function"
                                                  : " has a carry_bytes function but is not carried");
-    if (op->n_inputs == 0 && a.kind != PF_ACCESS_WHOLE && a.kind != PF_ACCESS_POINTWISE)
-        return w + ": a source (no inputs) is pointwise or whole-image";
+    if (op->n_inputs == 0 && (a.kind == PF_ACCESS_STENCIL || a.kind == PF_ACCESS_BLOCKS))
+        return w + ": a source (no inputs) is pointwise, carried or whole-image";
     return "";
 }
 

@@ -17,7 +17,7 @@
 //    2 or more names, binds to parameters of the fused operator and nodes inside the chain;
 //  - access patterns (ABI >= 1.2, when struct_size covers them) name an operator of the plugin,
 //    each at most once, with a known kind, a halo or block rows in 1 .. 4096 exactly where the
-//    kind has them, a carry_bytes function exactly when carried, and a source only pointwise.
+//    kind has them, a carry_bytes function exactly when carried, and a source neither stencil nor blocks.
 // How it reads: it checks a count before touching its array and the NULL-ness of a pointer
 // before following it, reads at most bound + 1 bytes of any string, and reads no field outside
 // the struct_size of the plugin descriptor. It cannot tell a wild pointer from a valid one:

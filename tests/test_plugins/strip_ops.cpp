@@ -1,6 +1,7 @@
 // Operators for strip tests (tests/strip_test.cpp) that the built-in ones do not cover: a sink
 // that runs in strips (the last node of a chain with no output, as a streaming writer is) and
-// carries a state across them. tp_row_sum adds up every sample weighted by its row in the whole
+// carries a state across them, and a source that makes its rows in order only (as a streaming
+// reader of a compressed file does). tp_row_sum adds up every sample weighted by its row in the whole
 // image, so a strip handed at the wrong row, twice, out of order or not at all changes the sum;
 // the sum goes to the report when the last strip is done.
 #include <pixflow/operator.hpp>
@@ -35,4 +36,43 @@ struct TpRowSum {
     }
 };
 
-PIXFLOW_PLUGIN("strip_ops", "0.0.1", TpRowSum)
+/// A source that makes its rows in order only, as a file read from the start: sample (x, y, c) is
+/// (7x + 3y + c) mod 251; a strip that does not continue where the last one ended is an error.
+struct TpOrderedSource {
+    struct Params {
+        int width = 16;
+        int height = 16;
+    };
+    static Schema schema() {
+        return Schema("tp_ordered_src", "test source: rows in order, (7x + 3y + c) mod 251, 2 channels")
+            .flags(PF_OP_SOURCE)
+            .access(carried())
+            .output("out", dtypes({DType::u8}), channels(2, 2))
+            .param(&Params::width, "width", range(1, 4096), "width")
+            .param(&Params::height, "height", range(1, 4096), "height");
+    }
+    static void infer(const Params& p, const Shapes&, Shapes& out) {
+        out[0].width = p.width;
+        out[0].height = p.height;
+        out[0].channels = 2;
+        out[0].dtype = DType::u8;
+    }
+    static std::size_t carry_bytes(const Params&, const Shapes&, const Shapes&) { return sizeof(std::int64_t); }
+    static void run_cpu(Context& ctx, const Params&) {
+        const ImageView out = ctx.output();
+        const Strip s = ctx.strip();
+        std::int64_t next = 0;
+        if (s.carry) std::memcpy(&next, s.carry, sizeof next);
+        if (s.out_row0 != next)
+            throw InternalError("tp_ordered_src: asked for row " + std::to_string(s.out_row0) + ", the next is " +
+                                std::to_string(next));
+        for (int y = 0; y < out.height; ++y)
+            for (int x = 0; x < out.width; ++x)
+                for (int c = 0; c < 2; ++c)
+                    out.row<std::uint8_t>(y)[2 * x + c] = std::uint8_t((7 * x + 3 * (s.out_row0 + y) + c) % 251);
+        next = s.out_row0 + out.height;
+        if (s.carry) std::memcpy(s.carry, &next, sizeof next);
+    }
+};
+
+PIXFLOW_PLUGIN("strip_ops", "0.0.1", TpRowSum, TpOrderedSource)

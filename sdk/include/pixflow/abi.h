@@ -338,6 +338,8 @@ typedef struct pf_fusion_desc {
  *                        carries from strip to strip (integral: the output row above the strip).
  *                        Strips run in order, each once; pf_strip.carry holds carry_bytes(...)
  *                        bytes that the host keeps between them. Output height = input height.
+ *                        A source may be carried too: its rows in order (a file read from the
+ *                        start); so may a sink (a file written in order).
  * Columns are never split: every view is full width. */
 typedef enum pf_access_kind {
     PF_ACCESS_WHOLE = 0,

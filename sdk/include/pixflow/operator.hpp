@@ -799,9 +799,10 @@ template <class T> std::string problem_of() {
         p = carries ? "its access is carried() but it defines no static carry_bytes(const Params&, const "
                       "Shapes& in, const Shapes& out) giving the size of its state"
                     : "it defines carry_bytes but its access is not carried(); declare .access(pixflow::carried())";
-    if (p.empty() && s.inputs().empty() && s.access_pattern().kind != PF_ACCESS_WHOLE &&
-        s.access_pattern().kind != PF_ACCESS_POINTWISE)
-        p = "a source's access is pointwise() (any band of rows on its own) or whole_image()";
+    if (p.empty() && s.inputs().empty() &&
+        (s.access_pattern().kind == PF_ACCESS_STENCIL || s.access_pattern().kind == PF_ACCESS_BLOCKS))
+        p = "a source's access is pointwise() (any band of rows on its own), carried() (its rows in order, "
+            "as a file read from the start) or whole_image()";
     return p.empty() ? p : "operator '" + std::string(s.name()) + "': " + p;
 }
 
