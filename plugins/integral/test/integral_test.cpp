@@ -232,4 +232,20 @@ TEST(IntegralKernel, MatchesTheReferenceWithTheScratchItAsksFor) {
     }
 }
 
+// Outputs of 64 MiB and more are written with streaming stores (kernels/integral.cpp): one of
+// 72 MiB, a width that leaves a tail after the vector groups, and a row pitch that is not a
+// multiple of 32 bytes (no streaming for those rows).
+TEST(IntegralKernel, MatchesTheReferenceOnOutputsLargeEnoughToStream) {
+    for (int c : {1, 3, 4}) {
+        SCOPED_TRACE(std::to_string(c) + " channels");
+        const int w = 4099, h = (72 << 20) / (4 * 4099 * c);
+        Image in = Image::make(w, h, c, DType::u8);
+        fill_random(in, 31 + c);
+        Image out = Image::make(w, h, c, DType::u32);
+        std::vector<std::byte> scratch(pixflow::integral::integral_cpu_scratch_bytes(in.view(), out.view()));
+        pixflow::integral::integral_cpu(in.view(), out.view(), scratch.data());
+        EXPECT_TRUE(out.bytes == reference(in, DType::u32).bytes);
+    }
+}
+
 } // namespace
