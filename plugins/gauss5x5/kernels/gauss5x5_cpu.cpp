@@ -143,6 +143,7 @@ struct Job {
     Weights w;
     Border border;
     const void* zero_row; // width*channels zero samples, for rows of a zero border
+    bool stream = false;  // SIMD u8 kernels: write the output with streaming stores
 };
 
 // Output rows y0..y1-1; `tmp` holds width*channels + 4*channels floats.
@@ -166,20 +167,19 @@ template <class T> GAUSS5X5_INLINE void blur_rows(const Job& job, int y0, int y1
 }
 
 #ifdef GAUSS5X5_X86
-#define GAUSS5X5_AVX2 __attribute__((target("avx2,fma")))
+// The SIMD kernels for u8 (kernels/gauss5x5_u8_planes.inc, compiled for AVX2 and for AVX-512)
+// keep the row of vertical results in 4 planes: plane k holds the samples 4j + k, j = 0, 1, ...
+// So splitting loaded bytes into four vectors of samples is masks and shifts (x >> 8k & 0xff per
+// dword) rather than shuffles, which Zen has fewer units for, and the horizontal pass reads its
+// neighbours i +- c, i +- 2c as plain unaligned loads from the plane of sample i + d. Its four
+// planes of outputs are merged back into bytes with shifts and ors. A row is done a block (4
+// vectors of samples) at a time, the horizontal pass a few blocks behind the vertical, both in
+// L1. The arithmetic is the generic passes', operation for operation, so the bytes are the same.
 
-// The AVX2 kernel for u8 keeps the row of vertical results in 4 planes: plane k holds the samples
-// 4j + k, j = 0, 1, ... So splitting 32 loaded bytes into four vectors of 8 samples is masks and
-// shifts (x >> 8k & 0xff per dword) rather than shuffles, which Zen has fewer units for, and the
-// horizontal pass reads its neighbours i +- c, i +- 2c as plain unaligned loads from the plane of
-// sample i + d. Its four planes of outputs are merged back into bytes with shifts and ors. Rows
-// are done 32 samples (a block) at a time, the horizontal pass one block behind the vertical, so
-// that both work in L1. The arithmetic is the generic passes', operation for operation.
-
-/// The vertical results of one row in planes, with 4 entries of margin at both ends for the
-/// border columns (samples -2c..-1 and n..n+2c-1, c <= 4).
+/// The vertical results of one row in planes, with a margin at both ends for the border columns
+/// (samples -2c..-1 and n..n+2c-1, c <= 4). `base` is 64-byte aligned.
 struct Planes {
-    static constexpr std::ptrdiff_t margin = 4;
+    static constexpr std::ptrdiff_t margin = 16; // a cache line: every plane's entry 0 is aligned
     float* base;
     std::size_t stride; // floats per plane
     float* plane(int k) const { return base + std::size_t(k) * stride + margin; }
@@ -195,104 +195,69 @@ struct Planes {
     static std::size_t floats(std::size_t n) { return 4 * stride_for(n); }
 };
 
-/// Vertical block b: samples 32b .. 32b + 31 of rows r[0..4] into the planes.
-GAUSS5X5_AVX2 inline void vertical_block_avx2(const std::uint8_t* const* r, const Planes& v, std::size_t b,
-                                              __m256 w0, __m256 w1, __m256 w2) {
-    const __m256i bytes02 = _mm256_set1_epi32(0x00ff00ff), word0 = _mm256_set1_epi32(0xffff);
-    __m256i even[5], odd[5];
-    for (int k = 0; k < 5; ++k) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[k] + 32 * b));
-        even[k] = _mm256_and_si256(x, bytes02);                        // samples 4j (low word), 4j + 2
-        odd[k] = _mm256_and_si256(_mm256_srli_epi32(x, 8), bytes02);   // samples 4j + 1, 4j + 3
-    }
-    // r0 + r4 and r1 + r3 per 16-bit word: at most 510, no carry into the next word
-    const __m256i s[2][3] = {{_mm256_add_epi32(even[0], even[4]), _mm256_add_epi32(even[1], even[3]), even[2]},
-                             {_mm256_add_epi32(odd[0], odd[4]), _mm256_add_epi32(odd[1], odd[3]), odd[2]}};
-    for (int k = 0; k < 4; ++k) { // plane k: word k / 2 of s[k % 2]
-        const int e = k & 1, hi = k >> 1;
-        __m256 f[3];
-        for (int t = 0; t < 3; ++t)
-            f[t] = _mm256_cvtepi32_ps(hi ? _mm256_srli_epi32(s[e][t], 16) : _mm256_and_si256(s[e][t], word0));
-        _mm256_storeu_ps(v.plane(k) + 8 * b,
-                         _mm256_fmadd_ps(w0, f[0], _mm256_fmadd_ps(w1, f[1], _mm256_mul_ps(w2, f[2]))));
-    }
-}
+using RowsFn = void (*)(const Job&, int, int, float*);
 
-/// Horizontal block b: outputs 32b .. 32b + 31 from the planes (samples 32b - 2c .. 32b + 31 + 2c).
-template <int c>
-GAUSS5X5_AVX2 inline void horizontal_block_avx2(const Planes& v, std::uint8_t* o, std::size_t b, __m256 w0,
-                                                __m256 w1, __m256 w2) {
-    const __m256 magic = _mm256_set1_ps(0x1p23f);
-    const __m256i byte = _mm256_set1_epi32(0xff);
-    __m256i packed = _mm256_setzero_si256();
-    for (int k = 0; k < 4; ++k) {
-        // sample 32b + 4j + k + d is entry 8b + j + (k + d) / 4 (rounded down) of plane (k + d) % 4
-        const int m2 = k - 2 * c, m1 = k - c, p1 = k + c, p2 = k + 2 * c;
-        const __m256 s2 = _mm256_add_ps(_mm256_loadu_ps(v.plane(m2 & 3) + 8 * std::ptrdiff_t(b) + (m2 >> 2)),
-                                        _mm256_loadu_ps(v.plane(p2 & 3) + 8 * std::ptrdiff_t(b) + (p2 >> 2)));
-        const __m256 s1 = _mm256_add_ps(_mm256_loadu_ps(v.plane(m1 & 3) + 8 * std::ptrdiff_t(b) + (m1 >> 2)),
-                                        _mm256_loadu_ps(v.plane(p1 & 3) + 8 * std::ptrdiff_t(b) + (p1 >> 2)));
-        const __m256 r = _mm256_fmadd_ps(w0, s2, _mm256_fmadd_ps(w1, s1, _mm256_mul_ps(w2, _mm256_loadu_ps(v.plane(k) + 8 * b))));
-        // r is in [0, 255.001] (non-negative taps summing to 1 +- 1e-6), so r + 2^23 rounds r to
-        // the nearest integer, ties to even, into the low 8 bits of its mantissa: that integer
-        // is from_float's result, clamp included (nothing to clamp)
-        __m256i q = _mm256_castps_si256(_mm256_add_ps(r, magic));
-        if (k < 3) q = _mm256_and_si256(q, byte);
-        packed = _mm256_or_si256(packed, k ? _mm256_slli_epi32(q, 8 * k) : q);
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32 * b), packed);
-}
+namespace avx2 {
+#define GAUSS5X5_TARGET __attribute__((target("avx2,fma")))
+using F = __m256;
+using I = __m256i;
+constexpr int L = 8;
+GAUSS5X5_TARGET inline F loadu_ps(const float* p) { return _mm256_loadu_ps(p); }
+GAUSS5X5_TARGET inline void storeu_ps(float* p, F x) { _mm256_storeu_ps(p, x); }
+GAUSS5X5_TARGET inline I loadu_si(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+GAUSS5X5_TARGET inline void storeu_si(void* p, I x) { _mm256_storeu_si256(static_cast<__m256i*>(p), x); }
+GAUSS5X5_TARGET inline void stream_si(void* p, I x) { _mm256_stream_si256(static_cast<__m256i*>(p), x); }
+GAUSS5X5_TARGET inline F set1_ps(float x) { return _mm256_set1_ps(x); }
+GAUSS5X5_TARGET inline I set1_epi32(int x) { return _mm256_set1_epi32(x); }
+GAUSS5X5_TARGET inline F add_ps(F a, F b) { return _mm256_add_ps(a, b); }
+GAUSS5X5_TARGET inline F mul_ps(F a, F b) { return _mm256_mul_ps(a, b); }
+GAUSS5X5_TARGET inline F fmadd_ps(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+GAUSS5X5_TARGET inline I and_si(I a, I b) { return _mm256_and_si256(a, b); }
+GAUSS5X5_TARGET inline I or_si(I a, I b) { return _mm256_or_si256(a, b); }
+GAUSS5X5_TARGET inline I add_epi32(I a, I b) { return _mm256_add_epi32(a, b); }
+template <int N> GAUSS5X5_TARGET inline I srli_epi32(I a) { return _mm256_srli_epi32(a, N); }
+template <int N> GAUSS5X5_TARGET inline I slli_epi32(I a) { return _mm256_slli_epi32(a, N); }
+GAUSS5X5_TARGET inline F cvtepi32_ps(I a) { return _mm256_cvtepi32_ps(a); }
+GAUSS5X5_TARGET inline I castps_si(F a) { return _mm256_castps_si256(a); }
+#include "gauss5x5_u8_planes.inc"
+#undef GAUSS5X5_TARGET
+} // namespace avx2
 
-template <int c> GAUSS5X5_AVX2 void blur_rows_u8_avx2(const Job& job, int y0, int y1, float* tmp) {
-    const int width = job.in.width, height = job.in.height;
-    const std::ptrdiff_t n = std::ptrdiff_t(job.in.row_samples());
-    const Planes v{tmp, Planes::stride_for(std::size_t(n))};
-    const __m256 w0 = _mm256_set1_ps(job.w.w0), w1 = _mm256_set1_ps(job.w.w1), w2 = _mm256_set1_ps(job.w.w2);
-    const std::size_t blocks = std::size_t(n) / 32;
-    auto border = [&](std::initializer_list<int> xs) {
-        for (int x : xs) {
-            const int bx = border_index(x, width, job.border);
-            for (int ch = 0; ch < c; ++ch) v.at(x * c + ch) = bx < 0 ? 0.0f : v.at(bx * c + ch);
-        }
-    };
-    for (int y = y0; y < y1; ++y) {
-        const std::uint8_t* r[5];
-        for (int k = 0; k < 5; ++k) {
-            const int ry = border_index(y + k - 2, height, job.border);
-            r[k] = ry < 0 ? static_cast<const std::uint8_t*>(job.zero_row) : job.in.row<const std::uint8_t>(ry);
-        }
-        std::uint8_t* o = job.out.row<std::uint8_t>(y);
-        // The horizontal pass trails by `lag` blocks: its unaligned loads straddle two of the
-        // vertical pass's stores, which cannot be forwarded, so loading a block just stored waits
-        // until the stores reach L1 (measured: a lag of 1 block, 0.47 ns per sample on one core;
-        // 4 blocks, see the top of this file).
-        constexpr std::size_t lag = 4;
-        for (std::size_t b = 0; b < blocks; ++b) {
-            vertical_block_avx2(r, v, b, w0, w1, w2);
-            if (b == 0) border({-2, -1});
-            if (b >= lag) horizontal_block_avx2<c>(v, o, b - lag, w0, w1, w2);
-        }
-        for (std::ptrdiff_t i = std::ptrdiff_t(blocks) * 32; i < n; ++i) // the rest, as vertical_pass
-            v.at(i) = std::fma(job.w.w0, float(r[0][i]) + float(r[4][i]),
-                               std::fma(job.w.w1, float(r[1][i]) + float(r[3][i]), job.w.w2 * float(r[2][i])));
-        if (blocks == 0) border({-2, -1});
-        border({width, width + 1});
-        for (std::size_t b = blocks > lag ? blocks - lag : 0; b < blocks; ++b)
-            horizontal_block_avx2<c>(v, o, b, w0, w1, w2);
-        for (std::ptrdiff_t i = std::ptrdiff_t(blocks) * 32; i < n; ++i) // the rest, as horizontal_pass
-            o[i] = from_float<std::uint8_t>(std::fma(job.w.w0, v.at(i - 2 * c) + v.at(i + 2 * c),
-                                                     std::fma(job.w.w1, v.at(i - c) + v.at(i + c), job.w.w2 * v.at(i))));
-    }
-}
+namespace avx512 {
+#define GAUSS5X5_TARGET __attribute__((target("avx512f,avx2,fma")))
+using F = __m512;
+using I = __m512i;
+constexpr int L = 16;
+GAUSS5X5_TARGET inline F loadu_ps(const float* p) { return _mm512_loadu_ps(p); }
+GAUSS5X5_TARGET inline void storeu_ps(float* p, F x) { _mm512_storeu_ps(p, x); }
+GAUSS5X5_TARGET inline I loadu_si(const void* p) { return _mm512_loadu_si512(p); }
+GAUSS5X5_TARGET inline void storeu_si(void* p, I x) { _mm512_storeu_si512(p, x); }
+GAUSS5X5_TARGET inline void stream_si(void* p, I x) { _mm512_stream_si512(static_cast<__m512i*>(p), x); }
+GAUSS5X5_TARGET inline F set1_ps(float x) { return _mm512_set1_ps(x); }
+GAUSS5X5_TARGET inline I set1_epi32(int x) { return _mm512_set1_epi32(x); }
+GAUSS5X5_TARGET inline F add_ps(F a, F b) { return _mm512_add_ps(a, b); }
+GAUSS5X5_TARGET inline F mul_ps(F a, F b) { return _mm512_mul_ps(a, b); }
+GAUSS5X5_TARGET inline F fmadd_ps(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+GAUSS5X5_TARGET inline I and_si(I a, I b) { return _mm512_and_si512(a, b); }
+GAUSS5X5_TARGET inline I or_si(I a, I b) { return _mm512_or_si512(a, b); }
+GAUSS5X5_TARGET inline I add_epi32(I a, I b) { return _mm512_add_epi32(a, b); }
+template <int N> GAUSS5X5_TARGET inline I srli_epi32(I a) { return _mm512_srli_epi32(a, N); }
+template <int N> GAUSS5X5_TARGET inline I slli_epi32(I a) { return _mm512_slli_epi32(a, N); }
+GAUSS5X5_TARGET inline F cvtepi32_ps(I a) { return _mm512_cvtepi32_ps(a); }
+GAUSS5X5_TARGET inline I castps_si(F a) { return _mm512_castps_si512(a); }
+#include "gauss5x5_u8_planes.inc"
+#undef GAUSS5X5_TARGET
+} // namespace avx512
 
-GAUSS5X5_AVX2 void blur_rows_u8_avx2_c1(const Job& j, int y0, int y1, float* t) { blur_rows_u8_avx2<1>(j, y0, y1, t); }
-GAUSS5X5_AVX2 void blur_rows_u8_avx2_c2(const Job& j, int y0, int y1, float* t) { blur_rows_u8_avx2<2>(j, y0, y1, t); }
-GAUSS5X5_AVX2 void blur_rows_u8_avx2_c3(const Job& j, int y0, int y1, float* t) { blur_rows_u8_avx2<3>(j, y0, y1, t); }
-GAUSS5X5_AVX2 void blur_rows_u8_avx2_c4(const Job& j, int y0, int y1, float* t) { blur_rows_u8_avx2<4>(j, y0, y1, t); }
-
-bool has_avx2_fma() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return yes;
+/// The u8 kernel for this CPU and c channels, at most `most`: AVX-512, else AVX2 (with FMA),
+/// else none.
+RowsFn simd_rows_u8(int c, CpuLevel most) {
+    static const int cpu = __builtin_cpu_supports("avx512f") ? 2
+                           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
+                                                                                            : 0;
+    const int level = std::min(cpu, most == CpuLevel::best ? 2 : most == CpuLevel::avx2 ? 1 : 0);
+    if (c < 1 || c > 4 || level == 0) return nullptr;
+    return level == 2 ? avx512::rows_for(c) : avx2::rows_for(c);
 }
 #endif
 
@@ -309,41 +274,48 @@ GAUSS5X5_CLONES void blur_rows_f32(const Job& job, int y0, int y1, float* tmp) {
 } // namespace
 
 void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                  Border border) {
+                  Border border, CpuLevel level) {
     gauss5x5_check(in, out, taps, /*on_host=*/true);
     if (in.width == 0 || in.height == 0) return;
     const std::size_t n = in.row_samples();
     std::vector<char> zeros(border == Border::zero ? in.row_bytes() : 0);
-    const Job job{in, out, Weights{taps[0], taps[1], taps[2]}, border, zeros.data()};
+    Job job{in, out, Weights{taps[0], taps[1], taps[2]}, border, zeros.data()};
     auto* rows = in.dtype == DType::u8    ? &blur_rows_u8
                  : in.dtype == DType::u16 ? &blur_rows_u16
                                           : &blur_rows_f32;
+    [[maybe_unused]] bool planes = false;
 #ifdef GAUSS5X5_X86
-    bool planes = false;
-    if (in.dtype == DType::u8 && has_avx2_fma()) {
-        planes = true;
-        rows = in.channels == 1   ? &blur_rows_u8_avx2_c1
-               : in.channels == 2 ? &blur_rows_u8_avx2_c2
-               : in.channels == 3 ? &blur_rows_u8_avx2_c3
-                                  : &blur_rows_u8_avx2_c4;
-    }
-#endif
+    if (in.dtype == DType::u8)
+        if (RowsFn simd = simd_rows_u8(in.channels, level)) {
+            planes = true;
+            rows = simd;
+            // an output larger than this machine's L3 cannot stay in the cache for the next node:
+            // streaming stores spare reading each line before writing it
+            job.stream = std::size_t(in.height) * in.row_bytes() >= (std::size_t(64) << 20);
+        }
+    std::size_t tmp_size = planes ? Planes::floats(n) : n + 4 * std::size_t(in.channels);
+#else
+    (void)level;
     std::size_t tmp_size = n + 4 * std::size_t(in.channels);
-#ifdef GAUSS5X5_X86
-    if (planes) tmp_size = Planes::floats(n);
 #endif
+    tmp_size += 16; // room to start at a 64-byte boundary
+    // the temporary row, from a 64-byte boundary
+    auto aligned = [](std::vector<float>& t) {
+        auto p = reinterpret_cast<std::uintptr_t>(t.data());
+        return t.data() + ((64 - p % 64) % 64) / sizeof(float);
+    };
     // Bands of at least ~64k samples, so that small images stay on one thread.
     const int grain = int(std::max<std::size_t>(1, (std::size_t(1) << 16) / n));
     if (std::size_t(in.height) <= std::size_t(grain)) {
         std::vector<float> tmp(tmp_size);
-        rows(job, 0, in.height, tmp.data());
+        rows(job, 0, in.height, aligned(tmp));
         return;
     }
     tbb::enumerable_thread_specific<std::vector<float>> tmps(
         [&] { return std::vector<float>(tmp_size); });
     tbb::parallel_for(tbb::blocked_range<int>(0, in.height, grain),
                       [&](const tbb::blocked_range<int>& r) {
-                          rows(job, r.begin(), r.end(), tmps.local().data());
+                          rows(job, r.begin(), r.end(), aligned(tmps.local()));
                       });
 }
 
