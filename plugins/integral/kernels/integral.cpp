@@ -1,8 +1,8 @@
 // integral.cpp: CPU kernel of integral.
 //
-// Integer outputs (u32, u64; any order of additions gives the same bits). Images 4096 pixels and
-// wider go by bands of columns (see integral_bands below), which read the input once and write
-// the output once. Narrower ones go in strips of rows, with the input read twice:
+// Integer outputs (u32, u64; any order of additions gives the same bits). Images wide enough for
+// a band of columns per worker go by bands (see integral_bands below), which read the input once
+// and write the output once. Others go in strips of rows, with the input read twice:
 //   1. TBB over strips: each strip's column sums (vectorised), into the scratch rows;
 //   2. an exclusive scan of those down the strips (TBB over blocks of columns, vectorised),
 //      then a prefix sum along each scratch row: row k is now the integral of everything above
@@ -19,8 +19,9 @@
 // Large outputs are written with streaming stores: nothing reads them back here, and it spares
 // reading each output line into the cache before writing it (up to half the memory traffic).
 // Measured per core (CPU time, so that other work on the machine does not count), 8192 x 2048
-// RGB u8 -> u32 with huge-page buffers, on this project's 2-core AMD EPYC: 0.28 ns per sample
-// (0.35 with plain stores; 0.15 when it all fits in L2, which is also OpenCV's figure there).
+// RGB u8 -> u32 with huge-page buffers, on this project's 2-core AMD EPYC, two bands: 0.27 ns per
+// sample (0.35 with plain stores; 0.15 when it all fits in L2, OpenCV's figure there too;
+// OpenCV's cv2.integral from memory: 0.20).
 // f64 outputs, in the order integral.hpp defines, with the output written, then read and
 // written again:
 //   1. TBB over rows: each row's inclusive prefix sum per channel, left to right;
@@ -264,11 +265,17 @@ void integral_strips(const ImageView& in, const ImageView& out, U* tops) {
 // next band in order; a band waits only on the band before it, claimed earlier by a live task, so
 // there is no deadlock with any number of workers (with one, the bands run one after the other).
 
-/// Pixels per band: a row of a band is a few tens of KiB, and bands are whole groups of 8 pixels.
-constexpr int band_pixels = 2048;
-int band_count(int width) { return std::clamp(width / band_pixels, 1, 64); }
-/// Bands are used from two up: a narrower image goes by strips (which parallelise over rows).
-bool use_bands(const ImageView& in) { return band_count(in.width) >= 2; }
+/// Bands: as many as there are workers, but none narrower than 512 pixels (64 at most); with
+/// two workers and 8192 pixels, two bands. Per core, 8192 x 2048 RGB u8 -> u32: one band (that
+/// is, strips) 0.35 ns per sample, two bands of 4096 pixels 0.27, four of 2048 0.28: a band's row
+/// is one stretch of memory, and narrower bands give the prefetcher more streams to follow.
+int max_bands(int width) { return std::clamp(width / 512, 1, 64); }
+int band_count(int width, int workers) { return std::min(max_bands(width), std::max(width / 4096, workers)); }
+/// Bands when they give every worker one (at least two): else strips, which parallelise over rows.
+bool use_bands(const ImageView& in, int workers) {
+    const int b = band_count(in.width, workers);
+    return b >= 2 && b >= workers;
+}
 int band_start(int width, int bands, int b) { return b == bands ? width : width / bands * b / 8 * 8; }
 
 struct alignas(64) BandProgress {
@@ -279,8 +286,7 @@ struct BandLayout {
     std::size_t progress, counter, above, totals, total;
 };
 
-template <class U> BandLayout band_layout(const ImageView& in) {
-    const int bands = band_count(in.width);
+template <class U> BandLayout band_layout(const ImageView& in, int bands) {
     BandLayout l;
     l.progress = 0;
     l.counter = l.progress + std::size_t(bands) * sizeof(BandProgress);
@@ -297,9 +303,9 @@ inline void band_relax() {
 }
 
 template <class T, class U, int C>
-void integral_bands(const ImageView& in, const ImageView& out, void* scratch) {
-    const int bands = band_count(in.width), height = in.height, width = in.width;
-    const BandLayout l = band_layout<U>(in);
+void integral_bands(const ImageView& in, const ImageView& out, void* scratch, int bands) {
+    const int height = in.height, width = in.width;
+    const BandLayout l = band_layout<U>(in, bands);
     auto* base = static_cast<unsigned char*>(scratch);
     auto* progress = reinterpret_cast<BandProgress*>(base + l.progress);
     for (int b = 0; b < bands; ++b) new (&progress[b]) BandProgress{{0}};
@@ -400,9 +406,12 @@ void column_accumulate(const ImageView& out) {
 
 std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out) {
     if (out.dtype == DType::f64 || in.width <= 0 || in.height <= 0) return 0;
-    if (use_bands(in))
-        return 64 + (out.dtype == DType::u32 ? band_layout<std::uint32_t>(in).total : band_layout<std::uint64_t>(in).total);
-    return std::size_t(strip_count(in.height)) * in.row_samples() * dtype_size(out.dtype);
+    // enough for strips and for the most bands (which of them runs depends on the workers)
+    const std::size_t strips = std::size_t(strip_count(in.height)) * in.row_samples() * dtype_size(out.dtype);
+    const int most = max_bands(in.width);
+    const std::size_t bands = 64 + (out.dtype == DType::u32 ? band_layout<std::uint32_t>(in, most).total
+                                                            : band_layout<std::uint64_t>(in, most).total);
+    return std::max(strips, bands);
 }
 
 void integral_cpu(const ImageView& in, const ImageView& out, void* scratch) {
@@ -420,11 +429,13 @@ void integral_cpu(const ImageView& in, const ImageView& out, void* scratch) {
                 return column_accumulate(out);
             }
             if constexpr (std::is_integral_v<T>) { // float inputs have f64 outputs (checked above)
-                if (use_bands(in)) { // the band layout wants 64-byte alignment: the scratch has 64 spare bytes
+                if (const int workers = tbb::this_task_arena::max_concurrency(); use_bands(in, workers)) {
+                    // the band layout wants 64-byte alignment: the scratch has 64 spare bytes
                     void* aligned = static_cast<unsigned char*>(scratch) +
                                     (64 - reinterpret_cast<std::uintptr_t>(scratch) % 64) % 64;
-                    if (out.dtype == DType::u32) return integral_bands<T, std::uint32_t, C>(in, out, aligned);
-                    if (out.dtype == DType::u64) return integral_bands<T, std::uint64_t, C>(in, out, aligned);
+                    const int bands = band_count(in.width, workers);
+                    if (out.dtype == DType::u32) return integral_bands<T, std::uint32_t, C>(in, out, aligned, bands);
+                    if (out.dtype == DType::u64) return integral_bands<T, std::uint64_t, C>(in, out, aligned, bands);
                 }
                 if (out.dtype == DType::u32)
                     return integral_strips<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch));

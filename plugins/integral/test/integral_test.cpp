@@ -233,13 +233,13 @@ TEST(IntegralKernel, MatchesTheReferenceWithTheScratchItAsksFor) {
     }
 }
 
-// Images of 4096 pixels and wider go by bands of columns, each waiting row by row for the totals
-// of the band to its left (kernels/integral.cpp): band edges that are not whole vector groups,
-// several bands, every integer path, and thread counts from one (bands in turn) to more than
-// there are bands.
+// Images wide enough for a band of columns per worker go by bands, each waiting row by row for
+// the totals of the band to its left (kernels/integral.cpp): band edges that are not whole vector
+// groups, two to many bands, every integer path, and thread counts from one (strips) to more than
+// there are bands (strips again: 1030 pixels make two bands at most).
 TEST(IntegralKernel, MatchesTheReferenceByBandsOfColumnsWithAnyThreadCount) {
     std::uint32_t seed = 50;
-    for (int w : {4096, 4101, 6150, 16391})
+    for (int w : {1030, 4096, 4101, 6150, 16391})
         for (int c : {1, 3, 4})
             for (DType d : {DType::u8, DType::u16, DType::u32})
                 for (DType o : {DType::u32, DType::u64}) {
