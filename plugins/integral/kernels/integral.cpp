@@ -11,17 +11,17 @@
 //      row above is kept in the strip's scratch row (updated in place, in L2), so that the output
 //      is only ever written.
 // The rows are the work: a running sum along a row is a chain of dependent additions. For u32
-// outputs it has an AVX2 kernel (picked at run time; the portable loop otherwise and for row
-// tails): 8 samples per vector, their per-channel prefix sums in log2(8 / C) shift-and-add steps
+// outputs it has AVX-512 and AVX2 kernels (picked at run time; the portable loop otherwise and for
+// row tails), the AVX2 one being: 8 samples per vector, their per-channel prefix sums in log2(8 / C) shift-and-add steps
 // (lane j adds lane j - C, then j - 2C, ...), then the running totals of the vectors before
 // (carried in registers, one vector per position in a group of G = C / gcd(C, 8) vectors, so that
 // each vector's lanes always hold the same channels and the loop-carried chain is one addition).
 // Large outputs are written with streaming stores: nothing reads them back here, and it spares
 // reading each output line into the cache before writing it (up to half the memory traffic).
 // Measured per core (CPU time, so that other work on the machine does not count), 8192 x 2048
-// RGB u8 -> u32 with huge-page buffers, on this project's 2-core AMD EPYC, two bands: 0.27 ns per
-// sample (0.35 with plain stores; 0.15 when it all fits in L2, OpenCV's figure there too;
-// OpenCV's cv2.integral from memory: 0.20).
+// RGB u8 -> u32 with huge-page buffers, on this project's 2-core AMD EPYC, two bands: AVX2 0.27
+// ns per sample (0.35 with plain stores; 0.16 when it all fits in L2), AVX-512 0.24 (0.10 in L2);
+// OpenCV's cv2.integral 0.21 (0.14 in L2).
 // f64 outputs, in the order integral.hpp defines, with the output written, then read and
 // written again:
 //   1. TBB over rows: each row's inclusive prefix sum per channel, left to right;
@@ -71,33 +71,33 @@ bool has_avx2() {
     return yes;
 }
 
-/// Vectors of 8 samples per group: whole pixels, so every group starts at channel 0.
+/// Vectors of L samples per group: whole pixels, so every group starts at channel 0 (L = 8, 16).
 constexpr int group_vectors(int c) { return c == 3 ? 3 : 1; }
 
-/// Lane permutations of the scan for C channels.
-template <int C> struct ScanTables {
+/// Lane permutations of the scan for C channels and vectors of L lanes.
+template <int C, int L = 8> struct ScanTables {
     static constexpr int G = group_vectors(C);
     // shift[s][j]: lane j takes lane j - C 2^s, (index 0 and mask 0 when there is none)
-    std::array<std::array<std::int32_t, 8>, 3> shift_index{}, shift_mask{};
+    std::array<std::array<std::int32_t, L>, 4> shift_index{}, shift_mask{};
     int shifts = 0;
     // carry[a][b][j]: the lane among the last C of vector a with the channel of lane j of vector b
-    std::array<std::array<std::array<std::int32_t, 8>, 3>, 3> carry{};
+    std::array<std::array<std::array<std::int32_t, L>, 3>, 3> carry{};
     constexpr ScanTables() {
-        for (int d = C; d < 8; d *= 2, ++shifts)
-            for (int j = 0; j < 8; ++j) {
+        for (int d = C; d < L; d *= 2, ++shifts)
+            for (int j = 0; j < L; ++j) {
                 shift_index[std::size_t(shifts)][std::size_t(j)] = j >= d ? j - d : 0;
                 shift_mask[std::size_t(shifts)][std::size_t(j)] = j >= d ? -1 : 0;
             }
         for (int a = 0; a < G; ++a)
             for (int b = 0; b < G; ++b)
-                for (int j = 0; j < 8; ++j)
-                    for (int l = 8 - C; l < 8; ++l)
-                        if ((8 * a + l) % C == (8 * b + j) % C)
+                for (int j = 0; j < L; ++j)
+                    for (int l = L - C; l < L; ++l)
+                        if ((L * a + l) % C == (L * b + j) % C)
                             carry[std::size_t(a)][std::size_t(b)][std::size_t(j)] = l;
     }
 };
 
-template <int C> constexpr ScanTables<C> scan_tables{};
+template <int C, int L = 8> constexpr ScanTables<C, L> scan_tables{};
 
 INTEGRAL_AVX2 inline __m256i load_table(const std::array<std::int32_t, 8>& t) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.data()));
@@ -120,8 +120,8 @@ template <class T, int C>
 INTEGRAL_AVX2 void row_u32_avx2(const T* __restrict src, std::uint32_t* __restrict above,
                                 std::uint32_t* __restrict dst, std::size_t n, bool stream,
                                 std::uint32_t (&acc)[C]) {
-    constexpr auto& tab = scan_tables<C>;
-    constexpr int G = ScanTables<C>::G;
+    constexpr auto& tab = scan_tables<C, 8>;
+    constexpr int G = ScanTables<C, 8>::G;
     __m256i sh_idx[3], sh_mask[3], carry[3][3], k[3];
     for (int s = 0; s < tab.shifts; ++s) {
         sh_idx[s] = load_table(tab.shift_index[std::size_t(s)]);
@@ -162,6 +162,90 @@ INTEGRAL_AVX2 void row_u32_avx2(const T* __restrict src, std::uint32_t* __restri
 }
 
 void stream_fence() { _mm_sfence(); }
+
+// The same with 16 lanes (AVX-512F): half the permutes per sample (the scan's limit when the data
+// are in cache), zero-masking permutes instead of permute-and-mask, and streaming stores of whole
+// cache lines.
+#define INTEGRAL_AVX512 __attribute__((target("avx512f,avx2")))
+
+bool has_avx512() {
+    static const bool yes = __builtin_cpu_supports("avx512f");
+    return yes;
+}
+
+template <class T> INTEGRAL_AVX512 inline __m512i load16(const T* p) {
+    if constexpr (sizeof(T) == 1)
+        return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    else if constexpr (sizeof(T) == 2)
+        return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    else
+        return _mm512_loadu_si512(p);
+}
+
+/// row_u32_avx2 with 16 lanes; n a multiple of 16 G.
+template <class T, int C>
+INTEGRAL_AVX512 void row_u32_avx512(const T* __restrict src, std::uint32_t* __restrict above,
+                                    std::uint32_t* __restrict dst, std::size_t n, bool stream,
+                                    std::uint32_t (&acc)[C]) {
+    constexpr auto& tab = scan_tables<C, 16>;
+    constexpr int G = ScanTables<C, 16>::G;
+    __m512i sh_idx[4], carry[3][3], k[3];
+    __mmask16 sh_mask[4];
+    for (int s = 0; s < tab.shifts; ++s) {
+        sh_idx[s] = _mm512_loadu_si512(tab.shift_index[std::size_t(s)].data());
+        sh_mask[s] = _mm512_cmpneq_epi32_mask(_mm512_loadu_si512(tab.shift_mask[std::size_t(s)].data()),
+                                             _mm512_setzero_si512());
+    }
+    for (int a = 0; a < G; ++a)
+        for (int b = 0; b < G; ++b) carry[a][b] = _mm512_loadu_si512(tab.carry[std::size_t(a)][std::size_t(b)].data());
+    for (int g = 0; g < G; ++g) { // lane j of position g holds channel (16g + j) % C
+        alignas(64) std::uint32_t start[16];
+        for (int j = 0; j < 16; ++j) start[j] = acc[(16 * g + j) % C];
+        k[g] = _mm512_load_si512(start);
+    }
+    stream = stream && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0;
+    for (std::size_t i0 = 0; i0 < n; i0 += 16 * G) {
+        __m512i v[3];
+        for (int g = 0; g < G; ++g) {
+            v[g] = load16(src + i0 + 16 * g);
+            for (int s = 0; s < tab.shifts; ++s)
+                v[g] = _mm512_add_epi32(v[g], _mm512_maskz_permutexvar_epi32(sh_mask[s], sh_idx[s], v[g]));
+        }
+        for (int g = 1; g < G; ++g)
+            v[g] = _mm512_add_epi32(v[g], _mm512_permutexvar_epi32(carry[g - 1][g], v[g - 1]));
+        for (int g = 0; g < G; ++g) {
+            std::uint32_t* a = above + i0 + 16 * g;
+            const __m512i o = _mm512_add_epi32(_mm512_add_epi32(k[g], v[g]), _mm512_loadu_si512(a));
+            _mm512_storeu_si512(a, o);
+            if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i0 + 16 * g), o);
+            else _mm512_storeu_si512(dst + i0 + 16 * g, o);
+        }
+        for (int g = 0; g < G; ++g)
+            k[g] = _mm512_add_epi32(k[g], _mm512_permutexvar_epi32(carry[G - 1][g], v[G - 1]));
+    }
+    alignas(64) std::uint32_t lanes[16];
+    _mm512_store_si512(lanes, k[0]);
+    for (int c = 0; c < C; ++c) acc[c] = lanes[c];
+}
+
+/// The samples of a row that the widest row kernel allowed does (whole groups), and runs it:
+/// AVX-512, else AVX2, else none (0).
+template <class T, int C>
+std::size_t row_u32_simd(const T* src, std::uint32_t* above, std::uint32_t* dst, std::size_t n, bool stream,
+                         std::uint32_t (&acc)[C], CpuLevel level) {
+    if (level == CpuLevel::portable) return 0;
+    if (level == CpuLevel::best && has_avx512()) {
+        const std::size_t vec = n / (16 * group_vectors(C)) * (16 * group_vectors(C));
+        if (vec > 0) row_u32_avx512<T, C>(src, above, dst, vec, stream, acc);
+        return vec;
+    }
+    if (has_avx2()) {
+        const std::size_t vec = n / (8 * group_vectors(C)) * (8 * group_vectors(C));
+        if (vec > 0) row_u32_avx2<T, C>(src, above, dst, vec, stream, acc);
+        return vec;
+    }
+    return 0;
+}
 #endif
 
 /// Outputs at least this large are written with streaming stores (larger than this machine's L3,
@@ -171,7 +255,8 @@ constexpr std::size_t stream_bytes = std::size_t(64) << 20;
 // ---- integer outputs ---------------------------------------------------------------------------
 
 template <class T, class U, int C>
-void integral_strips(const ImageView& in, const ImageView& out, U* tops) {
+void integral_strips(const ImageView& in, const ImageView& out, U* tops, CpuLevel level) {
+    (void)level; // used on x86-64 only
     const std::size_t n = in.row_samples();
     const int rows = strip_rows(in.height), strips = strip_count(in.height);
     auto top = [&](int k) { return tops + std::size_t(k) * n; }; // scratch row k
@@ -224,15 +309,7 @@ void integral_strips(const ImageView& in, const ImageView& out, U* tops) {
     });
     // 3. each strip, row by row: running sums along the row plus the row above, kept in the
     //    strip's scratch row
-    std::size_t vec = 0; // samples of each row the AVX2 kernel does
-    bool stream = false;
-#ifdef INTEGRAL_X86
-    if constexpr (std::is_same_v<U, std::uint32_t>)
-        if (has_avx2()) {
-            vec = n / (8 * group_vectors(C)) * (8 * group_vectors(C));
-            stream = std::size_t(in.height) * n * sizeof(U) >= stream_bytes;
-        }
-#endif
+    [[maybe_unused]] const bool stream = std::size_t(in.height) * n * sizeof(U) >= stream_bytes;
     const int height = in.height;
     tbb::parallel_for(0, strips, [&](int k) {
         U* above = top(k);
@@ -240,9 +317,9 @@ void integral_strips(const ImageView& in, const ImageView& out, U* tops) {
             const T* __restrict src = in.row<T>(y);
             U* __restrict dst = out.row<U>(y);
             U acc[C] = {};
+            std::size_t vec = 0; // samples the SIMD kernel did
 #ifdef INTEGRAL_X86
-            if constexpr (std::is_same_v<U, std::uint32_t>)
-                if (vec > 0) row_u32_avx2<T, C>(src, above, dst, vec, stream, acc);
+            if constexpr (std::is_same_v<U, std::uint32_t>) vec = row_u32_simd<T, C>(src, above, dst, n, stream, acc, level);
 #endif
             for (std::size_t i = vec; i < n; i += C)
                 for (int c = 0; c < C; ++c) {
@@ -303,7 +380,8 @@ inline void band_relax() {
 }
 
 template <class T, class U, int C>
-void integral_bands(const ImageView& in, const ImageView& out, void* scratch, int bands) {
+void integral_bands(const ImageView& in, const ImageView& out, void* scratch, int bands, CpuLevel level) {
+    (void)level; // used on x86-64 only
     const int height = in.height, width = in.width;
     const BandLayout l = band_layout<U>(in, bands);
     auto* base = static_cast<unsigned char*>(scratch);
@@ -313,14 +391,7 @@ void integral_bands(const ImageView& in, const ImageView& out, void* scratch, in
     U* above_all = reinterpret_cast<U*>(base + l.above);
     U* totals = reinterpret_cast<U*>(base + l.totals); // [band][row][channel]
     std::fill(above_all, above_all + in.row_samples(), U(0));
-    bool stream = false;
-    bool avx2 = false;
-#ifdef INTEGRAL_X86
-    if constexpr (std::is_same_v<U, std::uint32_t>) {
-        avx2 = has_avx2();
-        stream = avx2 && std::size_t(height) * in.row_samples() * sizeof(U) >= stream_bytes;
-    }
-#endif
+    [[maybe_unused]] const bool stream = std::size_t(height) * in.row_samples() * sizeof(U) >= stream_bytes;
     const int tasks = std::min(bands, tbb::this_task_arena::max_concurrency());
     tbb::parallel_for(
         0, tasks,
@@ -330,7 +401,6 @@ void integral_bands(const ImageView& in, const ImageView& out, void* scratch, in
                 if (b >= bands) return;
                 const std::size_t i0 = std::size_t(band_start(width, bands, b)) * C;
                 const std::size_t i1 = std::size_t(band_start(width, bands, b + 1)) * C;
-                const std::size_t vec = avx2 ? (i1 - i0) / (8 * group_vectors(C)) * (8 * group_vectors(C)) : 0;
                 U* above = above_all + i0;
                 int known = 0; // rows of band b - 1 known to be published
                 for (int y = 0; y < height; ++y) {
@@ -347,9 +417,10 @@ void integral_bands(const ImageView& in, const ImageView& out, void* scratch, in
                     }
                     const T* __restrict src = in.row<T>(y) + i0;
                     U* __restrict dst = out.row<U>(y) + i0;
+                    std::size_t vec = 0; // samples the SIMD kernel did
 #ifdef INTEGRAL_X86
                     if constexpr (std::is_same_v<U, std::uint32_t>)
-                        if (vec > 0) row_u32_avx2<T, C>(src, above, dst, vec, stream, acc);
+                        vec = row_u32_simd<T, C>(src, above, dst, i1 - i0, stream, acc, level);
 #endif
                     for (std::size_t i = vec; i < i1 - i0; i += C)
                         for (int c = 0; c < C; ++c) {
@@ -414,7 +485,7 @@ std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out
     return std::max(strips, bands);
 }
 
-void integral_cpu(const ImageView& in, const ImageView& out, void* scratch) {
+void integral_cpu(const ImageView& in, const ImageView& out, void* scratch, CpuLevel level) {
     if (in.width <= 0 || in.height <= 0) return;
     if (dtype_is_float(in.dtype) && out.dtype != DType::f64)
         throw UserError(std::string("integral: no CPU kernel from ") + dtype_name(in.dtype) + " to " +
@@ -434,13 +505,13 @@ void integral_cpu(const ImageView& in, const ImageView& out, void* scratch) {
                     void* aligned = static_cast<unsigned char*>(scratch) +
                                     (64 - reinterpret_cast<std::uintptr_t>(scratch) % 64) % 64;
                     const int bands = band_count(in.width, workers);
-                    if (out.dtype == DType::u32) return integral_bands<T, std::uint32_t, C>(in, out, aligned, bands);
-                    if (out.dtype == DType::u64) return integral_bands<T, std::uint64_t, C>(in, out, aligned, bands);
+                    if (out.dtype == DType::u32) return integral_bands<T, std::uint32_t, C>(in, out, aligned, bands, level);
+                    if (out.dtype == DType::u64) return integral_bands<T, std::uint64_t, C>(in, out, aligned, bands, level);
                 }
                 if (out.dtype == DType::u32)
-                    return integral_strips<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch));
+                    return integral_strips<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch), level);
                 if (out.dtype == DType::u64)
-                    return integral_strips<T, std::uint64_t, C>(in, out, static_cast<std::uint64_t*>(scratch));
+                    return integral_strips<T, std::uint64_t, C>(in, out, static_cast<std::uint64_t*>(scratch), level);
             }
             PIXFLOW_INTERNAL_ERROR(std::string("integral: output dtype ") + dtype_name(out.dtype) +
                                    " is not u32, u64 or f64");

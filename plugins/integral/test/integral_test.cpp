@@ -259,6 +259,28 @@ TEST(IntegralKernel, MatchesTheReferenceByBandsOfColumnsWithAnyThreadCount) {
                 }
 }
 
+// The SIMD row kernels (AVX-512 and AVX2, for u32 outputs) against the portable loops, bit for
+// bit: strips and bands, every channel count, widths that leave tails after the last group.
+TEST(IntegralKernel, EveryCpuLevelGivesTheSameBits) {
+    namespace k = pixflow::integral;
+    std::uint32_t seed = 90;
+    for (int w : {1, 5, 47, 48, 49, 100, 1030, 4101})
+        for (int c : {1, 2, 3, 4})
+            for (DType d : {DType::u8, DType::u16, DType::u32}) {
+                Image in = Image::make(w, 19, c, d);
+                fill_random(in, seed++);
+                Image want = Image::make(w, 19, c, DType::u32);
+                std::vector<std::byte> scratch(k::integral_cpu_scratch_bytes(in.view(), want.view()));
+                k::integral_cpu(in.view(), want.view(), scratch.data(), k::CpuLevel::portable);
+                for (k::CpuLevel level : {k::CpuLevel::avx2, k::CpuLevel::best}) {
+                    Image got = Image::make(w, 19, c, DType::u32);
+                    k::integral_cpu(in.view(), got.view(), scratch.data(), level);
+                    ASSERT_TRUE(got.bytes == want.bytes) << w << "x19x" << c << " " << pixflow::dtype_name(d)
+                                                         << " level " << int(level);
+                }
+            }
+}
+
 // Outputs of 64 MiB and more are written with streaming stores (kernels/integral.cpp): one of
 // 72 MiB, a width that leaves a tail after the vector groups, and a row pitch that is not a
 // multiple of 32 bytes (no streaming for those rows).
