@@ -24,6 +24,9 @@ The calls (same size, dtype and channels as the pixflow pipeline, 8192 x 8192 RG
 Operators with no OpenCV equivalent (maxpool2x2; floyd_steinberg: OpenCV has no error diffusion;
 chan_vese: scikit-image, not OpenCV) are timed on the pixflow side only, with --ops.
 
+--per-core (used by scripts/bench-opencv.sh --per-core) instead times each OpenCV call with one
+thread by its CPU time, on 8192 x 2048 (the rows of scripts/bench/kernel_cpu_time.cpp), best of 5.
+
 --check also runs each pair once on a 1024 x 1024 image through the pixflow Python module
 (PYTHONPATH=<build>/python) and prints how far the outputs are apart.
 """
@@ -113,6 +116,25 @@ def check(cv2):
               f"{100.0 * np.count_nonzero(d) / d.size:.2f}% of samples differ")
 
 
+def per_core(cv2):
+    cv2.setNumThreads(1)
+    h, w = 2048, 8192
+    src = np.random.default_rng(1).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    calls = [("cv2.GaussianBlur RGB u8", np.empty_like(src),
+              lambda d: cv2.GaussianBlur(src, (5, 5), 1.5, dst=d, sigmaY=1.5, borderType=cv2.BORDER_REFLECT_101)),
+             ("cv2.cvtColor RGB2GRAY", np.empty((h, w), np.uint8), lambda d: cv2.cvtColor(src, cv2.COLOR_RGB2GRAY, dst=d)),
+             ("cv2.integral RGB u8 -> s32", np.empty((h + 1, w + 1, 3), np.int32),
+              lambda d: cv2.integral(src, sum=d, sdepth=cv2.CV_32S))]
+    for name, dst, call in calls:
+        call(dst)
+        best = float("inf")
+        for _ in range(5):
+            t = time.thread_time()
+            call(dst)
+            best = min(best, time.thread_time() - t)
+        print(f"{name:34} {best * 1e3:9.2f} ms {best * 1e9 / src.size:7.3f} ns/sample")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pixflow", action="append", default=[],
@@ -122,8 +144,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--per-core", action="store_true")
     a = ap.parse_args()
     import cv2
+    if a.per_core:
+        per_core(cv2)
+        return 0
     cv2.setNumThreads(2)
     builds = [tuple(s.split("=", 1)) for s in (a.pixflow or ["now=build/bin/pixflow"])]
     print(f"OpenCV {cv2.__version__}, {cv2.getNumThreads()} threads; {os.cpu_count()} CPUs; "

@@ -120,12 +120,14 @@ bool has_avx2() {
 }
 #endif
 
-template <class T, int C> void grayscale_rows(const ImageView& in, const ImageView& out) {
+template <class T, int C> void grayscale_rows(const ImageView& in, const ImageView& out, bool portable) {
     const int w = in.width;
     int vec = 0; // pixels of each row the AVX2 kernel does
 #ifdef GRAYSCALE_X86
     if constexpr (std::is_same_v<T, std::uint8_t>)
-        if (has_avx2()) vec = C == 3 ? std::max(0, (w - 2) / 32 * 32) : w / 32 * 32;
+        if (!portable && has_avx2()) vec = C == 3 ? std::max(0, (w - 2) / 32 * 32) : w / 32 * 32;
+#else
+    (void)portable;
 #endif
     tbb::parallel_for(tbb::blocked_range<int>(0, in.height), [&](const tbb::blocked_range<int>& r) {
         for (int y = r.begin(); y < r.end(); ++y) {
@@ -145,7 +147,7 @@ template <class T, int C> void grayscale_rows(const ImageView& in, const ImageVi
 
 } // namespace
 
-void grayscale_cpu(const ImageView& in, const ImageView& out) {
+void grayscale_cpu(const ImageView& in, const ImageView& out, bool portable) {
     visit_dtype<DType::u8, DType::u16, DType::f32>("grayscale", in.dtype, [&](auto tag) {
         using T = decltype(tag);
         visit_channels<1, 3, 4>("grayscale", in.channels, [&](auto c) {
@@ -154,7 +156,7 @@ void grayscale_cpu(const ImageView& in, const ImageView& out) {
                     std::memcpy(out.row<T>(y), in.row<T>(y), std::size_t(in.width) * sizeof(T));
                 });
             else
-                grayscale_rows<T, decltype(c)::value>(in, out);
+                grayscale_rows<T, decltype(c)::value>(in, out, portable);
         });
     });
 }

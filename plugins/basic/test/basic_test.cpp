@@ -2,6 +2,7 @@
 // grayscale run on every backend against references computed here, and CUDA must match the CPU
 // bit for bit.
 #include "../kernels/convert.hpp"
+#include "../kernels/grayscale.hpp"
 #include "../kernels/synth.hpp"
 #include "support/op_harness.hpp"
 
@@ -304,6 +305,23 @@ TEST_P(GrayscaleOn, KeepsWhiteWhite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grayscale, GrayscaleOn, pixflow::testing::each_backend(), pixflow::testing::backend_name);
+
+// The u8 AVX2 kernel against the portable loop, byte for byte: widths around its 32-pixel steps
+// (RGB needs 2 pixels after its last step), rows with padding.
+TEST(Grayscale, U8CpuKernelEqualsThePortableLoop) {
+    std::uint32_t seed = 500;
+    for (int c : {3, 4})
+        for (int w : {1, 2, 31, 32, 33, 34, 35, 63, 64, 65, 66, 1000}) {
+            Image in = Image::make(w + 3, 7, c, DType::u8); // 3 pixels of padding per row
+            fill_random(in, seed++);
+            pixflow::ImageView vin = in.view();
+            vin.width = w;
+            Image a = Image::make(w, 7, 1, DType::u8), b = Image::make(w, 7, 1, DType::u8);
+            pixflow::basic::grayscale_cpu(vin, a.view(), /*portable=*/true);
+            pixflow::basic::grayscale_cpu(vin, b.view());
+            ASSERT_TRUE(a.bytes == b.bytes) << w << " pixels x" << c;
+        }
+}
 
 // The u8 CPU kernel divides by 1000 with a multiply and shifts (kernels/grayscale.cpp): every one
 // of the 2^24 RGB triples, as RGB and as RGBA, rows of 4096 pixels (whole 32-pixel vectors) and

@@ -123,11 +123,13 @@ int avx2_pixels(int c, int width) {
 
 // C is a template parameter so that the window's sample offsets are constants and the loop over
 // output pixels vectorises (interleaved loads of a fixed group size).
-template <class T, int C> void pool_rows(const ImageView& in, const ImageView& out) {
+template <class T, int C> void pool_rows(const ImageView& in, const ImageView& out, bool portable) {
     const int ow = out.width;
     int vec = 0; // output pixels of each row the AVX2 kernel does
 #ifdef MAXPOOL_X86
-    if constexpr (std::is_same_v<T, std::uint8_t>) vec = avx2_pixels(C, in.width);
+    if constexpr (std::is_same_v<T, std::uint8_t>) vec = portable ? 0 : avx2_pixels(C, in.width);
+#else
+    (void)portable;
 #endif
     tbb::parallel_for(tbb::blocked_range<int>(0, out.height), [&](const tbb::blocked_range<int>& r) {
         for (int oy = r.begin(); oy < r.end(); ++oy) {
@@ -160,11 +162,11 @@ void check_size(const ImageView& in) {
                            std::to_string(in.height));
 }
 
-void maxpool2x2_cpu(const ImageView& in, const ImageView& out) {
+void maxpool2x2_cpu(const ImageView& in, const ImageView& out, bool portable) {
     check_size(in);
     visit_dtype(in.dtype, [&](auto tag) {
         visit_channels("maxpool2x2", in.channels,
-                       [&](auto c) { pool_rows<decltype(tag), decltype(c)::value>(in, out); });
+                       [&](auto c) { pool_rows<decltype(tag), decltype(c)::value>(in, out, portable); });
     });
 }
 
