@@ -12,7 +12,8 @@
 namespace pixflow::basic {
 
 /// in: 1, 3 or 4 channels of u8, u16 or f32; out: same size and dtype, 1 channel; host memory.
-void grayscale_cpu(const ImageView& in, const ImageView& out);
+/// `portable`: the portable loop only, never the AVX2 kernel (the same bytes; for the tests).
+void grayscale_cpu(const ImageView& in, const ImageView& out, bool portable = false);
 
 /// Same on device memory, launched on `stream` (a cudaStream_t); does not synchronise.
 void grayscale_cuda(const ImageView& in, const ImageView& out, void* stream);

@@ -2,6 +2,7 @@
 // grayscale run on every backend against references computed here, and CUDA must match the CPU
 // bit for bit.
 #include "../kernels/convert.hpp"
+#include "../kernels/grayscale.hpp"
 #include "../kernels/synth.hpp"
 #include "support/op_harness.hpp"
 
@@ -483,6 +484,48 @@ TEST_P(GrayscaleOn, KeepsWhiteWhite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grayscale, GrayscaleOn, pixflow::testing::each_backend(), pixflow::testing::backend_name);
+
+// The u8 AVX2 kernel against the portable loop, byte for byte: widths around its 32-pixel steps
+// (RGB needs 2 pixels after its last step), rows with padding.
+TEST(Grayscale, U8CpuKernelEqualsThePortableLoop) {
+    std::uint32_t seed = 500;
+    for (int c : {3, 4})
+        for (int w : {1, 2, 31, 32, 33, 34, 35, 63, 64, 65, 66, 1000}) {
+            Image in = Image::make(w + 3, 7, c, DType::u8); // 3 pixels of padding per row
+            fill_random(in, seed++);
+            pixflow::ImageView vin = in.view();
+            vin.width = w;
+            Image a = Image::make(w, 7, 1, DType::u8), b = Image::make(w, 7, 1, DType::u8);
+            pixflow::basic::grayscale_cpu(vin, a.view(), /*portable=*/true);
+            pixflow::basic::grayscale_cpu(vin, b.view());
+            ASSERT_TRUE(a.bytes == b.bytes) << w << " pixels x" << c;
+        }
+}
+
+// The u8 CPU kernel divides by 1000 with a multiply and shifts (kernels/grayscale.cpp): every one
+// of the 2^24 RGB triples, as RGB and as RGBA, rows of 4096 pixels (whole 32-pixel vectors) and
+// of 4099 (a portable tail), against the formula.
+TEST(Grayscale, U8CpuKernelMatchesTheFormulaOnEveryRgbTriple) {
+    for (int c : {3, 4})
+        for (int w : {4096, 4099}) {
+            SCOPED_TRACE("x" + std::to_string(c) + ", rows of " + std::to_string(w));
+            const int h = int(((std::size_t(1) << 24) + w - 1) / w);
+            Image in = Image::make(w, h, c, DType::u8);
+            for (std::size_t p = 0; p < std::size_t(w) * h; ++p) {
+                const std::uint32_t rgb = std::uint32_t(p & 0xffffff);
+                for (int k = 0; k < 3; ++k) in.bytes[p * c + k] = std::byte(rgb >> (8 * k) & 0xff);
+                if (c == 4) in.bytes[p * c + 3] = std::byte(p * 37 & 0xff);
+            }
+            Image out = run1("grayscale", "cpu", {&in}, {});
+            const auto* src = reinterpret_cast<const std::uint8_t*>(in.bytes.data());
+            const auto* y = reinterpret_cast<const std::uint8_t*>(out.bytes.data());
+            for (std::size_t p = 0; p < std::size_t(w) * h; ++p) {
+                const std::uint32_t want =
+                    (299u * src[p * c] + 587u * src[p * c + 1] + 114u * src[p * c + 2] + 500u) / 1000u;
+                ASSERT_EQ(y[p], want) << "pixel " << p;
+            }
+        }
+}
 
 // ---- CUDA against CPU, bit for bit ------------------------------------------------------------
 

@@ -8,19 +8,21 @@
 // waits on earlier items, so the chain ends at an item that waits on nothing: no deadlock,
 // however few workers TBB actually starts (with one, the items simply run in order).
 //
-//   item i-C  rows y0-6 .. y0-1   ##########################.......   `done` columns of its
-//   item i    rows y0   .. y0+5   ####################...............   last row are final;
+//   item i-C  rows y0-16 .. y0-1  ##########################.......   `done` columns of its
+//   item i    rows y0   .. y0+15  ####################...............   last row are final;
 //                                                      ^ item i's row 0 may compute column x
 //                                                        once done >= x + 2
 //
-// Inside an item one thread runs its kRows rows interleaved, row r trailing row r-1 by two
-// columns (step j computes row r at column j - 2r). The scan is latency-bound: each pixel
-// waits for its left neighbour's error through a chain of about a dozen dependent integer
-// operations, so the rows' independent chains fill the core's pipelines: one thread running
-// six rows this way is 1.8x faster than the plain scan. Each chunk of kChunk steps is staged
-// first (the rows' inputs, skewed, into one small array: int16, kOutside off the row) so that
-// the hot loop addresses everything with one index and tests no edge; then scanned; then its
-// outputs are scattered to the rows.
+// Inside an item one thread runs its kRows = 16 rows in lockstep, row r trailing row r-1 by two
+// columns (step j computes row r at column j - 2r), one row per 16-bit lane of two SSE2 vectors:
+// a step is one pass of the per-pixel rule over 16 pixels, and the row above a lane's row is the
+// next lane up, so its errors arrive by a one-lane shift. The scan is latency-bound (each step
+// waits for the last through about fifteen dependent vector operations), and 16 rows share that
+// chain. Each chunk of kChunk steps is staged first (the rows' inputs, skewed, into one small
+// array: int16, kOutside off the row) so that the hot loop addresses everything with one index
+// and tests no edge; then scanned; then its outputs are scattered to the rows. With one channel
+// the staging and the scatter of the steps where all 16 rows are inside the image are 16 x 16
+// byte transposes; elsewhere (edges, several channels) one sample at a time.
 //
 // Between items, errors travel through int16 hand-off lines (e(y, x) at line_at(line, x), zero
 // outside the row). After each chunk an item publishes, with a release store to its own cache
@@ -29,10 +31,10 @@
 // to one past its own last, are there. Lines come from a ring; before reusing one, an item
 // waits until the line's last reader has finished (in practice it long has).
 //
-// Measured with `pixflow bench pipelines/bench/floyd_steinberg-8k.toml --backend cpu` on this
-// project's 2-core AMD EPYC (Zen 5, KVM), 8192x8192, 1 channel, g++ -O3, median of 5:
-//   cpu_schedule = sequential   312 ms
-//   cpu_schedule = wavefront    123 ms (2.5x; one worker alone: 176 ms, 1.8x)
+// Measured on this project's 2-core AMD EPYC (Zen 5, KVM), 8192 x 2048 gray noise, one worker,
+// CPU time per pixel (so that other work on the machine does not count): six rows interleaved in
+// scalar code (the design before) 2.65 ns; 16 rows in SSE2 lanes 1.3 ns; with the transposes
+// 0.79 ns. Two workers, 8192 x 8192: docs/performance.md.
 #include "floyd_steinberg.hpp"
 
 #include "floyd_steinberg_pixel.hpp"
@@ -103,11 +105,11 @@ void dither_sequential(const ImageView& in, const ImageView& out, void* scratch)
 
 namespace {
 
-constexpr int kRows = 6;     // rows per item, interleaved in one thread
+constexpr int kRows = 16;    // rows per item, one per 16-bit SIMD lane, in one thread
 constexpr int kSkew = 2;     // columns row r+1 trails row r by, inside an item
 constexpr int kChunk = 256;  // steps between two progress publications
 constexpr int kSpins = 64;   // pause instructions before a waiting thread starts yielding
-constexpr int kPad = 16;     // hand-off line entries before column -1 (>= kSkew * (kRows - 1))
+constexpr int kPad = 32;     // hand-off line entries before column -1 (>= kSkew * (kRows - 1))
 constexpr std::int16_t kOutside = -4096; // staged input outside the row: v clamps to 0, e = 0
 static_assert(kPad >= kSkew * (kRows - 1));
 
@@ -170,40 +172,96 @@ bool wait_for(const Wave& p, int item, int need) {
     return true;
 }
 
-/// The hot loop: n steps of R rows, all operands staged so that one index addresses them.
-/// in_s[k][r]: input of row r at step k (kOutside off the row); out_s[k][r]: its output;
-/// err_s[k + 3][r]: its error (err_s[0..2] hold the previous chunk's last three steps);
-/// above[k + i]: e(row above row 0, x - 1 + i) for row 0's column x = j0 + k;
-/// below[k]: where row R-1's error of step k goes (the hand-off line).
-template <int R>
-inline __attribute__((always_inline)) void scan(int n, const std::int16_t (*in_s)[R],
-                                                std::uint8_t (*out_s)[R], std::int16_t (*err_s)[R],
-                                                const std::int16_t* above, std::int16_t* below,
-                                                int (&left)[R]) {
-    int l[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) l[r] = left[r];
-    for (int k = 0; k < n; ++k) {
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-            // row r at column x needs e(row r-1, x-1 .. x+1), made at steps k-3 .. k-1
-            const int ul = r == 0 ? above[k] : err_s[k][r - 1];
-            const int u = r == 0 ? above[k + 1] : err_s[k + 1][r - 1];
-            const int ur = r == 0 ? above[k + 2] : err_s[k + 2][r - 1];
-            int o;
-            const int e = diffuse(in_s[k][r], 7 * l[r] + ul + 5 * u + 3 * ur, o);
-            out_s[k][r] = std::uint8_t(o);
-            err_s[k + 3][r] = std::int16_t(e);
-            l[r] = e;
-            if (r == R - 1) below[k] = std::int16_t(e);
+#if defined(__x86_64__) || defined(_M_X64)
+/// Transposes 16 x 16 bytes: t[i] byte j becomes t[j] byte i (four rounds of pairing rows i and
+/// i + 8 byte by byte).
+inline void transpose16(__m128i (&t)[16]) {
+    for (int round = 0; round < 4; ++round) {
+        __m128i u[16];
+        for (int i = 0; i < 8; ++i) {
+            u[2 * i] = _mm_unpacklo_epi8(t[i], t[i + 8]);
+            u[2 * i + 1] = _mm_unpackhi_epi8(t[i], t[i + 8]);
         }
+        for (int i = 0; i < 16; ++i) t[i] = u[i];
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) left[r] = l[r];
 }
+#endif
 
-/// Runs item `item`, whose group has R rows (kRows, or fewer for a channel's last group).
-template <int R> bool run_item(const Wave& p, int item) {
+/// The scan's state between chunks: the errors of the last step and the row-above errors
+/// e(r - 1, x + 1) of the last two (the lanes of UL and U of later steps).
+struct ScanState {
+    alignas(16) std::int16_t e1[kRows] = {}, ur1[kRows] = {}, ur2[kRows] = {};
+};
+
+/// The hot loop: n steps of the kRows rows, all operands staged so that one index addresses
+/// them. in_s[k][r]: input of row r at step k (kOutside off the row); out_s[k][r]: its output;
+/// above[k + i]: e(row above row 0, x - 1 + i) for row 0's column x = j0 + k; below[k]: where the
+/// last row's error of step k goes (the hand-off line). Row r at step k needs e(r, x - 1), made
+/// at step k - 1, and e(r - 1, x - 1 .. x + 1), made at steps k - 3 .. k - 1; e(r - 1, x + 1) is
+/// the error of step k - 1 one row up, then it serves as e(r - 1, x) at step k + 1 and as
+/// e(r - 1, x - 1) at k + 2, so only that one is shifted in per step.
+#if defined(__x86_64__) || defined(_M_X64)
+// SSE2 (every x86-64): 16 rows in two vectors of 8 int16 lanes, rows 0-7 and 8-15; "one row up"
+// is a shift by one lane, the top lane taking the row above the item or lane 7 of rows 0-7.
+// All values fit in int16: |sum| <= 16 * 128, inputs 0..255 or kOutside.
+inline void scan(int n, const std::int16_t (*in_s)[kRows], std::uint8_t (*out_s)[kRows], const std::int16_t* above,
+                 std::int16_t* below, ScanState& st) {
+    auto ld = [](const std::int16_t* p) { return _mm_load_si128(reinterpret_cast<const __m128i*>(p)); };
+    __m128i e1[2] = {ld(st.e1), ld(st.e1 + 8)}, ur1[2] = {ld(st.ur1), ld(st.ur1 + 8)},
+            ur2[2] = {ld(st.ur2), ld(st.ur2 + 8)};
+    const __m128i zero = _mm_setzero_si128(), c15 = _mm_set1_epi16(15), c255 = _mm_set1_epi16(255),
+                  c128 = _mm_set1_epi16(128);
+    for (int k = 0; k < n; ++k) {
+        // e(r - 1, x + 1): the last step's errors one lane down, the row above the item into lane 0
+        const __m128i ur[2] = {_mm_insert_epi16(_mm_slli_si128(e1[0], 2), above[k + 2], 0),
+                               _mm_or_si128(_mm_slli_si128(e1[1], 2), _mm_srli_si128(e1[0], 14))};
+        __m128i o[2];
+        for (int h = 0; h < 2; ++h) {
+            // 7 e(x-1) + e(r-1, x-1) + 5 e(r-1, x) + 3 e(r-1, x+1)
+            const __m128i sum = _mm_add_epi16(
+                _mm_add_epi16(_mm_sub_epi16(_mm_slli_epi16(e1[h], 3), e1[h]),
+                              _mm_add_epi16(_mm_slli_epi16(ur[h], 1), ur[h])),
+                _mm_add_epi16(ur2[h], _mm_add_epi16(_mm_slli_epi16(ur1[h], 2), ur1[h])));
+            // diffuse(): sum / 16 toward zero, clamp, threshold
+            const __m128i q = _mm_srai_epi16(_mm_add_epi16(sum, _mm_and_si128(_mm_srai_epi16(sum, 15), c15)), 4);
+            const __m128i in = _mm_load_si128(reinterpret_cast<const __m128i*>(&in_s[k][8 * h]));
+            const __m128i v = _mm_min_epi16(_mm_max_epi16(_mm_add_epi16(in, q), zero), c255);
+            o[h] = _mm_and_si128(_mm_cmpgt_epi16(v, c128), c255);
+            ur2[h] = ur1[h];
+            ur1[h] = ur[h];
+            e1[h] = _mm_sub_epi16(v, o[h]);
+        }
+        _mm_store_si128(reinterpret_cast<__m128i*>(out_s[k]), _mm_packus_epi16(o[0], o[1]));
+        below[k] = std::int16_t(_mm_extract_epi16(e1[1], 7));
+    }
+    auto st16 = [](std::int16_t* p, __m128i x) { _mm_store_si128(reinterpret_cast<__m128i*>(p), x); };
+    st16(st.e1, e1[0]), st16(st.e1 + 8, e1[1]), st16(st.ur1, ur1[0]), st16(st.ur1 + 8, ur1[1]);
+    st16(st.ur2, ur2[0]), st16(st.ur2 + 8, ur2[1]);
+}
+#else
+// Portable: the same recurrence, lane by lane (the rows' independent chains fill the pipelines).
+inline void scan(int n, const std::int16_t (*in_s)[kRows], std::uint8_t (*out_s)[kRows], const std::int16_t* above,
+                 std::int16_t* below, ScanState& st) {
+    for (int k = 0; k < n; ++k) {
+        std::int16_t ur[kRows];
+        ur[0] = above[k + 2];
+        for (int r = 1; r < kRows; ++r) ur[r] = st.e1[r - 1];
+        for (int r = 0; r < kRows; ++r) {
+            int o;
+            const int e = diffuse(in_s[k][r], 7 * st.e1[r] + st.ur2[r] + 5 * st.ur1[r] + 3 * ur[r], o);
+            out_s[k][r] = std::uint8_t(o);
+            st.ur2[r] = st.ur1[r];
+            st.ur1[r] = ur[r];
+            st.e1[r] = std::int16_t(e);
+        }
+        below[k] = st.e1[kRows - 1];
+    }
+}
+#endif
+
+/// Runs item `item`, whose group has `rows` rows (kRows, or fewer for a channel's last group:
+/// the missing rows are staged as outside the image, and nothing reads the last group's line).
+bool run_item(const Wave& p, int item, int rows) {
     const int w = p.w, ch = p.ch;
     const int c = item % ch, y0 = item / ch * kRows;
     const int prev = item - ch; // the group above, same channel; negative: none
@@ -214,43 +272,79 @@ template <int R> bool run_item(const Wave& p, int item) {
 
     // Step j: row r at column j - 2r. Columns outside the row compute e = 0 (their staged input
     // clamps to 0), which is exactly the border the rows below must read there.
-    alignas(64) std::int16_t in_s[kChunk][R];
-    alignas(64) std::uint8_t out_s[kChunk][R];
-    alignas(64) std::int16_t err_s[kChunk + 3][R];
-    int left[R];
-    for (int r = 0; r < R; ++r) left[r] = 0;
-    std::fill(&err_s[0][0], &err_s[3][0], std::int16_t(0));
+    alignas(64) std::int16_t in_s[kChunk][kRows];
+    alignas(64) std::uint8_t out_s[kChunk][kRows];
+    ScanState st;
 
     const std::size_t cs = std::size_t(ch);
-    const int lag = kSkew * (R - 1); // the last row's delay
-    const int span = w + lag;        // steps
+    constexpr int lag = kSkew * (kRows - 1); // the last row's delay
+    const int span = w + lag;                // steps
     for (int j0 = 0; j0 < span; j0 += kChunk) {
         const int n = std::min(kChunk, span - j0);
-        for (int r = 0; r < R; ++r) {
-            const std::uint8_t* src = p.in.row<std::uint8_t>(y0 + r) + c;
-            for (int k = 0; k < n; ++k) {
-                const int x = j0 + k - kSkew * r;
-                in_s[k][r] = x >= 0 && x < w ? std::int16_t(src[std::size_t(x) * cs]) : kOutside;
+        // Steps a..b-1 (whole groups of 16) have every row inside the image; with one channel and
+        // a full group their inputs and outputs move by 16 x 16 byte transposes, the rest one by one.
+        int a = 0, b = 0;
+#if defined(__x86_64__) || defined(_M_X64)
+        if (ch == 1 && rows == kRows) {
+            a = std::clamp(lag - j0, 0, n);
+            b = a + std::max(0, std::min(n, w - j0) - a) / 16 * 16;
+            for (int k = a; k < b; k += 16) {
+                __m128i t[16];
+                for (int r = 0; r < kRows; ++r)
+                    t[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p.in.row<std::uint8_t>(y0 + r) + j0 + k - kSkew * r));
+                transpose16(t);
+                for (int i = 0; i < 16; ++i) {
+                    _mm_store_si128(reinterpret_cast<__m128i*>(&in_s[k + i][0]), _mm_unpacklo_epi8(t[i], _mm_setzero_si128()));
+                    _mm_store_si128(reinterpret_cast<__m128i*>(&in_s[k + i][8]), _mm_unpackhi_epi8(t[i], _mm_setzero_si128()));
+                }
             }
+        }
+#endif
+        for (int r = 0; r < kRows; ++r) {
+            // columns j0 - 2r .. j0 + n - 1 - 2r; those in 0..w-1 are steps k0..k1-1
+            const int k0 = std::clamp(kSkew * r - j0, 0, n), k1 = std::clamp(w + kSkew * r - j0, k0, n);
+            if (r >= rows) {
+                for (int k = 0; k < n; ++k) in_s[k][r] = kOutside;
+                continue;
+            }
+            const std::uint8_t* src = p.in.row<std::uint8_t>(y0 + r) + c;
+            for (int k = 0; k < k0; ++k) in_s[k][r] = kOutside;
+            for (int k = k0; k < k1; ++k) {
+                if (k == a) k = b; // done above
+                if (k >= k1) break;
+                in_s[k][r] = std::int16_t(src[std::size_t(j0 + k - kSkew * r) * cs]);
+            }
+            for (int k = k1; k < n; ++k) in_s[k][r] = kOutside;
         }
         // Row 0 computes columns up to j0 + n - 1, reading the row above up to column j0 + n.
         if (prev >= 0 && !wait_for(p, prev, std::min(j0 + n + 1, w))) return false;
-        scan<R>(n, in_s, out_s, err_s, p.line_at(above, j0 - 1), p.line_at(below, j0 - lag), left);
+        if (j0 == 0) { // e(row above, x + 1) of the steps before the first, x = -1 and -2: the
+                       // row above at column 0, now final, and at column -1 (outside: 0)
+            st.ur1[0] = p.line_at(above, 0)[0];
+            st.ur2[0] = p.line_at(above, -1)[0];
+        }
+        scan(n, in_s, out_s, p.line_at(above, j0 - 1), p.line_at(below, j0 - lag), st);
         p.progress[item].done.store(std::clamp(j0 + n - lag, 0, w), std::memory_order_release);
-        for (int r = 0; r < R; ++r) {
+#if defined(__x86_64__) || defined(_M_X64)
+        for (int k = a; k < b; k += 16) {
+            __m128i t[16];
+            for (int i = 0; i < 16; ++i) t[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(out_s[k + i]));
+            transpose16(t);
+            for (int r = 0; r < kRows; ++r)
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(p.out.row<std::uint8_t>(y0 + r) + j0 + k - kSkew * r), t[r]);
+        }
+#endif
+        for (int r = 0; r < rows; ++r) {
             std::uint8_t* dst = p.out.row<std::uint8_t>(y0 + r) + c;
             const int k0 = std::max(0, kSkew * r - j0), k1 = std::min(n, w + kSkew * r - j0);
-            for (int k = k0; k < k1; ++k) dst[std::size_t(j0 + k - kSkew * r) * cs] = out_s[k][r];
+            for (int k = k0; k < k1; ++k) {
+                if (k == a) k = b; // done above
+                if (k >= k1) break;
+                dst[std::size_t(j0 + k - kSkew * r) * cs] = out_s[k][r];
+            }
         }
-        std::copy(&err_s[n][0], &err_s[n + 3][0], &err_s[0][0]);
     }
     return true;
-}
-
-template <int R> bool run_rows(const Wave& p, int item, int rows) {
-    if constexpr (R > 1)
-        if (rows < R) return run_rows<R - 1>(p, item, rows);
-    return run_item<R>(p, item);
 }
 
 } // namespace
@@ -294,7 +388,7 @@ bool dither_wavefront(const ImageView& in, const ImageView& out, int workers, vo
                     return;
                 }
                 const int rows = std::min(kRows, p.h - item / p.ch * kRows);
-                if (!run_rows<kRows>(p, item, rows)) return;
+                if (!run_item(p, item, rows)) return;
             }
         },
         tbb::simple_partitioner());

@@ -223,6 +223,42 @@ TEST(FloydSteinbergKernel, TheWavefrontEqualsTheSequentialScanForAnyWorkerCount)
     }
 }
 
+// The wavefront stages each group of 16 rows in chunks of 256 steps (kernels/floyd_steinberg.cpp),
+// a row's last 30 steps trailing into the next chunk; with one channel the inner steps move by
+// 16 x 16 transposes. Widths around those boundaries, partial last groups and 1 to 4 channels,
+// against the sequential scan. (Run under scripts/sanitize.sh this caught an index one past the
+// end of the staging array once a row spanned more than one chunk.)
+TEST(FloydSteinbergKernel, TheWavefrontEqualsTheSequentialScanAcrossChunkBoundaries) {
+    std::uint32_t seed = 40;
+    for (int c : {1, 3})
+        for (int w : {1, 2, 15, 16, 17, 31, 32, 33, 225, 226, 227, 241, 242, 256, 257, 481, 482, 483, 513})
+            for (int h : {1, 15, 16, 17, 33}) {
+                const Image in = random_image(w, h, c, seed++);
+                Image want = Image::make(w, h, c, DType::u8), got = Image::make(w, h, c, DType::u8);
+                Scratch seq(fs_k::sequential_scratch_bytes(in.view()));
+                fs_k::dither_sequential(in.view(), want.view(), seq.p);
+                Scratch s(fs_k::wavefront_scratch_bytes(in.view(), 2));
+                ASSERT_TRUE(fs_k::dither_wavefront(in.view(), got.view(), 2, s.p, [] { return false; }));
+                ASSERT_EQ(first_difference(got, want), "") << w << "x" << h << "x" << c;
+            }
+}
+
+// Each group of rows starts by reading the error of the group above at column 0, which must wait
+// for that group's progress: a tall image, many groups, several worker counts, a few times over.
+TEST(FloydSteinbergKernel, TheWavefrontWaitsForTheGroupAboveOnATallImage) {
+    const Image in = random_image(300, 1500, 1, 77);
+    Image want = Image::make(300, 1500, 1, DType::u8);
+    Scratch seq(fs_k::sequential_scratch_bytes(in.view()));
+    fs_k::dither_sequential(in.view(), want.view(), seq.p);
+    for (int round = 0; round < 3; ++round)
+        for (int workers : {2, 3, 8}) {
+            Image got = Image::make(300, 1500, 1, DType::u8);
+            Scratch s(fs_k::wavefront_scratch_bytes(in.view(), workers));
+            ASSERT_TRUE(fs_k::dither_wavefront(in.view(), got.view(), workers, s.p, [] { return false; }));
+            ASSERT_EQ(first_difference(got, want), "") << workers << " workers, round " << round;
+        }
+}
+
 TEST(FloydSteinbergKernel, StopsWhenCancelled) {
     const Image in = random_image(64, 64, 1, 3);
     Image out = Image::make(64, 64, 1, DType::u8);

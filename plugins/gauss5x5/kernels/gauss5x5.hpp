@@ -53,10 +53,15 @@ std::array<float, 5> gauss5x5_taps(double sigma);
 void gauss5x5_check(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
                     bool on_host);
 
+/// The most the CPU kernel may use (the bytes are the same at every level; tests compare them on
+/// one machine): the best the CPU has (for u8 on x86-64: AVX-512, else AVX2 with FMA), AVX2 at
+/// most, or the portable loops alone (compiled for x86-64-v4/v3/baseline, picked at load time).
+enum class CpuLevel { best, avx2, portable };
+
 /// CPU kernel: TBB threads over bands of rows, SIMD over samples. Throws as gauss5x5_check when
 /// the views do not satisfy the conventions above.
 void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                  Border border);
+                  Border border, CpuLevel level = CpuLevel::best);
 
 #ifdef PIXFLOW_WITH_CUDA
 /// CUDA kernel: launches on `stream` (a cudaStream_t) and returns without synchronising; `in` and

@@ -32,7 +32,9 @@
 #include <vector>
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
-#define GAUSS5X5_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define GAUSS5X5_X86 1
+#include <immintrin.h>
+#define GAUSS5X5_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define GAUSS5X5_CLONES
 #endif
@@ -141,6 +143,7 @@ struct Job {
     Weights w;
     Border border;
     const void* zero_row; // width*channels zero samples, for rows of a zero border
+    bool stream = false;  // SIMD u8 kernels: write the output with streaming stores
 };
 
 // Output rows y0..y1-1; `tmp` holds width*channels + 4*channels floats.
@@ -163,6 +166,101 @@ template <class T> GAUSS5X5_INLINE void blur_rows(const Job& job, int y0, int y1
     }
 }
 
+#ifdef GAUSS5X5_X86
+// The SIMD kernels for u8 (kernels/gauss5x5_u8_planes.inc, compiled for AVX2 and for AVX-512)
+// keep the row of vertical results in 4 planes: plane k holds the samples 4j + k, j = 0, 1, ...
+// So splitting loaded bytes into four vectors of samples is masks and shifts (x >> 8k & 0xff per
+// dword) rather than shuffles, which Zen has fewer units for, and the horizontal pass reads its
+// neighbours i +- c, i +- 2c as plain unaligned loads from the plane of sample i + d. Its four
+// planes of outputs are merged back into bytes with shifts and ors. A row is done a block (4
+// vectors of samples) at a time, the horizontal pass a few blocks behind the vertical, both in
+// L1. The arithmetic is the generic passes', operation for operation, so the bytes are the same.
+
+/// The vertical results of one row in planes, with a margin at both ends for the border columns
+/// (samples -2c..-1 and n..n+2c-1, c <= 4). `base` is 64-byte aligned.
+struct Planes {
+    static constexpr std::ptrdiff_t margin = 16; // a cache line: every plane's entry 0 is aligned
+    float* base;
+    std::size_t stride; // floats per plane
+    float* plane(int k) const { return base + std::size_t(k) * stride + margin; }
+    float& at(std::ptrdiff_t i) const { return plane(int(i & 3))[i >> 2]; } // i >= -16
+    /// Floats per plane: enough for n / 4 samples and the margins, and 1088 bytes modulo 4 KiB,
+    /// so that the planes' entries of one sample do not alias in the 4 KiB that the store-to-load
+    /// check compares (the vertical pass storing into one plane would stall the horizontal pass
+    /// loading the same offset from the next: measured 1.5x slower when planes were 24608 bytes).
+    static std::size_t stride_for(std::size_t n) {
+        const std::size_t need = (n + 3) / 4 + 2 * margin;
+        return (need + 1023 - 272) / 1024 * 1024 + 272;
+    }
+    static std::size_t floats(std::size_t n) { return 4 * stride_for(n); }
+};
+
+using RowsFn = void (*)(const Job&, int, int, float*);
+
+namespace avx2 {
+#define GAUSS5X5_TARGET __attribute__((target("avx2,fma")))
+using F = __m256;
+using I = __m256i;
+constexpr int L = 8;
+GAUSS5X5_TARGET inline F loadu_ps(const float* p) { return _mm256_loadu_ps(p); }
+GAUSS5X5_TARGET inline void storeu_ps(float* p, F x) { _mm256_storeu_ps(p, x); }
+GAUSS5X5_TARGET inline I loadu_si(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+GAUSS5X5_TARGET inline void storeu_si(void* p, I x) { _mm256_storeu_si256(static_cast<__m256i*>(p), x); }
+GAUSS5X5_TARGET inline void stream_si(void* p, I x) { _mm256_stream_si256(static_cast<__m256i*>(p), x); }
+GAUSS5X5_TARGET inline F set1_ps(float x) { return _mm256_set1_ps(x); }
+GAUSS5X5_TARGET inline I set1_epi32(int x) { return _mm256_set1_epi32(x); }
+GAUSS5X5_TARGET inline F add_ps(F a, F b) { return _mm256_add_ps(a, b); }
+GAUSS5X5_TARGET inline F mul_ps(F a, F b) { return _mm256_mul_ps(a, b); }
+GAUSS5X5_TARGET inline F fmadd_ps(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+GAUSS5X5_TARGET inline I and_si(I a, I b) { return _mm256_and_si256(a, b); }
+GAUSS5X5_TARGET inline I or_si(I a, I b) { return _mm256_or_si256(a, b); }
+GAUSS5X5_TARGET inline I add_epi32(I a, I b) { return _mm256_add_epi32(a, b); }
+template <int N> GAUSS5X5_TARGET inline I srli_epi32(I a) { return _mm256_srli_epi32(a, N); }
+template <int N> GAUSS5X5_TARGET inline I slli_epi32(I a) { return _mm256_slli_epi32(a, N); }
+GAUSS5X5_TARGET inline F cvtepi32_ps(I a) { return _mm256_cvtepi32_ps(a); }
+GAUSS5X5_TARGET inline I castps_si(F a) { return _mm256_castps_si256(a); }
+#include "gauss5x5_u8_planes.inc"
+#undef GAUSS5X5_TARGET
+} // namespace avx2
+
+namespace avx512 {
+#define GAUSS5X5_TARGET __attribute__((target("avx512f,avx2,fma")))
+using F = __m512;
+using I = __m512i;
+constexpr int L = 16;
+GAUSS5X5_TARGET inline F loadu_ps(const float* p) { return _mm512_loadu_ps(p); }
+GAUSS5X5_TARGET inline void storeu_ps(float* p, F x) { _mm512_storeu_ps(p, x); }
+GAUSS5X5_TARGET inline I loadu_si(const void* p) { return _mm512_loadu_si512(p); }
+GAUSS5X5_TARGET inline void storeu_si(void* p, I x) { _mm512_storeu_si512(p, x); }
+GAUSS5X5_TARGET inline void stream_si(void* p, I x) { _mm512_stream_si512(static_cast<__m512i*>(p), x); }
+GAUSS5X5_TARGET inline F set1_ps(float x) { return _mm512_set1_ps(x); }
+GAUSS5X5_TARGET inline I set1_epi32(int x) { return _mm512_set1_epi32(x); }
+GAUSS5X5_TARGET inline F add_ps(F a, F b) { return _mm512_add_ps(a, b); }
+GAUSS5X5_TARGET inline F mul_ps(F a, F b) { return _mm512_mul_ps(a, b); }
+GAUSS5X5_TARGET inline F fmadd_ps(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+GAUSS5X5_TARGET inline I and_si(I a, I b) { return _mm512_and_si512(a, b); }
+GAUSS5X5_TARGET inline I or_si(I a, I b) { return _mm512_or_si512(a, b); }
+GAUSS5X5_TARGET inline I add_epi32(I a, I b) { return _mm512_add_epi32(a, b); }
+template <int N> GAUSS5X5_TARGET inline I srli_epi32(I a) { return _mm512_srli_epi32(a, N); }
+template <int N> GAUSS5X5_TARGET inline I slli_epi32(I a) { return _mm512_slli_epi32(a, N); }
+GAUSS5X5_TARGET inline F cvtepi32_ps(I a) { return _mm512_cvtepi32_ps(a); }
+GAUSS5X5_TARGET inline I castps_si(F a) { return _mm512_castps_si512(a); }
+#include "gauss5x5_u8_planes.inc"
+#undef GAUSS5X5_TARGET
+} // namespace avx512
+
+/// The u8 kernel for this CPU and c channels, at most `most`: AVX-512, else AVX2 (with FMA),
+/// else none.
+RowsFn simd_rows_u8(int c, CpuLevel most) {
+    static const int cpu = __builtin_cpu_supports("avx512f") ? 2
+                           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
+                                                                                            : 0;
+    const int level = std::min(cpu, most == CpuLevel::best ? 2 : most == CpuLevel::avx2 ? 1 : 0);
+    if (c < 1 || c > 4 || level == 0) return nullptr;
+    return level == 2 ? avx512::rows_for(c) : avx2::rows_for(c);
+}
+#endif
+
 GAUSS5X5_CLONES void blur_rows_u8(const Job& job, int y0, int y1, float* tmp) {
     blur_rows<std::uint8_t>(job, y0, y1, tmp);
 }
@@ -176,28 +274,48 @@ GAUSS5X5_CLONES void blur_rows_f32(const Job& job, int y0, int y1, float* tmp) {
 } // namespace
 
 void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                  Border border) {
+                  Border border, CpuLevel level) {
     gauss5x5_check(in, out, taps, /*on_host=*/true);
     if (in.width == 0 || in.height == 0) return;
     const std::size_t n = in.row_samples();
     std::vector<char> zeros(border == Border::zero ? in.row_bytes() : 0);
-    const Job job{in, out, Weights{taps[0], taps[1], taps[2]}, border, zeros.data()};
+    Job job{in, out, Weights{taps[0], taps[1], taps[2]}, border, zeros.data()};
     auto* rows = in.dtype == DType::u8    ? &blur_rows_u8
                  : in.dtype == DType::u16 ? &blur_rows_u16
                                           : &blur_rows_f32;
-    const std::size_t tmp_size = n + 4 * std::size_t(in.channels);
+    [[maybe_unused]] bool planes = false;
+#ifdef GAUSS5X5_X86
+    if (in.dtype == DType::u8)
+        if (RowsFn simd = simd_rows_u8(in.channels, level)) {
+            planes = true;
+            rows = simd;
+            // an output larger than this machine's L3 cannot stay in the cache for the next node:
+            // streaming stores spare reading each line before writing it
+            job.stream = std::size_t(in.height) * in.row_bytes() >= (std::size_t(64) << 20);
+        }
+    std::size_t tmp_size = planes ? Planes::floats(n) : n + 4 * std::size_t(in.channels);
+#else
+    (void)level;
+    std::size_t tmp_size = n + 4 * std::size_t(in.channels);
+#endif
+    tmp_size += 16; // room to start at a 64-byte boundary
+    // the temporary row, from a 64-byte boundary
+    auto aligned = [](std::vector<float>& t) {
+        auto p = reinterpret_cast<std::uintptr_t>(t.data());
+        return t.data() + ((64 - p % 64) % 64) / sizeof(float);
+    };
     // Bands of at least ~64k samples, so that small images stay on one thread.
     const int grain = int(std::max<std::size_t>(1, (std::size_t(1) << 16) / n));
     if (std::size_t(in.height) <= std::size_t(grain)) {
         std::vector<float> tmp(tmp_size);
-        rows(job, 0, in.height, tmp.data());
+        rows(job, 0, in.height, aligned(tmp));
         return;
     }
     tbb::enumerable_thread_specific<std::vector<float>> tmps(
         [&] { return std::vector<float>(tmp_size); });
     tbb::parallel_for(tbb::blocked_range<int>(0, in.height, grain),
                       [&](const tbb::blocked_range<int>& r) {
-                          rows(job, r.begin(), r.end(), tmps.local().data());
+                          rows(job, r.begin(), r.end(), aligned(tmps.local()));
                       });
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -288,6 +289,68 @@ TEST(Gauss5x5Kernel, RowsWithPaddingGiveTheSameBytes) {
         EXPECT_TRUE(std::equal(pout.data() + y * pitch, pout.data() + y * pitch + in.view().row_bytes(),
                                out.view().row<std::uint8_t>(y)))
             << "row " << y;
+}
+
+// The u8 SIMD kernels (AVX-512, AVX2: kernels/gauss5x5_u8_planes.inc) against the portable
+// loops, byte for byte: every channel count and border, sigmas, widths with and without a tail
+// after the last whole block (one block is 32 or 64 samples), rows shorter than one block, images
+// shorter than the filter, noise and two-level images (exact rounding ties), padded rows.
+TEST(Gauss5x5Kernel, EveryCpuLevelGivesTheSameBytes) {
+    const std::pair<int, int> sizes[] = {{1, 1}, {2, 7}, {5, 3}, {7, 2}, {11, 9}, {32, 4}, {64, 5},
+                                         {67, 6}, {129, 17}, {300, 7}, {1000, 3}, {4099, 5}};
+    std::uint32_t seed = 100;
+    for (int c = 1; c <= 4; ++c)
+        for (auto [w, h] : sizes)
+            for (g::Border border : {g::Border::reflect101, g::Border::replicate, g::Border::zero})
+                for (double sigma : {0.4, 1.5, 7.0})
+                    for (bool two_level : {false, true}) {
+                        Image in = Image::make(w, h, c, DType::u8);
+                        fill_random(in, seed++);
+                        if (two_level)
+                            for (std::size_t k = 0; k < in.bytes.size(); ++k)
+                                in.bytes[k] = std::byte(100 + ((k / std::size_t(c) / 3 + k / (std::size_t(w) * c * 2)) % 2));
+                        const auto taps = g::gauss5x5_taps(sigma);
+                        Image want = Image::make(w, h, c, DType::u8);
+                        g::gauss5x5_cpu(in.view(), want.view(), taps, border, g::CpuLevel::portable);
+                        for (g::CpuLevel level : {g::CpuLevel::avx2, g::CpuLevel::best}) {
+                            Image got = Image::make(w, h, c, DType::u8);
+                            g::gauss5x5_cpu(in.view(), got.view(), taps, border, level);
+                            ASSERT_TRUE(got.bytes == want.bytes)
+                                << w << "x" << h << "x" << c << " border " << int(border) << " sigma " << sigma
+                                << (two_level ? " two-level" : " noise") << " level " << int(level);
+                        }
+                    }
+}
+
+// Outputs of 64 MiB and more are written with streaming stores; rows whose start is not aligned
+// to a block are written with plain ones (a pitch of 8191 * 3 + 5 bytes mixes both).
+TEST(Gauss5x5Kernel, LargeOutputsWrittenWithStreamingStoresGiveTheSameBytes) {
+    const int w = 8191, h = 2800, c = 3;
+    const std::int64_t pitch = std::int64_t(w) * c + 5;
+    std::vector<std::uint8_t> in(std::size_t(pitch) * h), want(in.size()), got(in.size());
+    std::mt19937 rng(7);
+    for (auto& b : in) b = std::uint8_t(rng());
+    pixflow::ImageView vin;
+    vin.width = w;
+    vin.height = h;
+    vin.channels = c;
+    vin.dtype = DType::u8;
+    vin.device = PF_HOST;
+    vin.pitch = pitch;
+    vin.data = in.data();
+    pixflow::ImageView vwant = vin, vgot = vin;
+    vwant.data = want.data();
+    vgot.data = got.data();
+    const auto taps = g::gauss5x5_taps(1.5);
+    g::gauss5x5_cpu(vin, vwant, taps, g::Border::reflect101, g::CpuLevel::portable);
+    for (g::CpuLevel level : {g::CpuLevel::avx2, g::CpuLevel::best}) {
+        std::fill(got.begin(), got.end(), std::uint8_t(0));
+        g::gauss5x5_cpu(vin, vgot, taps, g::Border::reflect101, level);
+        for (int y = 0; y < h; ++y)
+            ASSERT_TRUE(std::equal(want.data() + y * pitch, want.data() + y * pitch + std::int64_t(w) * c,
+                                   got.data() + y * pitch))
+                << "row " << y << ", level " << int(level);
+    }
 }
 
 TEST(Gauss5x5Kernel, RefusesInPlaceFilteringAsAnInternalError) {

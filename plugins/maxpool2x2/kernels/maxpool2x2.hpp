@@ -40,8 +40,9 @@ template <class T> PIXFLOW_HD inline T pool_window(T tl, T tr, T bl, T br) {
 void check_size(const ImageView& in);
 
 /// in: any dtype, 1 to 4 channels, at least 2x2; out: floor(W/2) x floor(H/2), same dtype and
-/// channels; host memory.
-void maxpool2x2_cpu(const ImageView& in, const ImageView& out);
+/// channels; host memory. `portable`: the portable loop only, never the AVX2 kernels (the same
+/// bytes; for the tests).
+void maxpool2x2_cpu(const ImageView& in, const ImageView& out, bool portable = false);
 
 #ifdef PIXFLOW_WITH_CUDA
 /// Same on device memory, launched on `stream` (a cudaStream_t); does not synchronise.

@@ -211,6 +211,24 @@ TEST(Maxpool2x2Kernel, PoolsAViewIntoALargerImage) {
     EXPECT_EQ(dst.at<std::uint16_t>(0, 0, 0), 0); // nothing outside the window
 }
 
+// The u8 AVX2 kernels against the portable loop, byte for byte: 1 to 4 channels, widths around
+// their steps (16 or 32 / C output pixels; the loads reach one pixel past the last window), odd
+// widths and heights, rows with padding.
+TEST(Maxpool2x2Kernel, U8KernelsEqualThePortableLoop) {
+    std::uint32_t seed = 700;
+    for (int c = 1; c <= 4; ++c)
+        for (int w : {2, 3, 31, 32, 33, 34, 35, 63, 64, 65, 66, 67, 129, 1001}) {
+            Image in = Image::make(w + 5, 9, c, DType::u8); // 5 pixels of padding per row
+            fill_random(in, seed++);
+            pixflow::ImageView vin = in.view();
+            vin.width = w;
+            Image a = Image::make(w / 2, 4, c, DType::u8), b = Image::make(w / 2, 4, c, DType::u8);
+            pixflow::maxpool2x2::maxpool2x2_cpu(vin, a.view(), /*portable=*/true);
+            pixflow::maxpool2x2::maxpool2x2_cpu(vin, b.view());
+            ASSERT_TRUE(a.bytes == b.bytes) << w << " pixels x" << c;
+        }
+}
+
 TEST(Maxpool2x2Kernel, RefusesFiveChannelsAsUnsupported) {
     Image in = Image::make(4, 4, 1, DType::u8), out = Image::make(2, 2, 1, DType::u8);
     pixflow::ImageView v = in.view(), o = out.view();
