@@ -74,7 +74,7 @@ if [ "$mode" = run ]; then
       [ "$tool" = memcheck ] && extra=(--leak-check full)
       if "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 \
            "$bin/pixflow_tests" --gtest_filter="$cuda_tests" > "$out/sanitizer-$tool.log" 2>&1; then
-        say "compute-sanitizer $tool: $(grep -E '^========= ERROR SUMMARY' "$out/sanitizer-$tool.log" | tail -1) ($(grep -cE '^\[       OK \]' "$out/sanitizer-$tool.log") tests)"
+        say "compute-sanitizer $tool: $(grep -E '^========= (ERROR|RACECHECK) SUMMARY' "$out/sanitizer-$tool.log" | tail -1) ($(grep -cE '^\[       OK \]' "$out/sanitizer-$tool.log") tests)"
       else
         say "compute-sanitizer $tool: FAILED (see $out/sanitizer-$tool.log)"
         grep -E '^========= (ERROR|Invalid|Race|Barrier|Leaked)|FAILED' "$out/sanitizer-$tool.log" | head -20 | tee -a "$out/summary.txt"

@@ -486,7 +486,11 @@ TEST(FusionPairs, ADisagreementIsAWarningNamingBothNodesValuesAndLines) {
     no_fuse.fuse = false;
     EXPECT_EQ(compile(parse_pipeline_text(tp_chain, "f.toml"), reg(), no_fuse).plan.warnings.size(), 1u);
     // Agreeing nodes fuse, and say nothing.
-    Compiled agree = compile(parse_pipeline_text(tp_chain, "f.toml", {"scale.wrap=true"}), reg());
+    // On the CPU: the test plugin's fused op has no CUDA backend, so on a GPU machine "auto" would
+    // put the chain on CUDA and leave it unfused.
+    CompileOptions on_cpu;
+    on_cpu.backend = "cpu";
+    Compiled agree = compile(parse_pipeline_text(tp_chain, "f.toml", {"scale.wrap=true"}), reg(), on_cpu);
     EXPECT_TRUE(agree.plan.warnings.empty());
     EXPECT_EQ(agree.graph.nodes.size(), 2u);
 }
