@@ -20,8 +20,8 @@
 // reading each output line into the cache before writing it (up to half the memory traffic).
 // Measured per core (CPU time, so that other work on the machine does not count), 8192 x 2048
 // RGB u8 -> u32 with huge-page buffers, on this project's 2-core AMD EPYC, two bands: AVX2 0.27
-// ns per sample (0.35 with plain stores; 0.16 when it all fits in L2), AVX-512 0.24 (0.10 in L2);
-// OpenCV's cv2.integral 0.21 (0.14 in L2).
+// ns per sample (0.35 with plain stores; 0.16 when it all fits in L2), AVX-512 0.24 (0.10 in L2),
+// and with the input prefetched (prefetch_ahead) 0.15; OpenCV's cv2.integral 0.21 (0.14 in L2).
 // f64 outputs, in the order integral.hpp defines, with the output written, then read and
 // written again:
 //   1. TBB over rows: each row's inclusive prefix sum per channel, left to right;
@@ -99,6 +99,14 @@ template <int C, int L = 8> struct ScanTables {
 
 template <int C, int L = 8> constexpr ScanTables<C, L> scan_tables{};
 
+/// Asks for the input 2 KiB ahead. The hardware prefetcher follows a band's stretch of each row
+/// late (a new stretch every row, one row pitch further on): per core, 8192 x 2048 RGB u8 -> u32
+/// with AVX-512, 0.23 ns per sample without, 0.15 with (1 KiB ahead 0.155, 4 KiB 0.165, 8 KiB 0.20).
+/// A prefetch past the end of the row is harmless (prefetches do not fault).
+inline void prefetch_ahead(const void* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + 2048), _MM_HINT_T0);
+}
+
 INTEGRAL_AVX2 inline __m256i load_table(const std::array<std::int32_t, 8>& t) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.data()));
 }
@@ -137,6 +145,7 @@ INTEGRAL_AVX2 void row_u32_avx2(const T* __restrict src, std::uint32_t* __restri
     // streaming stores need 32-byte alignment, which holds for the whole row or for none of it
     stream = stream && reinterpret_cast<std::uintptr_t>(dst) % 32 == 0;
     for (std::size_t i0 = 0; i0 < n; i0 += 8 * G) {
+        prefetch_ahead(src + i0);
         __m256i v[3];
         for (int g = 0; g < G; ++g) {
             v[g] = load8(src + i0 + 8 * g);
@@ -205,6 +214,7 @@ INTEGRAL_AVX512 void row_u32_avx512(const T* __restrict src, std::uint32_t* __re
     }
     stream = stream && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0;
     for (std::size_t i0 = 0; i0 < n; i0 += 16 * G) {
+        prefetch_ahead(src + i0);
         __m512i v[3];
         for (int g = 0; g < G; ++g) {
             v[g] = load16(src + i0 + 16 * g);
