@@ -219,6 +219,11 @@ template <int N> GAUSS5X5_TARGET inline I srli_epi32(I a) { return _mm256_srli_e
 template <int N> GAUSS5X5_TARGET inline I slli_epi32(I a) { return _mm256_slli_epi32(a, N); }
 GAUSS5X5_TARGET inline F cvtepi32_ps(I a) { return _mm256_cvtepi32_ps(a); }
 GAUSS5X5_TARGET inline I castps_si(F a) { return _mm256_castps_si256(a); }
+// a plane's vectors around a block: not needed, AVX2 loads the shifted vectors (cross-lane
+// dword shifts would cost more)
+struct Around {};
+GAUSS5X5_TARGET GAUSS5X5_INLINE Around around(const float*) { return {}; }
+template <int off> GAUSS5X5_TARGET GAUSS5X5_INLINE F shifted(const float* p, const Around&) { return loadu_ps(p + off); }
 #include "gauss5x5_u8_planes.inc"
 #undef GAUSS5X5_TARGET
 } // namespace avx2
@@ -245,6 +250,26 @@ template <int N> GAUSS5X5_TARGET inline I srli_epi32(I a) { return _mm512_srli_e
 template <int N> GAUSS5X5_TARGET inline I slli_epi32(I a) { return _mm512_slli_epi32(a, N); }
 GAUSS5X5_TARGET inline F cvtepi32_ps(I a) { return _mm512_cvtepi32_ps(a); }
 GAUSS5X5_TARGET inline I castps_si(F a) { return _mm512_castps_si512(a); }
+// A plane's aligned vectors before, at and after a block; the vectors one or two entries off are
+// taken from them with valignd instead of loaded: a 64-byte load off a 64-byte boundary reads
+// two cache lines, and the horizontal pass was bound by those loads (per core, in cache: 0.08 ns
+// per sample for the pass with unaligned loads; with valignd the whole kernel, both passes,
+// takes 0.12 ns per sample, 0.165 before)
+struct Around {
+    F before, at, after;
+};
+GAUSS5X5_TARGET GAUSS5X5_INLINE Around around(const float* p) {
+    return {_mm512_load_ps(p - 16), _mm512_load_ps(p), _mm512_load_ps(p + 16)};
+}
+template <int off> GAUSS5X5_TARGET GAUSS5X5_INLINE F shifted(const float*, const Around& a) {
+    static_assert(off >= -2 && off <= 2);
+    if constexpr (off == 0) return a.at;
+    else if constexpr (off > 0)
+        return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a.after), _mm512_castps_si512(a.at), off));
+    else
+        return _mm512_castsi512_ps(
+            _mm512_alignr_epi32(_mm512_castps_si512(a.at), _mm512_castps_si512(a.before), 16 + off));
+}
 #include "gauss5x5_u8_planes.inc"
 #undef GAUSS5X5_TARGET
 } // namespace avx512
