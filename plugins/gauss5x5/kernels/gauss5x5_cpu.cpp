@@ -5,16 +5,25 @@
 //     zero border) into one float row of its own, converting samples to float on the fly,
 //  2. writes the 2 border pixels on each side of that float row (border-mapped columns),
 //  3. runs the horizontal pass from the float row into the output row, rounding and saturating.
-// The only temporary is one float row per thread (width*channels + 4*channels floats), so the
-// working set of a row stays in L2. The inner loops are `#pragma omp simd` over samples (channel
-// interleaving is just an offset of `channels` samples), and the hot function is compiled twice,
-// for x86-64-v3 (AVX2 + FMA) and for the baseline, picked at load time (GCC target_clones): the
-// arithmetic uses std::fma to match the CUDA kernel bit for bit, and only the v3 clone has FMA
-// in hardware (the baseline clone stays correct, through libm's fmaf, but is slow).
+// The only temporary is one float row per thread, so the working set of a row stays in L2.
 //
-// Measured: 8192x8192 RGB u8 (201 MB) in ~45 ms, ~4.5 GB/s of input, on 2 cores of an AMD EPYC
-// (x86-64-v3 clone, best of 5, machine shared); the vertical pass first lets each output row
-// read its 5 input rows straight from the image (L1/L2) with no ring of filtered rows to keep.
+// u8, the common case, has SIMD kernels (gauss5x5_u8_planes.inc, compiled for AVX-512 and for
+// AVX2 + FMA, picked at run time; described below). Other dtypes and CPUs use the portable
+// passes: `#pragma omp simd` loops over samples (channel interleaving is just an offset of
+// `channels` samples), compiled for x86-64-v4, x86-64-v3 and the baseline and picked at load
+// time (GCC target_clones). Every path performs the same float operations, std::fma where the
+// formula has one, so all give the same bytes, and the CUDA kernel's too.
+//
+// Fixed-point arithmetic (OpenCV's u8 path) is not used: no integer formula gives today's bytes
+// for every input (the float taps have 24-bit mantissas, and the float path's roundings decide
+// which way a result within about 2^-14 of a half goes; a fixed-point estimate would need that
+// precision and a float fallback near halves, and a proof over 25 inputs per pixel). The float
+// kernels instead do the same operations with fewer instructions and memory accesses.
+//
+// Measured per core (CPU time of one thread, scripts/bench-opencv.sh --per-core; 8192 x 2048
+// RGB u8, this project's 2-core AMD EPYC, Zen 5): portable loops, x86-64-v3 clone 0.41 ns per
+// sample (this kernel before issue 18), x86-64-v4 clone 0.30; AVX-512 plane kernel 0.12;
+// OpenCV's cv2.GaussianBlur 0.35. Two threads and the wall time: docs/performance.md.
 #include "gauss5x5.hpp"
 
 #include <pixflow/error.hpp>
