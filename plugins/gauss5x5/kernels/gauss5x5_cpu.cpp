@@ -14,11 +14,13 @@
 // time (GCC target_clones). Every path performs the same float operations, std::fma where the
 // formula has one, so all give the same bytes, and the CUDA kernel's too.
 //
-// Fixed-point arithmetic (OpenCV's u8 path) is not used: no integer formula gives today's bytes
-// for every input (the float taps have 24-bit mantissas, and the float path's roundings decide
-// which way a result within about 2^-14 of a half goes; a fixed-point estimate would need that
-// precision and a float fallback near halves, and a proof over 25 inputs per pixel). The float
-// kernels instead do the same operations with fewer instructions and memory accesses.
+// Fixed-point arithmetic (OpenCV's u8 path) is not used: the bytes must stay those of the float
+// formula, whose roundings decide which way a result within about 2^-14 of a half goes. The
+// float taps have 24-bit mantissas, so exact integer sums need about 35 bits after the vertical
+// pass and 59 after the horizontal one, and an integer estimate in 16- or 32-bit lanes would be
+// off by more than 2^-14: it would need a float fallback near every half and a proof that the
+// fallback catches every case, over 25 inputs per pixel (no exhaustive check is possible). The
+// float kernels below do the same operations with fewer instructions and memory accesses.
 //
 // Measured per core (CPU time of one thread, scripts/bench-opencv.sh --per-core; 8192 x 2048
 // RGB u8, this project's 2-core AMD EPYC, Zen 5): portable loops, x86-64-v3 clone 0.41 ns per
