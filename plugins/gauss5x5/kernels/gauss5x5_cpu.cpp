@@ -5,16 +5,27 @@
 //     zero border) into one float row of its own, converting samples to float on the fly,
 //  2. writes the 2 border pixels on each side of that float row (border-mapped columns),
 //  3. runs the horizontal pass from the float row into the output row, rounding and saturating.
-// The only temporary is one float row per thread (width*channels + 4*channels floats), so the
-// working set of a row stays in L2. The inner loops are `#pragma omp simd` over samples (channel
-// interleaving is just an offset of `channels` samples), and the hot function is compiled twice,
-// for x86-64-v3 (AVX2 + FMA) and for the baseline, picked at load time (GCC target_clones): the
-// arithmetic uses std::fma to match the CUDA kernel bit for bit, and only the v3 clone has FMA
-// in hardware (the baseline clone stays correct, through libm's fmaf, but is slow).
+// The only temporary is one float row per thread, so the working set of a row stays in L2.
 //
-// Measured: 8192x8192 RGB u8 (201 MB) in ~45 ms, ~4.5 GB/s of input, on 2 cores of an AMD EPYC
-// (x86-64-v3 clone, best of 5, machine shared); the vertical pass first lets each output row
-// read its 5 input rows straight from the image (L1/L2) with no ring of filtered rows to keep.
+// u8, the common case, has SIMD kernels (gauss5x5_u8_planes.inc, compiled for AVX-512 and for
+// AVX2 + FMA, picked at run time; described below). Other dtypes and CPUs use the portable
+// passes: `#pragma omp simd` loops over samples (channel interleaving is just an offset of
+// `channels` samples), compiled for x86-64-v4, x86-64-v3 and the baseline and picked at load
+// time (GCC target_clones). Every path performs the same float operations, std::fma where the
+// formula has one, so all give the same bytes, and the CUDA kernel's too.
+//
+// Fixed-point arithmetic (OpenCV's u8 path) is not used: the bytes must stay those of the float
+// formula, whose roundings decide which way a result within about 2^-14 of a half goes. The
+// float taps have 24-bit mantissas, so exact integer sums need about 35 bits after the vertical
+// pass and 59 after the horizontal one, and an integer estimate in 16- or 32-bit lanes would be
+// off by more than 2^-14: it would need a float fallback near every half and a proof that the
+// fallback catches every case, over 25 inputs per pixel (no exhaustive check is possible). The
+// float kernels below do the same operations with fewer instructions and memory accesses.
+//
+// Measured per core (CPU time of one thread, scripts/bench-opencv.sh --per-core; 8192 x 2048
+// RGB u8, this project's 2-core AMD EPYC, Zen 5): portable loops, x86-64-v3 clone 0.41 ns per
+// sample (this kernel before issue 18), x86-64-v4 clone 0.30; AVX-512 plane kernel 0.12;
+// OpenCV's cv2.GaussianBlur 0.35. Two threads and the wall time: docs/performance.md.
 #include "gauss5x5.hpp"
 
 #include <pixflow/error.hpp>
@@ -219,6 +230,11 @@ template <int N> GAUSS5X5_TARGET inline I srli_epi32(I a) { return _mm256_srli_e
 template <int N> GAUSS5X5_TARGET inline I slli_epi32(I a) { return _mm256_slli_epi32(a, N); }
 GAUSS5X5_TARGET inline F cvtepi32_ps(I a) { return _mm256_cvtepi32_ps(a); }
 GAUSS5X5_TARGET inline I castps_si(F a) { return _mm256_castps_si256(a); }
+// a plane's vectors around a block: not needed, AVX2 loads the shifted vectors (cross-lane
+// dword shifts would cost more)
+struct Around {};
+GAUSS5X5_TARGET GAUSS5X5_INLINE Around around(const float*) { return {}; }
+template <int off> GAUSS5X5_TARGET GAUSS5X5_INLINE F shifted(const float* p, const Around&) { return loadu_ps(p + off); }
 #include "gauss5x5_u8_planes.inc"
 #undef GAUSS5X5_TARGET
 } // namespace avx2
@@ -245,6 +261,26 @@ template <int N> GAUSS5X5_TARGET inline I srli_epi32(I a) { return _mm512_srli_e
 template <int N> GAUSS5X5_TARGET inline I slli_epi32(I a) { return _mm512_slli_epi32(a, N); }
 GAUSS5X5_TARGET inline F cvtepi32_ps(I a) { return _mm512_cvtepi32_ps(a); }
 GAUSS5X5_TARGET inline I castps_si(F a) { return _mm512_castps_si512(a); }
+// A plane's aligned vectors before, at and after a block; the vectors one or two entries off are
+// taken from them with valignd instead of loaded: a 64-byte load off a 64-byte boundary reads
+// two cache lines, and the horizontal pass was bound by those loads (per core, in cache: 0.08 ns
+// per sample for the pass with unaligned loads; with valignd the whole kernel, both passes,
+// takes 0.12 ns per sample, 0.165 before)
+struct Around {
+    F before, at, after;
+};
+GAUSS5X5_TARGET GAUSS5X5_INLINE Around around(const float* p) {
+    return {_mm512_load_ps(p - 16), _mm512_load_ps(p), _mm512_load_ps(p + 16)};
+}
+template <int off> GAUSS5X5_TARGET GAUSS5X5_INLINE F shifted(const float*, const Around& a) {
+    static_assert(off >= -2 && off <= 2);
+    if constexpr (off == 0) return a.at;
+    else if constexpr (off > 0)
+        return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a.after), _mm512_castps_si512(a.at), off));
+    else
+        return _mm512_castsi512_ps(
+            _mm512_alignr_epi32(_mm512_castps_si512(a.at), _mm512_castps_si512(a.before), 16 + off));
+}
 #include "gauss5x5_u8_planes.inc"
 #undef GAUSS5X5_TARGET
 } // namespace avx512
