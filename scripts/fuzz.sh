@@ -31,7 +31,11 @@ done
 scripts/setup.sh
 started=$(date +%s)
 mkdir -p build-fuzz
+# -O1 -gline-tables-only: OSS-Fuzz's flags (15% less compile time than -O2 -g for the framework's
+# files; findings keep file:line). Kernels the targets never run are built plain (tests/fuzz).
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIXFLOW_FUZZ=ON \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
     -DPIXFLOW_WITH_CUDA=OFF -DPIXFLOW_WITH_OIIO=OFF -DPIXFLOW_WITH_PYTHON=OFF -DPIXFLOW_BUILD_TESTS=OFF \
     >build-fuzz/build.log 2>&1 || { tail -20 build-fuzz/build.log; exit 1; }
 # The pipeline fuzzer needs the plugins (their infer), every one but chan_vese, whose CPU kernel
