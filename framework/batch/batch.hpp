@@ -27,6 +27,10 @@
 //   isolated with --isolate, --timeout, or by default when an operator of the pipeline comes from
 //            a plugin outside the installation, each image runs in a worker process instead
 //            (isolate.hpp): a crash, abort(), exit() or hang there fails that image alone
+//   memory   --memory-limit / --device-memory-limit (by default 3/4 of what is available) bound
+//            the images in flight together: each reserves its planned peak before it runs and
+//            waits while the others hold too much (memory_budget.hpp); one too large alone runs
+//            in strips
 //   side     --report and --trace are checked up front against every file the batch reads or
 //            writes (and are written through a temporary and a rename at the end)
 //   ranks    under mpirun (framework/mpi/, docs/mpi.md) a Distribution shares the inputs among the
@@ -82,6 +86,10 @@ struct BatchOptions {
     std::string backend_override;     ///< --backend
     bool no_fuse = false;             ///< --no-fuse
     std::map<std::string, RawValue> param_defaults; ///< --max-pixels (CompileOptions::param_defaults)
+    /// --memory-limit, --device-memory-limit: the budgets of all the images in flight together
+    /// (memory_budget.hpp); 0: 3/4 of what is available when the batch starts.
+    std::size_t memory_limit = 0, device_memory_limit = 0;
+    int strip_rows = 0;               ///< --strip-rows, for every image
     std::string report_path;          ///< --report (checked up front; written by run_batch_command)
     /// --isolate / --no-isolate; automatic: isolated when an operator of the pipeline comes from
     /// a plugin outside the installation's plugin folder (isolation_reason in isolate.hpp).
@@ -134,6 +142,13 @@ struct BatchReport {
     int isolated_workers = 0;                       ///< worker processes; 0: images ran in-process
     std::string trace_error; ///< why the trace and the report could not be written at the end (a warning)
     std::vector<RankSummary> ranks; ///< under mpirun: one per rank, in rank order; empty otherwise
+    /// The memory budget (memory_budget.hpp): bytes (0: none) and where they came from, the most
+    /// reserved at once by the images in flight (their planned peaks), and how many images waited
+    /// for memory before they ran. Per CUDA device for the device figures.
+    std::size_t host_budget_bytes = 0, device_budget_bytes = 0;
+    std::string host_budget_from, device_budget_from;
+    std::size_t peak_host_reserved = 0, peak_device_reserved = 0;
+    int waited_for_memory = 0;
 
     double images_per_s() const { return wall_s > 0 ? double(ok + failed) / wall_s : 0; }
     nlohmann::json to_json() const;

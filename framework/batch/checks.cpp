@@ -221,9 +221,18 @@ BatchPlan check_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     b.compile.backend = opt.backend_override;
     b.compile.fuse = !opt.no_fuse;
     b.compile.param_defaults = opt.param_defaults;
+    b.compile.strip_rows = opt.strip_rows;
+    // The host budget is the batch's, decided once: every image is planned under it.
+    b.host_budget = host_budget(opt.memory_limit);
+    b.compile.memory_limit = b.host_budget.bytes;
+    b.compile.memory_limit_from = b.host_budget.from;
+    b.compile.device_memory_limit = opt.device_memory_limit;
     find_path_nodes(spec, reg, b);
     name_outputs(opt, b);
     check_once(spec, reg, opt, b);
+    b.device_budget = device_budget(opt.device_memory_limit, b.uses_cuda, b.devices.front());
+    b.compile.device_memory_limit = b.device_budget.bytes;
+    b.compile.device_memory_limit_from = b.device_budget.from;
     return b;
 }
 

@@ -106,6 +106,21 @@ class Supervisor {
           m_hook([live = m_live] { stop_workers(*live); }) {
         int hw = std::max(1, tbb::this_task_arena::max_concurrency()); // under mpirun: this rank's share
         m_threads = std::max(1, hw / workers);
+        // Each worker runs one image at a time, planned under its share of the batch's budgets, so
+        // that together they stay under them (memory_budget.hpp).
+        m_compile = b.compile;
+        int per_device = (workers + int(b.devices.size()) - 1) / int(b.devices.size());
+        if (b.host_budget.bytes) {
+            m_compile.memory_limit = b.host_budget.bytes / std::size_t(workers);
+            m_compile.memory_limit_from = "1/" + std::to_string(workers) + " of the batch's host memory budget (" +
+                                          b.host_budget.from + ") for each of its worker processes";
+        }
+        if (b.device_budget.bytes && b.uses_cuda) {
+            m_compile.device_memory_limit = b.device_budget.bytes / std::size_t(per_device);
+            m_compile.device_memory_limit_from = "1/" + std::to_string(per_device) +
+                                                 " of the batch's device memory budget (" + b.device_budget.from +
+                                                 ") for each of the worker processes on a device";
+        }
         for (int k = 0; k < workers; ++k) {
             Proc& p = m_procs.emplace_back();
             p.slot = k;
@@ -205,7 +220,7 @@ class Supervisor {
         ::fcntl(p.fd, F_SETFL, ::fcntl(p.fd, F_GETFL) | O_NONBLOCK);
         p.inbox = Inbox();
         MessageOut cfg(MsgType::config);
-        cfg.str(m_b.compile.backend).u64(m_b.compile.fuse).i64(p.device).i64(m_threads).u64(m_trace != nullptr);
+        cfg.compile_options(m_compile).i64(p.device).i64(m_threads).u64(m_trace != nullptr);
         send_message(p.fd, cfg); // a worker that died at once is found by the read loop
         return true;
     }
@@ -465,6 +480,7 @@ class Supervisor {
     InterruptHook m_hook;
     std::vector<Proc> m_procs;
     int m_threads = 1;
+    CompileOptions m_compile; ///< what every worker compiles with
     int m_busy = 0, m_done = 0, m_failed = 0;
     int m_status = -1;
     bool m_stop = false;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "batch/batch.hpp"
+#include "batch/memory_budget.hpp"
 #include "compile/compile.hpp"
 #include "device/device.hpp"
 
@@ -32,7 +33,8 @@ struct BatchPlan {
     std::vector<PathNode> saves;
     std::vector<BatchInput> inputs;
     std::vector<std::vector<std::string>> out_paths; ///< per input, per save node
-    CompileOptions compile;                          ///< --backend, --no-fuse
+    CompileOptions compile;                          ///< --backend, --no-fuse, budgets, --strip-rows
+    Budget host_budget, device_budget;               ///< of all the images in flight (memory_budget.hpp)
     std::vector<int> devices;                        ///< CUDA devices to use
     bool uses_cuda = false;
     std::vector<std::string> notes;

@@ -202,4 +202,31 @@ std::optional<MessageIn> receive_message(int fd, Inbox& in) {
     }
 }
 
+
+MessageOut& MessageOut::compile_options(const CompileOptions& o) {
+    str(o.backend).u64(o.fuse).u64(o.param_defaults.size());
+    for (const auto& [name, v] : o.param_defaults) {
+        str(name);
+        put_value(*this, v);
+    }
+    u64(o.memory_limit).str(o.memory_limit_from).u64(o.device_memory_limit).str(o.device_memory_limit_from);
+    return i64(o.strip_rows);
+}
+
+CompileOptions MessageIn::compile_options() {
+    CompileOptions o;
+    o.backend = str();
+    o.fuse = u64() != 0;
+    for (std::uint64_t k = u64(); k > 0; --k) {
+        std::string name = str();
+        o.param_defaults[name] = get_value(*this);
+    }
+    o.memory_limit = u64();
+    o.memory_limit_from = str();
+    o.device_memory_limit = u64();
+    o.device_memory_limit_from = str();
+    o.strip_rows = int(i64());
+    return o;
+}
+
 } // namespace pixflow::host::batch

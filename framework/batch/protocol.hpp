@@ -5,7 +5,8 @@
 //            are native (both ends are the same executable on the same machine); a string is a
 //            u64 length and its bytes, any bytes (paths need not be UTF-8)
 //
-//   parent -> worker   config  once: CompileOptions (backend, fuse), device, TBB threads, trace
+//   parent -> worker   config  once: CompileOptions (backend, fuse, --max-pixels, the worker's share
+//                              of the memory budgets, --strip-rows), device, TBB threads, trace
 //                      job     index, input, the image's PipelineSpec (paths already in place)
 //   worker -> parent   begin   the job was taken (its timeout starts here)
 //                      staged  a temporary and its final path, before anything can write it
@@ -18,6 +19,7 @@
 // moment leaves only temporaries whose names the parent already has).
 #pragma once
 
+#include "compile/compile.hpp"
 #include "pipeline/pipeline.hpp"
 
 #include <cstdint>
@@ -36,6 +38,8 @@ class MessageOut {
     MessageOut& f64(double v);
     MessageOut& str(const std::string& s);
     MessageOut& spec(const PipelineSpec& s);
+    /// What a worker compiles with: backend, fuse, parameter defaults, budgets, --strip-rows.
+    MessageOut& compile_options(const CompileOptions& o);
     /// The frame: length, then body.
     const std::string& frame();
 
@@ -53,6 +57,7 @@ class MessageIn {
     double f64();
     std::string str();
     PipelineSpec spec();
+    CompileOptions compile_options();
 
   private:
     void raw(void* p, std::size_t n); ///< throws InternalError past the end

@@ -31,16 +31,21 @@ void create_output_folders(const batch::BatchPlan& b, FileTransaction& folders) 
     for (const fs::path& dir : parents) folders.create_folders(dir);
 }
 
-/// One image: compiled for its worker's device and run by an Executor that borrows the lane's
-/// streams and pinned buffers. Failures are the image's own.
+/// One image: compiled for its worker's device (planned under the batch's whole budget), its
+/// planned peak reserved from the budget (waiting while the images in flight hold too much), and
+/// run by an Executor that borrows the lane's streams and pinned buffers. Failures are the
+/// image's own.
 void run_one(const PipelineSpec& spec, const Registry& reg, const batch::BatchPlan& b, std::size_t i,
-             batch::Worker& w, batch::Lane& lane, ImageResult& res, ProgressBar& bar, TraceWriter* trace) {
+             batch::Worker& w, batch::Lane& lane, batch::MemoryBudget& budget, ImageResult& res, ProgressBar& bar,
+             TraceWriter* trace) {
     res.worker = w.name;
     auto t0 = Clock::now();
     try {
         CompileOptions co = b.compile;
         co.device = std::max(w.device, 0);
         Compiled c = compile(b.spec_for(spec, i), reg, co);
+        // Held until the Executor (declared after it) has freed the image's buffers.
+        batch::MemoryBudget::Hold hold = budget.reserve(c.plan.strips.host_peak, w.device, c.plan.strips.device_peak);
         Executor ex(c.graph, c.plan);
         RunOptions ro;
         if (w.device >= 0) ro.resources = &lane.res;
@@ -48,7 +53,9 @@ void run_one(const PipelineSpec& spec, const Registry& reg, const batch::BatchPl
             if (level >= 1) bar.print((level >= 2 ? "warning: " : "") + res.input + ": " + m);
         };
         if (trace) ro.on_span = [&](const Span& sp) { trace->add(sp, span_category(c.graph, sp), res.input); };
-        RunReport r = ex.run(ro);
+        // Isolated: while this run waits for its own tasks, its thread takes no task of the batch's
+        // pipeline, which could be an image waiting for the memory this one holds.
+        RunReport r = tbb::this_task_arena::isolate([&] { return ex.run(ro); });
         res.outputs = r.outputs;
         res.status = ImageResult::Status::ok;
     } catch (const UserError& e) {
@@ -75,7 +82,8 @@ struct Flight {
 /// stage admits it, a parallel stage runs it (decode, compute and encode are the steps of one
 /// Executor run), a serial stage accounts for it (progress, failures, --fail-fast).
 void run_images(const PipelineSpec& spec, const Registry& reg, const BatchOptions& opt, const batch::BatchPlan& b,
-                batch::Workers& workers, BatchReport& report, ProgressBar& bar, TraceWriter* trace) {
+                batch::Workers& workers, batch::MemoryBudget& budget, BatchReport& report, ProgressBar& bar,
+                TraceWriter* trace) {
     const std::size_t n = b.inputs.size();
     Flight f;
     for (int s = report.max_in_flight - 1; s >= 0; --s) f.free_slots.push_back(s);
@@ -102,7 +110,7 @@ void run_images(const PipelineSpec& spec, const Registry& reg, const BatchOption
     auto run = [&](std::size_t i) {
         if (f.stop) return i; // --fail-fast: not run
         auto [w, lane] = workers.acquire();
-        run_one(spec, reg, b, i, *w, *lane, report.images[i], bar, trace);
+        run_one(spec, reg, b, i, *w, *lane, budget, report.images[i], bar, trace);
         workers.release(w, lane);
         return i;
     };
@@ -211,6 +219,13 @@ nlohmann::json BatchReport::to_json() const {
     j["pinned_buffers"] = pinned_buffers;
     j["device_pool_reserved_bytes"] = device_pool_reserved_bytes;
     j["isolated_workers"] = isolated_workers;
+    j["memory"] = {{"host_budget_bytes", host_budget_bytes},
+                   {"host_budget_from", host_budget_from},
+                   {"device_budget_bytes", device_budget_bytes},
+                   {"device_budget_from", device_budget_from},
+                   {"peak_host_reserved_bytes", peak_host_reserved},
+                   {"peak_device_reserved_bytes", peak_device_reserved},
+                   {"images_waited", waited_for_memory}};
     if (!ranks.empty()) {
         j["ranks"] = nlohmann::json::array();
         for (const auto& r : ranks)
@@ -266,6 +281,10 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     report.file = spec.file;
     report.notes = b.notes;
     report.warnings = b.warnings;
+    report.host_budget_bytes = b.host_budget.bytes;
+    report.host_budget_from = b.host_budget.from;
+    report.device_budget_bytes = b.device_budget.bytes;
+    report.device_budget_from = b.device_budget.from;
     std::string isolation = batch::isolation_reason(spec, reg, opt);
     std::unique_ptr<batch::Workers> workers;
     int threads = tbb::this_task_arena::max_concurrency(); // under mpirun: this rank's share
@@ -303,7 +322,11 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
                             "an operator called exit() while the batch ran; the batch stopped there and its unfinished "
                             "outputs were removed (--isolate contains such faults to their image)",
                         2);
-        run_images(spec, reg, opt, b, *workers, report, bar, trace.get()); // 6
+        batch::MemoryBudget budget(b.host_budget, b.device_budget);
+        run_images(spec, reg, opt, b, *workers, budget, report, bar, trace.get()); // 6
+        report.peak_host_reserved = budget.peak_host();
+        report.peak_device_reserved = budget.peak_device();
+        report.waited_for_memory = budget.waited();
     } else {
         batch::run_images_isolated(opt, b, spec, report.max_in_flight, report, bar, trace.get()); // 6
     }

@@ -37,9 +37,7 @@ int run_batch_worker(const Registry& reg, int fd, long parent) {
     Inbox inbox;
     auto cfg = receive_message(fd, inbox);
     if (!cfg || cfg->type() != MsgType::config) return 1;
-    CompileOptions co;
-    co.backend = cfg->str();
-    co.fuse = cfg->u64() != 0;
+    CompileOptions co = cfg->compile_options();
     int device = int(cfg->i64());
     int threads = int(cfg->i64());
     bool trace = cfg->u64() != 0;

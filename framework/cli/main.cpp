@@ -47,7 +47,8 @@ void add_strip_args(CLI::App* cmd, PipelineArgs& a) {
         ->check(CLI::Range(1, 1 << 30));
     cmd->add_option("--memory-limit", a.memory_limit,
                     "Host memory budget of the run's images, e.g. 512M or 2G; chains run in strips to keep "
-                    "under it (default: 3/4 of the memory available)");
+                    "under it; with --input, of all the images in flight together (default: 3/4 of the "
+                    "memory available)");
     cmd->add_option("--device-memory-limit", a.device_memory_limit,
                     "The same for device memory (default: 3/4 of the device memory free)");
 }
@@ -62,7 +63,6 @@ void add_run_args(CLI::App* run, RunArgs& a) {
                                   "Run once per image: a glob, a folder (recursive) or @list.txt (repeatable)");
     auto* output = run->add_option("--output", batch.output_dir, "Folder for the outputs of --input")->needs(input);
     input->needs(output)->excludes(run->get_option("--profile"));
-    for (const char* o : {"--strip-rows", "--memory-limit", "--device-memory-limit"}) input->excludes(run->get_option(o));
     run->add_option("--max-in-flight", batch.max_in_flight, "Images alive at once with --input (default: 2 x CPU threads)")
         ->check(CLI::Range(1, 1 << 20))
         ->needs(input);

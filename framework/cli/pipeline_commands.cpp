@@ -96,7 +96,11 @@ int run_command(const Registry& reg, const RunArgs& a) {
         BatchOptions batch = a.batch;
         batch.backend_override = a.pipeline.backend;
         batch.no_fuse = a.pipeline.no_fuse;
-        batch.param_defaults = compile_options(a.pipeline).param_defaults;
+        CompileOptions co = compile_options(a.pipeline);
+        batch.param_defaults = co.param_defaults;
+        batch.memory_limit = co.memory_limit; // the budgets of all the images in flight together
+        batch.device_memory_limit = co.device_memory_limit;
+        batch.strip_rows = co.strip_rows;
         return run_batch_command(reg, a.pipeline.file, a.pipeline.sets, batch, a.report_path);
     }
     Compiled c = compile_args(reg, a.pipeline);

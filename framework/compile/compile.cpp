@@ -115,25 +115,13 @@ PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, co
     return s;
 }
 
-/// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
-std::size_t available_host_bytes() {
-    std::ifstream f("/proc/meminfo");
-    std::string key, unit;
-    std::size_t kib = 0;
-    while (f >> key >> kib) {
-        std::getline(f, unit);
-        if (key == "MemAvailable:") return kib * 1024;
-    }
-    return 0;
-}
-
 /// The budgets and --strip-rows for plan_strips: given ones, else 3/4 of what is available.
 StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan& p) {
     StripOptions so;
     so.strip_rows = opt.strip_rows;
     if (opt.memory_limit) {
         so.host_budget = opt.memory_limit;
-        so.host_from = "--memory-limit";
+        so.host_from = opt.memory_limit_from.empty() ? "--memory-limit" : opt.memory_limit_from;
     } else if (std::size_t avail = available_host_bytes()) {
         so.host_budget = avail / 4 * 3;
         so.host_limit = avail;
@@ -142,7 +130,7 @@ StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan
     if (p.n_streams > 0) {
         if (opt.device_memory_limit) {
             so.device_budget = opt.device_memory_limit;
-            so.device_from = "--device-memory-limit";
+            so.device_from = opt.device_memory_limit_from.empty() ? "--device-memory-limit" : opt.device_memory_limit_from;
         } else if (std::size_t free = device_free_bytes(p.device)) {
             so.device_budget = free / 4 * 3;
             so.device_limit = free;
@@ -157,6 +145,17 @@ StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan
 }
 
 } // namespace
+
+std::size_t available_host_bytes() {
+    std::ifstream f("/proc/meminfo");
+    std::string key, unit;
+    std::size_t kib = 0;
+    while (f >> key >> kib) {
+        std::getline(f, unit);
+        if (key == "MemAvailable:") return kib * 1024;
+    }
+    return 0;
+}
 
 std::size_t parse_byte_size(const std::string& text, const std::string& option) {
     std::size_t i = 0;

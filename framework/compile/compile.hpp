@@ -37,11 +37,18 @@ struct CompileOptions {
     /// run whose estimate exceeds one streams its chains in strips (planner/strips.hpp), or is
     /// refused before anything runs when whole-image nodes alone exceed it.
     std::size_t memory_limit = 0, device_memory_limit = 0;
+    /// Where each given budget came from, for messages; "": the option (--memory-limit,
+    /// --device-memory-limit). A batch sets its own ("3/4 of ... when the batch started").
+    std::string memory_limit_from, device_memory_limit_from;
     /// --strip-rows: every chain in strips of this many rows of its last output (0: as needed).
     int strip_rows = 0;
     /// false: no strips, whatever the budget (bench times each node on its whole images).
     bool strips = true;
 };
+
+/// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read): the default host budget
+/// is 3/4 of it.
+std::size_t available_host_bytes();
 
 /// A size as --memory-limit takes it: bytes, or a number with K, M, G or T (powers of 1024,
 /// optionally followed by "iB" or "B"): "512M", "1.5GiB", "4096". Throws UserError naming
