@@ -558,14 +558,16 @@ TEST(ConvertCuda, MatchesCpuBitForBitForEveryDtypePair) {
 TEST(GrayscaleCuda, MatchesCpuBitForBit) {
     PIXFLOW_REQUIRE_CUDA();
     std::uint32_t seed = 200;
+    // Widths below, at and around the u8 kernel's group of 16 pixels, and a long row.
     for (DType d : {DType::u8, DType::u16, DType::f32})
-        for (int c : {1, 3, 4}) {
-            Image in = Image::make(301, 67, c, d);
-            fill_random(in, seed++);
-            Image cpu = run1("grayscale", "cpu", {&in}, {});
-            Image gpu = run1("grayscale", "cuda", {&in}, {});
-            EXPECT_TRUE(cpu.bytes == gpu.bytes) << pixflow::dtype_name(d) << " x" << c;
-        }
+        for (int c : {1, 3, 4})
+            for (int w : {1, 15, 16, 17, 33, 301, 4099}) {
+                Image in = Image::make(w, 67, c, d);
+                fill_random(in, seed++);
+                Image cpu = run1("grayscale", "cpu", {&in}, {});
+                Image gpu = run1("grayscale", "cuda", {&in}, {});
+                EXPECT_TRUE(cpu.bytes == gpu.bytes) << pixflow::dtype_name(d) << " x" << c << " width " << w;
+            }
 }
 
 } // namespace

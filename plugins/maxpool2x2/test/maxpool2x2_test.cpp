@@ -176,6 +176,13 @@ TEST(Maxpool2x2Cuda, MatchesCpuBitForBit) {
                 const Image in = random_image(w, h, c, d, seed++);
                 EXPECT_TRUE(pool("cpu", in).bytes == pool("cuda", in).bytes) << describe(w, h, c, d);
             }
+    // u8 runs 16 output bytes per thread (48 for RGB): widths below, at and around a group, odd
+    // widths and heights (the dropped column and row) and a long row.
+    for (auto [w, h] : {std::pair{31, 5}, {32, 4}, {33, 7}, {64, 2}, {65, 3}, {97, 9}, {8191, 5}})
+        for (int c : {1, 2, 3, 4}) {
+            const Image in = random_image(w, h, c, DType::u8, seed++);
+            EXPECT_TRUE(pool("cpu", in).bytes == pool("cuda", in).bytes) << describe(w, h, c, DType::u8);
+        }
 }
 
 } // namespace
