@@ -11,7 +11,8 @@
 #                                      # (-jobs), growing build-fuzz/corpus/<target> run after run
 #
 # Environment: SECONDS_PER_TARGET (default 60; long: no limit), RUNS (long: executions per
-# target, default 10000000), JOBS (default: the number of cores).
+# target, default 10000000), JOBS (default: the number of cores), PIXFLOW_FUZZ_PREBUILT=1 (use
+# build-fuzz/ as it is: no setup, no build; for a long run on a machine with more cores).
 #
 # Targets: fuzz_pipeline (TOML text and --set overrides to a checked graph, every plugin but
 # chan_vese), fuzz_codec_{npy,pgm,ppm,pfm} (the io plugin's codecs called directly, with a write
@@ -28,8 +29,13 @@ for t in "${targets[@]}"; do
     [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: unknown target '$t' (targets: ${all[*]})" >&2; exit 2; }
 done
 
-scripts/setup.sh
 started=$(date +%s)
+if [ -n "${PIXFLOW_FUZZ_PREBUILT:-}" ]; then
+    # Targets built elsewhere (another machine's build-fuzz/, for a long run on more cores):
+    # neither setup.sh nor the build runs.
+    for t in "${targets[@]}"; do [ -x "build-fuzz/bin/$t" ] || { echo "fuzz: build-fuzz/bin/$t is missing" >&2; exit 2; }; done
+else
+scripts/setup.sh
 mkdir -p build-fuzz
 # -O1 -gline-tables-only: OSS-Fuzz's flags (15% less compile time than -O2 -g for the framework's
 # files; findings keep file:line). Kernels the targets never run are built plain (tests/fuzz).
@@ -50,6 +56,7 @@ fi
 cmake --build build-fuzz -j"$jobs" --target "${targets[@]}" $plugins >>build-fuzz/build.log 2>&1 ||
     { grep -E 'error|FAILED' build-fuzz/build.log | head -20; exit 1; }
 echo "fuzz: built ${targets[*]} in $(($(date +%s) - started)) s"
+fi
 
 mkdir -p build-fuzz/findings
 touch build-fuzz/findings/.since # what this run finds is newer
