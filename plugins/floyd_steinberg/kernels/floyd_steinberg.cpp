@@ -261,6 +261,12 @@ inline void scan_sse2(int n, const std::int16_t (*in_s)[kRows], std::uint8_t (*o
     st16(st.e1, e1[0]), st16(st.e1 + 8, e1[1]), st16(st.ur1, ur1[0]), st16(st.ur1 + 8, ur1[1]);
     st16(st.ur2, ur2[0]), st16(st.ur2 + 8, ur2[1]);
 }
+/// The scan with any row's errors to `below` (a channel's last group, in strips only): kept out
+/// of line so that the hot loop of every other group is compiled as before.
+[[gnu::noinline]] void scan_sse2_any_row(int n, const std::int16_t (*in_s)[kRows], std::uint8_t (*out_s)[kRows],
+                                         const std::int16_t* above, std::int16_t* below, int pick, ScanState& st) {
+    scan_sse2<true>(n, in_s, out_s, above, below, pick, st);
+}
 #else
 constexpr bool kHaveSse2 = false;
 #endif
@@ -287,7 +293,7 @@ inline void scan_portable(int n, const std::int16_t (*in_s)[kRows], std::uint8_t
 /// Runs item `item`, whose group has `rows` rows (kRows, or fewer for a channel's last group:
 /// the missing rows are staged as outside the image). No group reads the line of a channel's
 /// last group: it receives row p.pick's errors, the carried state (strips).
-bool run_item(const Wave& p, int item, int rows) {
+template <bool kSimd> bool run_item(const Wave& p, int item, int rows) {
     const int w = p.w, ch = p.ch;
     const int c = item % ch, y0 = item / ch * kRows;
     const int prev = item - ch; // the group above, same channel; negative: none
@@ -314,7 +320,7 @@ bool run_item(const Wave& p, int item, int rows) {
         // a full group their inputs and outputs move by 16 x 16 byte transposes, the rest one by one.
         int a = 0, b = 0;
 #if defined(__x86_64__) || defined(_M_X64)
-        if (p.simd && ch == 1 && rows == kRows) {
+        if (kSimd && ch == 1 && rows == kRows) {
             a = std::clamp(lag - j0, 0, n);
             b = a + std::max(0, std::min(n, w - j0) - a) / 16 * 16;
             for (int k = a; k < b; k += 16) {
@@ -356,15 +362,18 @@ bool run_item(const Wave& p, int item, int rows) {
         const std::int16_t* up = p.line_at(above, j0 - 1);
         std::int16_t* down = p.line_at(below, j0 - kSkew * pick);
 #if defined(__x86_64__) || defined(_M_X64)
-        if (p.simd && pick == kRows - 1) scan_sse2<false>(n, in_s, out_s, up, down, pick, st);
-        else if (p.simd) scan_sse2<true>(n, in_s, out_s, up, down, pick, st);
-        else scan_portable(n, in_s, out_s, up, down, pick, st);
+        if constexpr (kSimd) {
+            if (pick == kRows - 1) scan_sse2<false>(n, in_s, out_s, up, down, pick, st);
+            else scan_sse2_any_row(n, in_s, out_s, up, down, pick, st);
+        } else {
+            scan_portable(n, in_s, out_s, up, down, pick, st);
+        }
 #else
         scan_portable(n, in_s, out_s, up, down, pick, st);
 #endif
         p.progress[item].done.store(std::clamp(j0 + n - lag, 0, w), std::memory_order_release);
 #if defined(__x86_64__) || defined(_M_X64)
-        for (int k = a; k < b; k += 16) { // (a == b unless p.simd)
+        for (int k = a; k < b; k += 16) { // (a == b unless kSimd)
             __m128i t[16];
             for (int i = 0; i < 16; ++i) t[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(out_s[k + i]));
             transpose16(t);
@@ -440,7 +449,7 @@ bool dither_wavefront(const ImageView& in, const ImageView& out, int workers, vo
                     return;
                 }
                 const int rows = std::min(kRows, p.h - item / p.ch * kRows);
-                if (!run_item(p, item, rows)) return;
+                if (!(p.simd ? run_item<kHaveSse2>(p, item, rows) : run_item<false>(p, item, rows))) return;
             }
         },
         tbb::simple_partitioner());
