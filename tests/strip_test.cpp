@@ -2,9 +2,9 @@
 // horizontal strips, the very bytes of its whole-image run: for every dtype, strip heights that do
 // not divide the image, strips smaller than a stencil's halo, 1-row images, chains of stencils,
 // maxpool2x2's odd last row, integral's carried sums, floyd_steinberg's carried error row, and
-// chains mixing CPU and CUDA nodes (CUDA cases skip without a GPU). The memory budget is kept (peak figures from the run report), and a
-// whole-image operator that cannot fit is an error before anything runs. The reference is always
-// the same pipeline compiled without strips.
+// chains mixing CPU and CUDA nodes (CUDA cases skip without a GPU). The memory budget is kept
+// (peak figures from the run report), and a whole-image operator that cannot fit is an error
+// before anything runs. The reference is always the same pipeline compiled without strips.
 #include "compile/compile.hpp"
 #include "device/device.hpp"
 #include "executor/executor.hpp"
