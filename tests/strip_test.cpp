@@ -1,10 +1,10 @@
 // Strips (issue 16, docs/strips.md): every operator that declares an access pattern gives, run in
 // horizontal strips, the very bytes of its whole-image run: for every dtype, strip heights that do
 // not divide the image, strips smaller than a stencil's halo, 1-row images, chains of stencils,
-// maxpool2x2's odd last row, integral's carried sums, and chains mixing CPU and CUDA nodes (CUDA
-// cases skip without a GPU). The memory budget is kept (peak figures from the run report), and a
-// whole-image operator that cannot fit is an error before anything runs. The reference is always
-// the same pipeline compiled without strips.
+// maxpool2x2's odd last row, integral's carried sums, floyd_steinberg's carried error row, and
+// chains mixing CPU and CUDA nodes (CUDA cases skip without a GPU). The memory budget is kept
+// (peak figures from the run report), and a whole-image operator that cannot fit is an error
+// before anything runs. The reference is always the same pipeline compiled without strips.
 #include "compile/compile.hpp"
 #include "device/device.hpp"
 #include "executor/executor.hpp"
@@ -122,9 +122,11 @@ TEST(StripAccess, EveryBuiltInOperatorDeclaresHowItReadsRows) {
         EXPECT_EQ(kind(op), PF_ACCESS_BLOCKS) << op;
         EXPECT_EQ(reg().find(op)->access->in_rows, 8) << op;
     }
-    EXPECT_EQ(kind("integral"), PF_ACCESS_CARRIED);
-    EXPECT_NE(reg().find("integral")->access->carry_bytes, nullptr);
-    for (const char* op : {"chan_vese", "compare", "floyd_steinberg", "load", "save"})
+    for (const char* op : {"integral", "floyd_steinberg"}) {
+        EXPECT_EQ(kind(op), PF_ACCESS_CARRIED) << op;
+        EXPECT_NE(reg().find(op)->access->carry_bytes, nullptr) << op;
+    }
+    for (const char* op : {"chan_vese", "compare", "load", "save"})
         EXPECT_EQ(kind(op), PF_ACCESS_WHOLE) << op;
 }
 
@@ -232,6 +234,22 @@ TEST(Strips, IntegralCarriesItsColumnSumsAcrossStrips) {
                                     "sum", kRows);
         expect_strips_match(synth(13, h, 1, "f32") + node("sum", "integral", "src"), "sum", kRows);
     }
+}
+
+TEST(Strips, FloydSteinbergCarriesItsErrorRowAcrossStrips) {
+    // both CPU schedules (the wavefront: SSE2 on x86-64), 1 and 3 channels, strips of 1, 2 and 7
+    // rows and heights they do not divide, more and fewer rows than a row group of 16, 1 row
+    for (int h : {1, 2, 7, 16, 37})
+        for (int channels : {1, 3})
+            for (const char* schedule : {"wavefront", "sequential"})
+                expect_strips_match(synth(23, h, channels, "u8") +
+                                        node("dither", "floyd_steinberg", "src",
+                                             "cpu_schedule = \"" + std::string(schedule) + "\"\n"),
+                                    "dither", {1, 2, 7, 16, 17});
+    // after a stencil, and a stencil after it (its rows are read again, not recomputed)
+    expect_strips_match(synth(45, 50, 1, "u8", "gradient") + node("blur", "gauss5x5", "src") +
+                            node("dither", "floyd_steinberg", "blur") + node("blur2", "gauss5x5", "dither"),
+                        "blur2", {1, 3, 7, 20});
 }
 
 TEST(Strips, RowsOfACarriedNodeThatAStencilReadsAgainAreKeptNotRecomputed) {
@@ -456,10 +474,27 @@ TEST(StripsCuda, EveryOperatorMatchesTheWholeImageOnTheGpu) {
                                 "sum", kRows, "cuda");
         if (h >= 2)
             expect_strips_match(synth(19, h, 1, "u16") + node("pool", "maxpool2x2", "src"), "pool", kRows, "cuda");
+        for (int channels : {1, 3})
+            expect_strips_match(synth(19, h, channels, "u8") + node("dither", "floyd_steinberg", "src"), "dither",
+                                {1, 2, 7, 16}, "cuda");
         expect_strips_match(synth(19, h, 1, "u8") + node("dct", "dct8x8", "src") + node("q", "quantize", "dct") +
                                 node("dq", "dequantize", "q") + node("idct", "idct8x8", "dq"),
                             "idct", {1, 8, 9}, "cuda");
     }
+}
+
+TEST(StripsCuda, FloydSteinbergCarriesItsErrorRowOnTheGpu) {
+    if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+    // bands of 32 rows per warp on the GPU: strips of 1, 2, 7 rows, around and across a band, a
+    // height that is not a whole number of bands or strips, 1 and 3 channels (the byte path), a
+    // width of whole 16-byte vectors (the vector path), and 1 row
+    for (auto [w, h] : {std::pair{19, 1}, std::pair{64, 70}, std::pair{301, 97}})
+        for (int channels : {1, 3})
+            expect_strips_match(synth(w, h, channels, "u8") + node("dither", "floyd_steinberg", "src"), "dither",
+                                {1, 2, 7, 31, 32, 33, 50}, "cuda");
+    // the strips of the GPU give the CPU's whole image
+    const std::string text = synth(301, 97, 3, "u8") + node("dither", "floyd_steinberg", "src");
+    EXPECT_TRUE(run(text, in_strips("cuda", 7), "dither").image.bytes == run(text, whole_image("cpu"), "dither").image.bytes);
 }
 
 TEST(StripsCuda, ChainsMixingCpuAndCudaNodesMatch) {

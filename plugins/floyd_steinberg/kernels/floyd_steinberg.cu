@@ -42,6 +42,13 @@
 //    band t / C, channel t % C).
 //  - Lanes part only around lane 0's polls and at row ends; __syncwarp() joins them before
 //    the steps. Without it the warp ran each step twice, once per part (3x slower bands).
+//  - Strips (a band of rows of a larger image, the carried error row of floyd_steinberg.hpp):
+//    carry_in_kernel writes the carried errors as one more hand-off row per channel, complete
+//    before the main kernel starts, which band 0's lane 0 reads like any band's (every byte is
+//    already non-zero: it never waits). The lane of the image's last row, in the last band, also
+//    writes its errors as a hand-off row (byte x + 2 lane: one aligned 16-byte store per chunk, as
+//    lane 31 does), which carry_out_kernel turns back into the carried int16 errors. Two small
+//    kernels per strip; the scan itself is the whole image's.
 //
 // Arithmetic: T = 16 in + t (+ 15 if t < 0), with t the weighted error sum, equals
 // 16 (in + trunc(t / 16)) + fraction, so T >> 4 is in + trunc(t / 16), the pixel is white
@@ -95,7 +102,31 @@ struct Args {
     long long hand_stride;  // bytes per hand-off row
     std::uint8_t* hand;     // (bands - 1) * channels hand-off rows, zeroed
     unsigned* ticket;       // zeroed
+    const std::uint8_t* top; // channels hand-off rows above band 0 (the carried errors), or null
+    std::uint8_t* last;     // channels rows for the last row's errors (byte x + 2 carry_lane), or null
+    int carry_lane;         // the lane of the image's last row in the last band
 };
+
+// Strips. Thread i makes byte i of the hand-off rows above band 0, channel by channel: column x
+// = byte - kHandIndex gets e + 127 from the carried row, every other byte e = 0 (127; a hand-off
+// byte is never 0, see above). One pass over a few KiB per strip.
+__global__ void carry_in_kernel(const std::int16_t* above, std::uint8_t* top, int width, int channels,
+                                long long stride) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= stride * channels) return;
+    const int c = int(i / stride), x = int(i % stride) - kHandIndex;
+    top[i] = std::uint8_t(x >= 0 && x < width ? above[(long long)c * width + x] + 127 : 127);
+}
+
+// Thread i makes carried error i (channel i / width, column i % width) from the row that the
+// last row's lane wrote: byte x + 2 lane.
+__global__ void carry_out_kernel(const std::uint8_t* rows, std::int16_t* last, int width, int channels,
+                                 long long stride, int lane) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long long)width * channels) return;
+    const int c = int(i / width), x = int(i % width);
+    last[i] = std::int16_t(int(rows[c * stride + x + kSkew * lane]) - 127);
+}
 
 __device__ __forceinline__ uint4 load_relaxed(const std::uint8_t* p) {
     uint4 v;
@@ -280,9 +311,13 @@ template <bool kVec> __global__ void __launch_bounds__(kLanes) dither_kernel(Arg
     s.lag = kSkew * s.lane + int(s.off);
     s.src = y < a.height ? a.in + y * a.in_pitch + c : nullptr;
     s.dst = y < a.height ? a.out + y * a.out_pitch + c : nullptr;
-    s.hand_in = band > 0 && s.lane == 0 ? a.hand + ((band - 1) * a.channels + c) * a.hand_stride : nullptr;
+    s.hand_in = s.lane != 0   ? nullptr
+                : band > 0    ? a.hand + ((band - 1) * a.channels + c) * a.hand_stride
+                : a.top       ? a.top + c * a.hand_stride // strips: the carried errors
+                              : nullptr;
     s.hand_out = band + 1 < a.bands && s.lane == kLanes - 1 ? a.hand + (band * a.channels + c) * a.hand_stride
-                                                            : nullptr;
+                 : band + 1 == a.bands && s.lane == a.carry_lane && a.last ? a.last + c * a.hand_stride
+                                                                           : nullptr;
     s.out_prev = make_uint4(0, 0, 0, 0);
     s.hand_a = s.hand_b = make_uint4(0, 0, 0, 0);
     // Start the row's input on its way before waiting: the first two blocks, and the next
@@ -324,17 +359,32 @@ template <bool kVec> __global__ void __launch_bounds__(kLanes) dither_kernel(Arg
     }
 }
 
-} // namespace
-
-std::size_t cuda_scratch_bytes(const ImageView& in) {
-    if (in.width <= 0 || in.height <= 0) return 0;
+/// Bytes of the ticket and the hand-off rows between bands, which the kernel needs zeroed; the
+/// rows of the carried state (strips) come after them.
+std::size_t zeroed_bytes(const ImageView& in) {
     const std::size_t bands = std::size_t(in.height + kLanes - 1) / kLanes;
     return 256 + (bands - 1) * std::size_t(in.channels) * std::size_t(chunks_for(in.width)) * kChunk;
 }
 
-void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream) {
-    if (in.width <= 0 || in.height <= 0) return;
+} // namespace
+
+std::size_t cuda_scratch_bytes(const ImageView& in) {
+    if (in.width <= 0 || in.height <= 0) return 0;
+    return zeroed_bytes(in) + 2 * std::size_t(in.channels) * std::size_t(chunks_for(in.width)) * kChunk;
+}
+
+void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
+                 std::int16_t* last) {
     cudaStream_t s = cuda::stream_of(stream);
+    if (in.width <= 0) return;
+    if (in.height <= 0) { // no rows: the state goes through unchanged
+        if (last && last != above) {
+            const std::size_t bytes = carry_bytes(in.width, in.channels);
+            if (above) PIXFLOW_CUDA_CHECK(cudaMemcpyAsync(last, above, bytes, cudaMemcpyDeviceToDevice, s));
+            else PIXFLOW_CUDA_CHECK(cudaMemsetAsync(last, 0, bytes, s));
+        }
+        return;
+    }
     Args a;
     a.in = static_cast<const std::uint8_t*>(in.data);
     a.out = static_cast<std::uint8_t*>(out.data);
@@ -348,12 +398,29 @@ void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void*
     a.hand_stride = (long long)a.chunks * kChunk;
     a.ticket = static_cast<unsigned*>(scratch);
     a.hand = static_cast<std::uint8_t*>(scratch) + 256;
-    PIXFLOW_CUDA_CHECK(cudaMemsetAsync(scratch, 0, cuda_scratch_bytes(in), s));
+    std::uint8_t* carry_rows = static_cast<std::uint8_t*>(scratch) + zeroed_bytes(in); // 2 x channels rows
+    a.top = above ? carry_rows : nullptr;
+    a.last = last ? carry_rows + std::size_t(a.channels) * std::size_t(a.hand_stride) : nullptr;
+    a.carry_lane = (in.height - 1) % kLanes;
+    PIXFLOW_CUDA_CHECK(cudaMemsetAsync(scratch, 0, zeroed_bytes(in), s));
+    constexpr int carry_threads = 256;
+    if (above) {
+        const long long n = a.hand_stride * a.channels;
+        carry_in_kernel<<<unsigned((n + carry_threads - 1) / carry_threads), carry_threads, 0, s>>>(
+            above, carry_rows, a.width, a.channels, a.hand_stride);
+        PIXFLOW_CUDA_CHECK_LAUNCH();
+    }
     const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
     const unsigned blocks = unsigned(a.bands) * unsigned(a.channels);
     if (vec) dither_kernel<true><<<blocks, kLanes, 0, s>>>(a);
     else dither_kernel<false><<<blocks, kLanes, 0, s>>>(a);
     PIXFLOW_CUDA_CHECK_LAUNCH();
+    if (last) { // after the kernel that read `above` (it may be the same memory), on the stream
+        const long long n = (long long)a.width * a.channels;
+        carry_out_kernel<<<unsigned((n + carry_threads - 1) / carry_threads), carry_threads, 0, s>>>(
+            a.last, last, a.width, a.channels, a.hand_stride, a.carry_lane);
+        PIXFLOW_CUDA_CHECK_LAUNCH();
+    }
 }
 
 } // namespace pixflow::floyd_steinberg

@@ -259,6 +259,103 @@ TEST(FloydSteinbergKernel, TheWavefrontWaitsForTheGroupAboveOnATallImage) {
         }
 }
 
+// Strips (docs/strips.md): a band of rows run from the error row that the band above left gives
+// the whole image's rows, and leaves its own last row's errors. Every CPU kernel (the sequential
+// scan, the wavefront's SSE2 and portable scans, several worker counts), 1 and 3 channels, bands
+// of 1, 2 and 7 rows and heights they do not divide, partial and whole row groups of 16, a 1-row
+// image; one carry buffer in and out, as the host passes it. The final state is checked against
+// the error row of the reference written from the rules.
+
+/// The reference's errors of the last row, channel by channel (the carried state's layout).
+std::vector<std::int16_t> reference_last_errors(const Image& in) {
+    const int w = in.width, h = in.height;
+    std::vector<std::int16_t> last(std::size_t(w) * in.channels, 0);
+    for (int c = 0; c < in.channels; ++c) {
+        std::vector<int> err(std::size_t(w) * h, 0);
+        auto e = [&](int y, int x) { return y < 0 || x < 0 || x >= w ? 0 : err[std::size_t(y) * w + x]; };
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x) {
+                const int sum = 7 * e(y, x - 1) + 1 * e(y - 1, x - 1) + 5 * e(y - 1, x) + 3 * e(y - 1, x + 1);
+                const int v = std::clamp(int(in.at<std::uint8_t>(x, y, c)) + sum / 16, 0, 255);
+                err[std::size_t(y) * w + x] = v - (v > 128 ? 255 : 0);
+            }
+        for (int x = 0; x < w; ++x) last[std::size_t(c) * w + x] = std::int16_t(e(h - 1, x));
+    }
+    return last;
+}
+
+/// Rows y0 .. y0 + n - 1 of an image, as a view.
+pixflow::ImageView band(const Image& im, int y0, int n) {
+    pixflow::ImageView v = im.view();
+    v.data = static_cast<std::byte*>(v.data) + std::size_t(y0) * std::size_t(v.pitch);
+    v.height = n;
+    return v;
+}
+
+struct CpuRun {
+    std::string name;
+    int workers;             // 0: the sequential scan
+    fs_k::CpuLevel level;
+};
+
+/// Runs one band with `run`, the state in `carry` (read unless `top`, then written).
+void run_band(const CpuRun& run, const pixflow::ImageView& in, const pixflow::ImageView& out, bool top,
+              std::vector<std::int16_t>& carry) {
+    const std::int16_t* above = top ? nullptr : carry.data();
+    if (run.workers == 0) {
+        Scratch s(fs_k::sequential_scratch_bytes(in));
+        fs_k::dither_sequential(in, out, s.p, above, carry.data());
+        return;
+    }
+    Scratch s(fs_k::wavefront_scratch_bytes(in, run.workers));
+    ASSERT_TRUE(fs_k::dither_wavefront(in, out, run.workers, s.p, [] { return false; }, above, carry.data(),
+                                       run.level));
+}
+
+TEST(FloydSteinbergKernel, BandsWithTheCarriedErrorRowEqualTheWholeImage) {
+    const std::vector<CpuRun> runs = {{"sequential", 0, fs_k::CpuLevel::best},
+                                      {"wavefront, 1 worker", 1, fs_k::CpuLevel::best},
+                                      {"wavefront, 2 workers", 2, fs_k::CpuLevel::best},
+                                      {"wavefront, 3 workers", 3, fs_k::CpuLevel::best},
+                                      {"wavefront portable, 2 workers", 2, fs_k::CpuLevel::portable}};
+    std::uint32_t seed = 300;
+    for (int c : {1, 3})
+        for (auto [w, h] : {std::pair{37, 1}, std::pair{1, 20}, std::pair{203, 45}, std::pair{300, 33}, std::pair{520, 64}}) {
+            const Image in = random_image(w, h, c, seed++);
+            const Image want = reference(in);
+            const std::vector<std::int16_t> want_last = reference_last_errors(in);
+            ASSERT_EQ(fs_k::carry_bytes(w, c), want_last.size() * sizeof(std::int16_t));
+            for (const CpuRun& run : runs)
+                for (int rows : {1, 2, 7, 16, 17, h}) {
+                    SCOPED_TRACE(run.name + ", " + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                                 std::to_string(c) + " in bands of " + std::to_string(rows));
+                    Image got = Image::make(w, h, c, DType::u8);
+                    std::vector<std::int16_t> carry(want_last.size(), 0); // zero-filled, as the host does
+                    for (int y0 = 0; y0 < h; y0 += rows) {
+                        const int n = std::min(rows, h - y0);
+                        run_band(run, band(in, y0, n), band(got, y0, n), y0 == 0, carry);
+                    }
+                    ASSERT_EQ(first_difference(got, want), "");
+                    ASSERT_TRUE(carry == want_last) << "the last row's errors";
+                }
+        }
+}
+
+// The wavefront's portable scan (the only one off x86-64) on whole images, against the
+// reference, including a channel's partial last group and many groups.
+TEST(FloydSteinbergKernel, ThePortableWavefrontEqualsTheReference) {
+    std::uint32_t seed = 500;
+    for (int c : {1, 2, 4})
+        for (auto [w, h] : {std::pair{1, 1}, std::pair{257, 15}, std::pair{300, 100}}) {
+            const Image in = random_image(w, h, c, seed++);
+            Image got = Image::make(w, h, c, DType::u8);
+            Scratch s(fs_k::wavefront_scratch_bytes(in.view(), 2));
+            ASSERT_TRUE(fs_k::dither_wavefront(in.view(), got.view(), 2, s.p, [] { return false; }, nullptr, nullptr,
+                                               fs_k::CpuLevel::portable));
+            EXPECT_EQ(first_difference(got, reference(in)), "") << w << "x" << h << "x" << c;
+        }
+}
+
 TEST(FloydSteinbergKernel, StopsWhenCancelled) {
     const Image in = random_image(64, 64, 1, 3);
     Image out = Image::make(64, 64, 1, DType::u8);

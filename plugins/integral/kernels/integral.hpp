@@ -26,6 +26,11 @@ namespace pixflow::integral {
 /// Bytes of host scratch that integral_cpu needs for these views (0 for f64 outputs).
 std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out);
 
+/// The most the CPU kernel may use (the bits are the same at every level; tests compare them on
+/// one machine): the best the CPU has (u32 outputs on x86-64: AVX-512, else AVX2), AVX2 at most,
+/// or the portable loops alone.
+enum class CpuLevel { best, avx2, portable };
+
 /// in: u8, u16, u32 or f32; out: same size and channels, u32, u64 or f64 (f64 only for f32);
 /// host memory. `scratch` holds integral_cpu_scratch_bytes(in, out) bytes of host memory.
 ///
@@ -36,7 +41,7 @@ std::size_t integral_cpu_scratch_bytes(const ImageView& in, const ImageView& out
 /// with out(y-1) = above. When `last` is not null, the band's last output row is copied there
 /// (it may be `above`: the copy comes after every read).
 void integral_cpu(const ImageView& in, const ImageView& out, void* scratch, const void* above = nullptr,
-                  void* last = nullptr);
+                  void* last = nullptr, CpuLevel level = CpuLevel::best);
 
 #ifdef PIXFLOW_WITH_CUDA
 /// Bytes of device scratch that integral_cuda needs for these views.

@@ -1,11 +1,13 @@
 // Tests of integral through the real plugin: every backend against a naive reference written
 // here, for every input dtype, output dtype, 1 to 4 channels and odd sizes; the auto dtype on
 // both sides of the u32 limit; u32 wrap-around with exact box sums; CUDA equal to the CPU bit
-// for bit (f64 included: both add in the documented order).
+// for bit (f64 included: both add in the documented order); the CPU kernel on its own by bands of
+// columns, at every CPU level, and in bands of rows with the carried row (strips).
 #include "../kernels/integral.hpp"
 #include "support/op_harness.hpp"
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -230,6 +232,115 @@ TEST(IntegralKernel, MatchesTheReferenceWithTheScratchItAsksFor) {
         pixflow::integral::integral_cpu(in.view(), out.view(), scratch.data());
         EXPECT_TRUE(out.bytes == reference(in, d).bytes) << pixflow::dtype_name(d);
     }
+}
+
+// Images wide enough for a band of columns per worker go by bands, each waiting row by row for
+// the totals of the band to its left (kernels/integral.cpp): band edges that are not whole vector
+// groups, two to many bands, every integer path, and thread counts from one (strips) to more than
+// there are bands (strips again: 1030 pixels make two bands at most).
+TEST(IntegralKernel, MatchesTheReferenceByBandsOfColumnsWithAnyThreadCount) {
+    std::uint32_t seed = 50;
+    for (int w : {1030, 4096, 4101, 6150, 16391})
+        for (int c : {1, 3, 4})
+            for (DType d : {DType::u8, DType::u16, DType::u32})
+                for (DType o : {DType::u32, DType::u64}) {
+                    if (w == 16391 && (d != DType::u8 || c == 4)) continue; // keep the test short
+                    Image in = Image::make(w, 23, c, d);
+                    fill_random(in, seed++);
+                    const Image want = reference(in, o);
+                    for (int threads : {1, 2, 5}) {
+                        Image out = Image::make(w, 23, c, o);
+                        std::vector<std::byte> scratch(pixflow::integral::integral_cpu_scratch_bytes(in.view(), out.view()));
+                        tbb::task_arena(threads).execute(
+                            [&] { pixflow::integral::integral_cpu(in.view(), out.view(), scratch.data()); });
+                        ASSERT_TRUE(out.bytes == want.bytes)
+                            << w << "x23x" << c << " " << pixflow::dtype_name(d) << " -> " << pixflow::dtype_name(o)
+                            << ", " << threads << " threads";
+                    }
+                }
+}
+
+// The SIMD row kernels (AVX-512 and AVX2, for u32 outputs) against the portable loops, bit for
+// bit: strips and bands, every channel count, widths that leave tails after the last group.
+TEST(IntegralKernel, EveryCpuLevelGivesTheSameBits) {
+    namespace k = pixflow::integral;
+    std::uint32_t seed = 90;
+    for (int w : {1, 5, 47, 48, 49, 100, 1030, 4101})
+        for (int c : {1, 2, 3, 4})
+            for (DType d : {DType::u8, DType::u16, DType::u32}) {
+                Image in = Image::make(w, 19, c, d);
+                fill_random(in, seed++);
+                Image want = Image::make(w, 19, c, DType::u32);
+                std::vector<std::byte> scratch(k::integral_cpu_scratch_bytes(in.view(), want.view()));
+                k::integral_cpu(in.view(), want.view(), scratch.data(), nullptr, nullptr, k::CpuLevel::portable);
+                for (k::CpuLevel level : {k::CpuLevel::avx2, k::CpuLevel::best}) {
+                    Image got = Image::make(w, 19, c, DType::u32);
+                    k::integral_cpu(in.view(), got.view(), scratch.data(), nullptr, nullptr, level);
+                    ASSERT_TRUE(got.bytes == want.bytes) << w << "x19x" << c << " " << pixflow::dtype_name(d)
+                                                         << " level " << int(level);
+                }
+            }
+}
+
+// Outputs of 64 MiB and more are written with streaming stores (kernels/integral.cpp): one of
+// 72 MiB, a width that leaves a tail after the vector groups, and a row pitch that is not a
+// multiple of 32 bytes (no streaming for those rows).
+TEST(IntegralKernel, MatchesTheReferenceOnOutputsLargeEnoughToStream) {
+    for (int c : {1, 3, 4}) {
+        SCOPED_TRACE(std::to_string(c) + " channels");
+        const int w = 4099, h = (72 << 20) / (4 * 4099 * c);
+        Image in = Image::make(w, h, c, DType::u8);
+        fill_random(in, 31 + c);
+        Image out = Image::make(w, h, c, DType::u32);
+        std::vector<std::byte> scratch(pixflow::integral::integral_cpu_scratch_bytes(in.view(), out.view()));
+        pixflow::integral::integral_cpu(in.view(), out.view(), scratch.data());
+        EXPECT_TRUE(out.bytes == reference(in, DType::u32).bytes);
+    }
+}
+
+// Strips (docs/strips.md): a band of rows run from the output row above it, at every CPU level,
+// gives the whole image's rows and leaves its last row for the next band. Every input dtype and
+// output dtype (u32 by the SIMD row kernels, by strips and by bands of columns; u64 and f64 by
+// the portable loops), bands of 1, 2 and 7 rows and a height they do not divide, a 1-row image,
+// one buffer for the state in and out as the host passes it, 1 and 2 threads.
+TEST(IntegralKernel, BandsOfRowsMatchTheReferenceAtEveryCpuLevel) {
+    namespace k = pixflow::integral;
+    std::uint32_t seed = 700;
+    for (auto [w, h] : {std::pair{45, 1}, std::pair{45, 23}, std::pair{4101, 9}})
+        for (int c : {1, 3})
+            for (DType d : input_dtypes)
+                for (DType o : {DType::u32, DType::u64, DType::f64}) {
+                    if ((d == DType::f32) != (o == DType::f64)) continue; // the pairs the operator makes
+                    Image in = Image::make(w, h, c, d);
+                    fill_random(in, seed++);
+                    const Image want = reference(in, o);
+                    const std::size_t row_bytes = std::size_t(w) * c * pixflow::dtype_size(o);
+                    for (k::CpuLevel level : {k::CpuLevel::portable, k::CpuLevel::avx2, k::CpuLevel::best})
+                        for (int threads : {1, 2})
+                            for (int rows : {1, 2, 7, h}) {
+                                SCOPED_TRACE(describe(w, h, c, d, pixflow::dtype_name(o)) + ", level " +
+                                             std::to_string(int(level)) + ", " + std::to_string(threads) +
+                                             " threads, bands of " + std::to_string(rows));
+                                Image out = Image::make(w, h, c, o);
+                                std::vector<std::byte> carry(row_bytes, std::byte{0});
+                                for (int y0 = 0; y0 < h; y0 += rows) {
+                                    const int n = std::min(rows, h - y0);
+                                    pixflow::ImageView vi = in.view(), vo = out.view();
+                                    vi.data = static_cast<std::byte*>(vi.data) + std::size_t(y0) * std::size_t(vi.pitch);
+                                    vo.data = static_cast<std::byte*>(vo.data) + std::size_t(y0) * std::size_t(vo.pitch);
+                                    vi.height = vo.height = n;
+                                    std::vector<std::byte> scratch(k::integral_cpu_scratch_bytes(vi, vo));
+                                    tbb::task_arena(threads).execute([&] {
+                                        k::integral_cpu(vi, vo, scratch.data(), y0 > 0 ? carry.data() : nullptr,
+                                                        carry.data(), level);
+                                    });
+                                }
+                                ASSERT_TRUE(out.bytes == want.bytes);
+                                ASSERT_TRUE(std::equal(carry.begin(), carry.end(),
+                                                       want.bytes.end() - std::ptrdiff_t(row_bytes)))
+                                    << "the state is not the last row";
+                            }
+                }
 }
 
 } // namespace
