@@ -193,7 +193,9 @@ PipelineSpec with_param_defaults(const PipelineSpec& spec, const Registry& reg, 
     for (NodeSpec& n : s.nodes) {
         const OpInfo* op = reg.find(n.op);
         if (!op) continue; // validation names the unknown op
-        for (const auto& [name, value] : opt.param_defaults) {
+        for (const auto& entry : opt.param_defaults) {
+            const std::string& name = entry.first; // not a structured binding: clang 14 cannot capture those
+            const RawValue& value = entry.second;
             bool declared = false;
             for (int k = 0; k < op->desc->n_params && !declared; ++k) declared = name == op->desc->params[k].name;
             bool set = std::any_of(n.params.begin(), n.params.end(), [&](const auto& p) { return p.first == name; });
