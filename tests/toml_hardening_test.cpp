@@ -66,3 +66,35 @@ TEST(TomlHardening, NoOtherHostFileIncludesTomlxxDirectly) {
         EXPECT_EQ(ss.str().find("<toml++/"), std::string::npos) << entry.path() << " includes toml++ directly";
     }
 }
+
+// toml++ 3.3.0 asks whether a character is whitespace in places no pre-check can follow: after
+// a line-ending backslash in a multi-line string, after a multi-line string's extra closing
+// quotes. For 3,019 code points (é among them) that reaches its unreachable code inside a
+// noexcept function: std::terminate. The fuzzer found these three; each must parse or be a
+// syntax error naming its place, with the characters the user wrote.
+TEST(TomlHardening, CharactersTomlxxHasNoWhitespaceAnswerForNeverEndTheProcess) {
+    auto spec = parse_pipeline_text("[nodes.a]\nop = \"synth\"\n[nodes.b]\nop = \"save\"\ninput = \"a\"\n"
+                                    "path = \"\"\"\\\n   \xC3\xA9t\xC3\xA9.png\"\"\"\n",
+                                    "p.toml");
+    bool found = false;
+    for (const auto& n : spec.nodes)
+        for (const auto& [k, v] : n.params)
+            if (k == "path") found = v.s == "\xC3\xA9t\xC3\xA9.png";
+    EXPECT_TRUE(found) << "the line-ending backslash trims the whitespace, not the é";
+
+    std::string ml = first_error("[nodes.a]\nop = \"\"\"x\"\"\"\"\xC3\xA9\n");
+    EXPECT_NE(ml.find("p.toml:2:"), std::string::npos) << ml;
+    EXPECT_NE(ml.find("TOML syntax error"), std::string::npos) << ml;
+    EXPECT_EQ(ml.find("\xF3\xB0"), std::string::npos) << "the message shows what was written: " << ml;
+    std::string lit = first_error("[nodes.a]\nop = '''x''''\xC3\xA9\n");
+    EXPECT_NE(lit.find("p.toml:2:"), std::string::npos) << lit;
+
+    // Keys keep them too: a quoted key with é is the node id the user wrote.
+    auto keyed = parse_pipeline_text("[nodes.\"caf\xC3\xA9\"]\nop = \"synth\"\n", "p.toml");
+    ASSERT_EQ(keyed.nodes.size(), 1u);
+    EXPECT_EQ(keyed.nodes[0].id, "caf\xC3\xA9");
+
+    // The private-use characters the reader uses itself are refused, never silently changed.
+    std::string pua = first_error("[nodes.a]\nop = \"\xF3\xB0\x83\xA9\"\n");
+    EXPECT_NE(pua.find("U+F00E9"), std::string::npos) << pua;
+}
