@@ -3,7 +3,7 @@
 // a whole image. Streamed runs give the very bytes of the whole-image run for every format, dtype
 // and channel count a format stores, strip heights that do not divide the image and 1-row images;
 // `load -> save` in strips gives back the input file byte for byte (an independent check of the
-// band reader and writer); truncated files and headers over the pixel limit are clear errors that
+// band reader and writer); TIFF (strips and tiles) is read by rows too; truncated files and headers over the pixel limit are clear errors that
 // leave no output and no temporary; bytes after the last row are ignored, whole or by rows (the
 // documented choice); the host budget holds with the file nodes inside the chain; formats read or
 // written whole keep load and save out of the chain; an ABI 1.2 access declaration still loads.
@@ -223,6 +223,39 @@ TEST(StreamFormats, MaxpoolChainWithAnOddHeightMatchesTheWholeImageRun) {
         EXPECT_EQ(r.chains[0].nodes.size(), 4u);
         EXPECT_TRUE(read_file(out) == whole) << rows;
     }
+}
+
+TEST(StreamFormats, TiffIsReadByRowsFromStripsAndTiles) {
+#ifndef PIXFLOW_TEST_WITH_OIIO
+    GTEST_SKIP() << "this build has no OpenImageIO";
+#else
+    pixflow::testing::TempDir dir;
+    const bool have_oiiotool = fs::exists("/usr/bin/oiiotool"); // to make a tiled TIFF
+    for (const Case& c : {Case{".tif", "u8", 1}, Case{".tif", "u8", 3}, Case{".tif", "u16", 3}, Case{".tif", "f32", 1}})
+        for (int h : {1, 7, 37}) {
+            SCOPED_TRACE(std::string(c.dtype) + " x" + std::to_string(c.channels) + ", " + std::to_string(h) + " rows");
+            const std::string strips = dir / "strips.tif", tiles = dir / "tiles.tif", out = dir / "out.npy";
+            make_input(strips, c, 13, h);
+            std::vector<std::string> inputs = {strips};
+            if (have_oiiotool) {
+                const std::string cmd = "/usr/bin/oiiotool '" + strips + "' --tile 16 16 -o '" + tiles + "' 2>/dev/null";
+                ASSERT_EQ(std::system(cmd.c_str()), 0);
+                inputs.push_back(tiles);
+            }
+            for (const std::string& in : inputs) {
+                SCOPED_TRACE(in);
+                const std::string text = load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out);
+                run(text, 0);
+                const std::string whole = read_file(out);
+                for (int rows : {1, 5, 16}) {
+                    const Ran r = run(text, rows);
+                    ASSERT_EQ(r.chains.size(), 1u);
+                    EXPECT_EQ(r.chain_ids[0], (std::vector<std::string>{"src", "blur", "out"}));
+                    EXPECT_TRUE(read_file(out) == whole) << rows;
+                }
+            }
+        }
+#endif
 }
 
 // ---- bad files ------------------------------------------------------------------------------------

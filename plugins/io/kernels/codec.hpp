@@ -60,6 +60,8 @@ struct Codec {
     void (*read_rows)(const std::string& path, const Header& want, int row0, const ImageView& dst,
                       const ReadOptions& options) = nullptr;
     void (*write_rows)(const std::string& path, int height, int row0, const ImageView& src) = nullptr;
+    /// Optional, with read_rows: whether this file is read by rows (OpenImageIO: TIFF only).
+    bool (*reads_rows)(const std::string& path) = nullptr;
 };
 
 // The rows, one per format file; codecs.cpp orders them into the table.
