@@ -13,16 +13,17 @@
 #      equal the crop run whole, byte for byte.
 # The input is made by pixflow itself, by rows (synth -> save under the same budget).
 #
-#   scripts/bench-stream.sh                       # 32768, --memory-limit 512M, build/bin/pixflow
+#   scripts/bench-stream.sh                       # 32768, --memory-limit 256M, build/bin/pixflow
 #   SIZE=4096 LIMIT=64M scripts/bench-stream.sh   # a quick run
 #
-# Environment: PIXFLOW (build/bin/pixflow), SIZE (32768), LIMIT (512M), CROP (4096), WORK (scratch
+# Environment: PIXFLOW (build/bin/pixflow), SIZE (32768), LIMIT (256M: the process itself, with its
+# plugins and libraries, is about 135 MiB, so that the peak RSS stays under 512 MiB), CROP (4096), WORK (scratch
 # folder: /tmp/pixflow-bench-stream, deleted at the end unless KEEP=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIXFLOW=${PIXFLOW:-build/bin/pixflow}
 SIZE=${SIZE:-32768}
-LIMIT=${LIMIT:-512M}
+LIMIT=${LIMIT:-256M}
 CROP=${CROP:-4096}
 WORK=${WORK:-/tmp/pixflow-bench-stream}
 KEEP=${KEEP:-0}
@@ -54,8 +55,8 @@ static Npy open_npy(const char* path, bool write = false) {
     if (pread(n.fd, head, sizeof head - 1, 0) < 10) { fprintf(stderr, "%s: short\n", path); exit(2); }
     unsigned len = (unsigned char)head[8] | (unsigned char)head[9] << 8;
     n.data = 10 + len;
-    const char* s = strstr(head, "'shape': (");
-    if (!s || !strstr(head, "|u1")) { fprintf(stderr, "%s: not a u8 .npy\n", path); exit(2); }
+    const char* s = strstr(head + 10, "'shape': ("); // after the preamble, which holds a 0 byte
+    if (!s || !strstr(head + 10, "|u1")) { fprintf(stderr, "%s: not a u8 .npy\n", path); exit(2); }
     if (sscanf(s + 10, "%ld, %ld, %ld", &n.h, &n.w, &n.c) < 2) { fprintf(stderr, "%s: shape\n", path); exit(2); }
     return n;
 }

@@ -373,5 +373,16 @@ TEST(StreamPlan, AFormatReadWholeKeepsLoadOutOfTheChainAndSaysWhy) {
     EXPECT_FALSE(streamed(r, "src"));
     EXPECT_FALSE(streamed(r, "out"));
     EXPECT_TRUE(fs::exists(out));
+    // under a budget that its whole image exceeds, the error says why load is whole-image
+    try {
+        run(load("src", in) + node("blur", "gauss5x5", "src") + save("out2", "blur", dir / "out2.npy"), 0, 200);
+        FAIL() << "expected an error";
+    } catch (const pixflow::UserError& e) {
+        ASSERT_FALSE(e.diagnostics().empty());
+        EXPECT_EQ(e.diagnostics()[0].node, "src");
+        EXPECT_NE(e.diagnostics()[0].message.find("op load reads .png files whole (OpenImageIO)"), std::string::npos)
+            << e.diagnostics()[0].message;
+    }
+    EXPECT_FALSE(fs::exists(dir / "out2.npy"));
 #endif
 }

@@ -2,7 +2,8 @@
 // (kernels/codecs.hpp). CPU only: they do file I/O; the host moves the image to or from a device
 // as the pipeline needs.
 //
-// Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM), load is
+// Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM; TIFF is
+// read by rows), load is
 // a pointwise source (it reads any band of rows on its own, as synth makes one) and save a carried
 // sink (its bands in order, the first creating the file; its state counts the rows written);
 // whole_reason makes a node of any other format whole-image.
@@ -33,8 +34,8 @@ struct Load {
     using Params = LoadParams;
 
     static Schema schema() {
-        return Schema("load", "read an image file: .pgm .ppm .pfm .npy built in (read by rows in strips), "
-                              "others via OpenImageIO (whole)")
+        return Schema("load", "read an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO; in "
+                              "strips, .npy .pgm .ppm .pfm .tif are read by rows, the others whole")
             .flags(PF_OP_SOURCE)
             .access(pixflow::pointwise())
             .output("out", all_dtypes(), channels(1, 4),
@@ -84,8 +85,8 @@ struct Save {
     using Params = SaveParams;
 
     static Schema schema() {
-        return Schema("save", "write an image file: .pgm .ppm .pfm .npy built in (written by rows in strips), "
-                              "others via OpenImageIO (whole)")
+        return Schema("save", "write an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO; in "
+                              "strips, .npy .pgm .ppm .pfm are written by rows, the others whole")
             .flags(PF_OP_SINK)
             .access(pixflow::carried())
             .input("in", all_dtypes(), channels(1, 4), "the image to write, stored without conversion")
