@@ -6,8 +6,10 @@
 // band reader and writer); TIFF (strips and tiles) is read by rows too; truncated files and headers over the pixel limit are clear errors that
 // leave no output and no temporary; bytes after the last row are ignored, whole or by rows (the
 // documented choice); the host budget holds with the file nodes inside the chain; formats read or
-// written whole keep load and save out of the chain; an ABI 1.2 access declaration still loads.
+// written whole keep load and save out of the chain; an ABI 1.2 access declaration still loads;
+// CUDA nodes between a streamed load and save (skipped without a GPU).
 #include "compile/compile.hpp"
+#include "device/device.hpp"
 #include "executor/executor.hpp"
 #include "loader/descriptor_check.hpp"
 #include "loader/registry.hpp"
@@ -70,10 +72,11 @@ struct Ran {
 };
 
 /// Compiles and runs `text` (its files committed at the end), whole-image when rows == 0, else
-/// in strips of `rows` rows; memory_limit: a host budget instead.
-Ran run(const std::string& text, int rows, std::size_t memory_limit = 0) {
+/// in strips of `rows` rows; memory_limit: a host budget instead. Nodes without a backend of
+/// their own run on `backend`.
+Ran run(const std::string& text, int rows, std::size_t memory_limit = 0, const std::string& backend = "cpu") {
     CompileOptions co;
-    co.backend = "cpu";
+    co.backend = backend;
     co.strips = rows > 0 || memory_limit > 0;
     co.strip_rows = rows;
     co.memory_limit = memory_limit;
@@ -385,4 +388,33 @@ TEST(StreamPlan, AFormatReadWholeKeepsLoadOutOfTheChainAndSaysWhy) {
     }
     EXPECT_FALSE(fs::exists(dir / "out2.npy"));
 #endif
+}
+
+// ---- CUDA nodes between the file nodes -----------------------------------------------------------
+
+TEST(StreamCuda, CudaNodesBetweenAStreamedLoadAndSaveMatchTheWholeImageRun) {
+    if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+    pixflow::testing::TempDir dir;
+    for (const Case& c : {Case{".npy", "u8", 3}, Case{".pfm", "f32", 1}, Case{".pgm", "u16", 1}})
+        for (int h : {1, 7, 37}) {
+            SCOPED_TRACE(std::string(c.ext) + " " + c.dtype + ", " + std::to_string(h) + " rows");
+            const std::string in = dir / ("in" + std::string(c.ext)), out = dir / ("out" + std::string(c.ext));
+            make_input(in, c, 19, h);
+            // load (CPU) -> gauss5x5 (CUDA) -> maxpool2x2 (CPU) -> gauss5x5 (CUDA) -> save (CPU): the rows
+            // cross the bus at each change of side, strip by strip
+            std::string text = load("src", in) + node("blur", "gauss5x5", "src") + "backend = \"cuda\"\n" +
+                               node("blur2", "gauss5x5", "blur") + "backend = \"cuda\"\n";
+            if (h >= 2) text += node("pool", "maxpool2x2", "blur2") + "backend = \"cpu\"\n" + save("out", "pool", out);
+            else text += save("out", "blur2", out);
+            run(text, 0, 0, "auto");
+            const std::string whole = read_file(out);
+            for (int rows : {1, 3, 8}) {
+                SCOPED_TRACE("--strip-rows " + std::to_string(rows));
+                const Ran r = run(text, rows, 0, "auto");
+                ASSERT_EQ(r.chains.size(), 1u);
+                EXPECT_EQ(r.chain_ids[0].front(), "src");
+                EXPECT_EQ(r.chain_ids[0].back(), "out");
+                EXPECT_TRUE(read_file(out) == whole) << "the strips differ from the whole image";
+            }
+        }
 }
