@@ -3,10 +3,9 @@
 // as the pipeline needs.
 //
 // Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM; TIFF is
-// read by rows), load is
-// a pointwise source (it reads any band of rows on its own, as synth makes one) and save a carried
-// sink (its bands in order, the first creating the file; its state counts the rows written);
-// whole_reason makes a node of any other format whole-image.
+// read by rows), load is a pointwise source (it reads any band of rows on its own, as synth makes
+// one) and save a carried sink (its bands in order, the first creating the file; its state counts
+// the rows written); whole_reason makes a node of any other format whole-image.
 #include "kernels/codecs.hpp"
 
 #include <pixflow/operator.hpp>
