@@ -310,6 +310,34 @@ TEST(StreamFiles, AFileTruncatedAfterValidationFailsTheRunAndLeavesNoOutputNorTe
     EXPECT_EQ(files_in(dir.path), (std::vector<std::string>{"a.npy", "b.npy"})); // no output, no temporary
 }
 
+TEST(StreamFiles, AFailureAfterSaveWroteItsFirstBandRemovesTheTemporary) {
+    pixflow::testing::TempDir dir;
+    const std::string in = dir / "in.npy", out = dir / "out.npy";
+    make_input(in, {".npy", "u8", 3}, 16, 40);
+    CompileOptions co;
+    co.backend = "cpu";
+    co.strip_rows = 8;
+    Compiled c = compile(parse_pipeline_text(load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out),
+                                             "stream.toml"),
+                         reg(), co);
+    ASSERT_EQ(c.plan.strips.chains.size(), 1u);
+    Executor ex(c.graph, c.plan);
+    RunOptions o;
+    o.log = [](int, const std::string&) {};
+    const NodeId src = c.graph.find("src");
+    int load_starts = 0;
+    std::vector<std::string> before_second_band;
+    o.on_node = [&](NodeId v, bool started) {
+        if (v != src || !started || ++load_starts != 2) return;
+        before_second_band = files_in(dir.path); // save's temporary, with the first band's rows
+        fs::resize_file(in, fs::file_size(in) - 1); // the input loses its last byte now
+    };
+    EXPECT_THROW(ex.run(o), pixflow::Error);
+    ASSERT_EQ(before_second_band.size(), 2u) << "save wrote no temporary in the first strip";
+    EXPECT_NE(before_second_band[0].find(".out.pixflow-tmp-"), std::string::npos) << before_second_band[0];
+    EXPECT_EQ(files_in(dir.path), std::vector<std::string>{"in.npy"}); // rolled back: no output, no temporary
+}
+
 TEST(StreamFiles, AHeaderOverThePixelLimitIsRefusedBeforeAnythingIsRead) {
     pixflow::testing::TempDir dir;
     const std::string in = dir / "in.pgm", out = dir / "out.pgm";
