@@ -3,7 +3,8 @@
 // a whole image. Streamed runs give the very bytes of the whole-image run for every format, dtype
 // and channel count a format stores, strip heights that do not divide the image and 1-row images;
 // `load -> save` in strips gives back the input file byte for byte (an independent check of the
-// band reader and writer); TIFF (strips and tiles) is read by rows too; truncated files and headers over the pixel limit are clear errors that
+// band reader and writer); TIFF (strips and tiles) is read by rows too, and TIFF and PNG written by
+// rows (through a spool) decode to the whole run's pixels; truncated files and headers over the pixel limit are clear errors that
 // leave no output and no temporary; bytes after the last row are ignored, whole or by rows (the
 // documented choice); the host budget holds with the file nodes inside the chain; formats read or
 // written whole keep load and save out of the chain; an ABI 1.2 access declaration still loads;
@@ -261,6 +262,41 @@ TEST(StreamFormats, TiffIsReadByRowsFromStripsAndTiles) {
 #endif
 }
 
+TEST(StreamFormats, TiffAndPngWrittenByRowsDecodeToTheWholeImageRunsPixels) {
+#ifndef PIXFLOW_TEST_WITH_OIIO
+    GTEST_SKIP() << "this build has no OpenImageIO";
+#else
+    pixflow::testing::TempDir dir;
+    const std::vector<Case> cases = {{".tif", "u8", 3}, {".tif", "u16", 1}, {".tif", "f32", 3},
+                                     {".png", "u8", 1}, {".png", "u8", 4},  {".png", "u16", 3}};
+    for (const Case& c : cases)
+        for (int h : {1, 7, 37}) {
+            SCOPED_TRACE(std::string(c.ext) + " " + c.dtype + " x" + std::to_string(c.channels) + ", " +
+                         std::to_string(h) + " rows");
+            const std::string in = dir / "in.npy", out = dir / ("out" + std::string(c.ext));
+            make_input(in, {".npy", c.dtype, c.channels}, 11, h);
+            // the pixels of a file, as .npy bytes (decoded whole)
+            auto pixels = [&](const std::string& file) {
+                run(load("src", file) + save("out", "src", dir / "pixels.npy"), 0);
+                return read_file(dir / "pixels.npy");
+            };
+            const std::string text = load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out);
+            run(text, 0);
+            const std::string whole = pixels(out);
+            ASSERT_FALSE(whole.empty());
+            for (int rows : {1, 5, 64}) {
+                SCOPED_TRACE("--strip-rows " + std::to_string(rows));
+                const Ran r = run(text, rows);
+                ASSERT_EQ(r.chains.size(), 1u);
+                EXPECT_EQ(r.chain_ids[0], (std::vector<std::string>{"src", "blur", "out"}));
+                EXPECT_TRUE(pixels(out) == whole) << "the file written by rows decodes to other pixels";
+                for (const std::string& f : files_in(dir.path)) // no spool nor temporary left
+                    EXPECT_TRUE(f.find(".rows") == std::string::npos && f.find("pixflow-tmp") == std::string::npos) << f;
+            }
+        }
+#endif
+}
+
 // ---- bad files ------------------------------------------------------------------------------------
 
 TEST(StreamFiles, ATruncatedFileIsAnErrorBeforeAnythingRunsAndLeavesNoOutput) {
@@ -388,22 +424,23 @@ TEST(StreamPlan, TheHostBudgetHoldsWithLoadAndSaveInTheChain) {
     }
 }
 
-TEST(StreamPlan, AFormatReadWholeKeepsLoadOutOfTheChainAndSaysWhy) {
+TEST(StreamPlan, FormatsReadOrWrittenWholeKeepLoadAndSaveOutOfTheChainAndSayWhy) {
 #ifndef PIXFLOW_TEST_WITH_OIIO
     GTEST_SKIP() << "this build has no OpenImageIO";
 #else
     pixflow::testing::TempDir dir;
-    const std::string in = dir / "in.png", out = dir / "out.png";
+    const std::string in = dir / "in.png", out = dir / "out.bmp";
     run(synth(12, 10, 3, "u8") + save("out", "src", in), 0);
-    const Ran r = run(load("src", in) + node("blur", "gauss5x5", "src") + node("b2", "gauss5x5", "blur") +
-                          save("out", "b2", out),
-                      3);
+    const std::string blurs = node("blur", "gauss5x5", "src") + node("b2", "gauss5x5", "blur");
+    const Ran r = run(load("src", in) + blurs + save("out", "b2", out), 3); // PNG read whole, BMP written whole
     ASSERT_EQ(r.chains.size(), 1u);
-    ASSERT_EQ(r.chains[0].nodes.size(), 2u); // blur -> b2 only
     EXPECT_EQ(r.chain_ids[0], (std::vector<std::string>{"blur", "b2"}));
     EXPECT_FALSE(streamed(r, "src"));
     EXPECT_FALSE(streamed(r, "out"));
     EXPECT_TRUE(fs::exists(out));
+    const Ran png = run(load("src", in) + blurs + save("out", "b2", dir / "out.png"), 3); // PNG written by rows
+    ASSERT_EQ(png.chains.size(), 1u);
+    EXPECT_EQ(png.chain_ids[0], (std::vector<std::string>{"blur", "b2", "out"}));
     // under a budget that its whole image exceeds, the error says why load is whole-image
     try {
         run(load("src", in) + node("blur", "gauss5x5", "src") + save("out2", "blur", dir / "out2.npy"), 0, 200);

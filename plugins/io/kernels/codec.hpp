@@ -62,6 +62,8 @@ struct Codec {
     void (*write_rows)(const std::string& path, int height, int row0, const ImageView& src) = nullptr;
     /// Optional, with read_rows: whether this file is read by rows (OpenImageIO: TIFF only).
     bool (*reads_rows)(const std::string& path) = nullptr;
+    /// Optional, with write_rows: whether this file is written by rows (OpenImageIO: TIFF, PNG).
+    bool (*writes_rows)(const std::string& path) = nullptr;
 };
 
 // The rows, one per format file; codecs.cpp orders them into the table.

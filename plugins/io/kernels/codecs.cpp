@@ -213,8 +213,9 @@ std::string whole_read_reason(const std::string& path) {
 
 std::string whole_write_reason(const std::string& path) {
     const Codec& c = *writer_of(path).first;
-    if (c.write_rows) return "";
-    return "writes " + extension_of(path) + " files whole (" + c.name + "); .npy, .pgm/.ppm and .pfm are written by rows";
+    if (c.write_rows && (!c.writes_rows || c.writes_rows(path))) return "";
+    return "writes " + extension_of(path) + " files whole (" + c.name + "); .npy, .pgm/.ppm, .pfm" +
+           (fallback() ? ", .tif and .png" : "") + " are written by rows";
 }
 
 void read_rows(const std::string& path, int height, int row0, const ImageView& dst, const ReadOptions& options) {
@@ -230,7 +231,8 @@ void write_rows(const std::string& path, int height, int row0, const ImageView& 
     PIXFLOW_INTERNAL_CHECK(src.on_host() && src.data, "io: write_rows needs a host image");
     const auto [codec, format] = writer_of(path);
     check_format(path, *format, src.dtype, src.channels);
-    PIXFLOW_INTERNAL_CHECK(codec->write_rows, "io: write_rows of a format written whole");
+    PIXFLOW_INTERNAL_CHECK(codec->write_rows && (!codec->writes_rows || codec->writes_rows(path)),
+                           "io: write_rows of a format written whole");
     codec->write_rows(path, height, row0, src);
 }
 

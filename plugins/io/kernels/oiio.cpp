@@ -274,6 +274,59 @@ void oiio_write(const std::string& path, const ImageView& src) {
     if (!out->close()) fail_write(path, last_error(out, "OpenImageIO failed to finish it"));
 }
 
+/// Writing by rows through a spool: each band goes, raw and in order, into `path` (the run's
+/// temporary); the last band renames it to `<path>.rows` and encodes it into `path` through
+/// ImageOutput::write_scanlines, a band of at most 4 MiB at a time, then removes the spool. So
+/// memory stays bounded without an encoder kept open between strips (which the carried state,
+/// plain bytes, cannot own), at the price of writing the rows twice. A run that fails before the
+/// last band leaves only the temporary, which the run removes; one that fails in it removes the
+/// spool here.
+void oiio_write_rows(const std::string& path, int height, int row0, const ImageView& src) {
+    write_band(path, "", height, row0, src, top_down, false);
+    if (row0 + src.height < height) return;
+    const std::string spool = path + ".rows";
+    std::error_code ec;
+    std::filesystem::rename(path, spool, ec);
+    if (ec) fail_write(path, "cannot move its rows aside to " + spool + ": " + ec.message());
+    struct Remove {
+        const std::string& p;
+        ~Remove() {
+            std::error_code e;
+            std::filesystem::remove(p, e);
+        }
+    } remove_spool{spool};
+    const std::size_t rb = src.row_bytes();
+    InFile rows(spool);
+    if (rows.size() != std::uint64_t(height) * rb)
+        fail_write(path, "its spool " + spool + " holds " + std::to_string(rows.size()) + " bytes, not " +
+                             std::to_string(std::uint64_t(height) * rb));
+    StderrCapture printed; // libpng prints its errors (see stderr_capture.hpp)
+    auto out = OIIO::ImageOutput::create(path);
+    auto last_error = [&](const char* fallback) {
+        std::string e = merge(out ? out->geterror() : OIIO::geterror(), printed.text(), path);
+        return e.empty() ? std::string(fallback) : e;
+    };
+    if (!out) fail_write(path, last_error("OpenImageIO has no writer for it"), PF_ERR_INVALID);
+    OIIO::ImageSpec spec(src.width, height, src.channels, type_of(src.dtype));
+    spec.attribute("oiio:UnassociatedAlpha", 1);
+    if (!out->open(path, spec)) fail_write(path, last_error("OpenImageIO cannot create it"));
+    const int band = int(std::clamp<std::size_t>((std::size_t(4) << 20) / std::max<std::size_t>(rb, 1), 1, std::size_t(height)));
+    std::vector<unsigned char> buf(std::size_t(band) * rb);
+    for (int y = 0; y < height; y += band) {
+        const int n = std::min(band, height - y);
+        rows.read(buf.data(), std::size_t(n) * rb);
+        if (!out->write_scanlines(y, y + n, 0, type_of(src.dtype), buf.data()))
+            fail_write(path, last_error("OpenImageIO failed to write it"));
+    }
+    if (!out->close()) fail_write(path, last_error("OpenImageIO failed to finish it"));
+}
+
+/// TIFF and PNG are written by rows (through the spool); other formats whole.
+bool oiio_writes_rows(const std::string& path) {
+    const std::string ext = extension_of(path);
+    return ext == ".tif" || ext == ".tiff" || ext == ".png";
+}
+
 // What OpenImageIO's writers store without converting (OIIO 2.4). Alpha is written unassociated.
 constexpr std::uint32_t bit(DType d) { return PF_DTYPE_BIT(int(d)); }
 constexpr std::uint32_t kU8U16 = bit(DType::u8) | bit(DType::u16);
@@ -304,6 +357,8 @@ constexpr Codec oiio_codec{.name = "OpenImageIO",
                            .writes = &oiio_can_write,
                            .other = Format{"", bit(DType::u8), PF_ALL_CHANNELS},
                            .read_rows = &oiio_read_rows,
-                           .reads_rows = &oiio_reads_rows};
+                           .write_rows = &oiio_write_rows,
+                           .reads_rows = &oiio_reads_rows,
+                           .writes_rows = &oiio_writes_rows};
 
 } // namespace pixflow::io::detail
