@@ -2,8 +2,8 @@
 // (kernels/codecs.hpp). CPU only: they do file I/O; the host moves the image to or from a device
 // as the pipeline needs.
 //
-// Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM; TIFF is
-// read by rows), load is a pointwise source (it reads any band of rows on its own, as synth makes
+// Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM; TIFF
+// read, TIFF and PNG written), load is a pointwise source (it reads any band of rows on its own, as synth makes
 // one) and save a carried sink (its bands in order, the first creating the file; its state counts
 // the rows written); whole_reason makes a node of any other format whole-image.
 #include "kernels/codecs.hpp"
@@ -85,7 +85,7 @@ struct Save {
 
     static Schema schema() {
         return Schema("save", "write an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO; in "
-                              "strips, .npy .pgm .ppm .pfm are written by rows, the others whole")
+                              "strips, .npy .pgm .ppm .pfm .tif .png are written by rows, the others whole")
             .flags(PF_OP_SINK)
             .access(pixflow::carried())
             .input("in", all_dtypes(), channels(1, 4), "the image to write, stored without conversion")
