@@ -4,6 +4,7 @@
 #include "loader/descriptor_check.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -244,7 +245,9 @@ std::string check_fusion(const pf_fusion_desc& f, int index, const pf_plugin_des
 
 std::string check_access(const pf_access_desc& a, int index, const pf_plugin_desc& d) {
     std::string where = "access #" + std::to_string(index);
-    if (auto e = struct_size_problem(a.struct_size, sizeof(pf_access_desc), "pf_access_desc"); !e.empty())
+    // ABI 1.2 plugins end their pf_access_desc before whole_reason (ABI 1.3)
+    const std::size_t want = d.abi_minor <= 2 ? offsetof(pf_access_desc, whole_reason) : sizeof(pf_access_desc);
+    if (auto e = struct_size_problem(a.struct_size, want, "pf_access_desc"); !e.empty())
         return where + ": " + e;
     if (auto e = string_problem(a.op, L::name_bytes, Text::name); !e.empty()) return where + ": its operator name " + e;
     const pf_op_desc* op = nullptr;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdio>
 #include <numeric>
 #include <optional>
@@ -28,7 +29,16 @@ RowAccess row_access(const Node& n) {
     return a;
 }
 
+bool has_whole_reason(const pf_access_desc* a) {
+    return a && a->struct_size >= offsetof(pf_access_desc, whole_reason) + sizeof(a->whole_reason) && a->whole_reason;
+}
+
 std::string access_text(const pf_access_desc* a) {
+    if (has_whole_reason(a)) {
+        pf_access_desc plain = *a;
+        plain.whole_reason = nullptr;
+        return access_text(&plain) + ", or whole image where its parameters say so";
+    }
     if (!a) return "whole image";
     switch (a->kind) {
     case PF_ACCESS_POINTWISE: return "pointwise";
@@ -88,6 +98,14 @@ std::string not_streamable(const Graph& g, const Node& n, int& last_block) {
     const RowAccess a = row_access(n);
     const std::string op = n.op->desc->name;
     if (a.kind == PF_ACCESS_WHOLE) return "op " + op + " runs on whole images only (it declares no strip access)";
+    if (has_whole_reason(n.op->access)) { // ABI 1.3: this node, with its parameters, is whole-image
+        std::vector<pf_image> ins;
+        for (const auto& in : n.inputs) ins.push_back(g.nodes[in.node].outputs[std::size_t(in.port)]);
+        char why[512] = {0};
+        if (n.op->access->whole_reason(n.params.data(), n.op->desc->n_params, ins.data(), int32_t(ins.size()),
+                                       n.outputs.data(), int32_t(n.outputs.size()), why, sizeof why) != 0)
+            return "op " + op + " " + (why[0] ? std::string(why) : std::string("runs on whole images here"));
+    }
     if (n.inputs.size() > 1) return "op " + op + " has " + std::to_string(n.inputs.size()) + " inputs; strips take one";
     if (n.outputs.size() > 1) return "op " + op + " has " + std::to_string(n.outputs.size()) + " outputs; strips take one";
     if (n.inputs.empty() && n.outputs.empty()) return "op " + op + " has no images";

@@ -1,6 +1,11 @@
 // io.cpp: the `load` and `save` operators, thin adapters over the codec table
 // (kernels/codecs.hpp). CPU only: they do file I/O; the host moves the image to or from a device
 // as the pipeline needs.
+//
+// Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM; TIFF
+// read, TIFF and PNG written), load is a pointwise source (it reads any band of rows on its own, as synth makes
+// one) and save a carried sink (its bands in order, the first creating the file; its state counts
+// the rows written); whole_reason makes a node of any other format whole-image.
 #include "kernels/codecs.hpp"
 
 #include <pixflow/operator.hpp>
@@ -28,8 +33,10 @@ struct Load {
     using Params = LoadParams;
 
     static Schema schema() {
-        return Schema("load", "read an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO")
+        return Schema("load", "read an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO; in "
+                              "strips, .npy .pgm .ppm .pfm .tif are read by rows, the others whole")
             .flags(PF_OP_SOURCE)
+            .access(pixflow::pointwise())
             .output("out", all_dtypes(), channels(1, 4),
                     "the image, in the file's own dtype; a BMP or PNG of indices into an all-grey palette "
                     "(a 1-bit BMP) has 1 channel")
@@ -57,9 +64,13 @@ struct Load {
         out[0].dtype = h.dtype;
     }
 
+    static std::string whole_reason(const Params& p, const Shapes&, const Shapes&) { return whole_read_reason(p.path); }
+
     static void run_cpu(Context& ctx, const Params& p) {
-        read_image(p.path, ctx.output(),
-                   ReadOptions{p.max_pixels, p.fail_on, [&ctx](const std::string& msg) { ctx.warn(msg); }});
+        const ReadOptions options{p.max_pixels, p.fail_on, [&ctx](const std::string& msg) { ctx.warn(msg); }};
+        const Strip s = ctx.strip();
+        if (s.out_row0 == 0 && ctx.output().height == s.out_height) read_image(p.path, ctx.output(), options);
+        else read_rows(p.path, s.out_height, s.out_row0, ctx.output(), options);
     }
 };
 
@@ -73,8 +84,10 @@ struct Save {
     using Params = SaveParams;
 
     static Schema schema() {
-        return Schema("save", "write an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO")
+        return Schema("save", "write an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO; in "
+                              "strips, .npy .pgm .ppm .pfm .tif .png are written by rows, the others whole")
             .flags(PF_OP_SINK)
+            .access(pixflow::carried())
             .input("in", all_dtypes(), channels(1, 4), "the image to write, stored without conversion")
             .param(&Params::path, "path",
                    "file to write; the extension picks the format, which must hold the input's dtype "
@@ -86,7 +99,21 @@ struct Save {
         check_can_save(p.path, in[0].dtype, in[0].channels);
     }
 
-    static void run_cpu(Context& ctx, const Params& p) { write_image(p.path, ctx.input()); }
+    static std::string whole_reason(const Params& p, const Shapes&, const Shapes&) { return whole_write_reason(p.path); }
+
+    /// The state between strips: the rows written so far, which the next band must start at.
+    static std::size_t carry_bytes(const Params&, const Shapes&, const Shapes&) { return sizeof(std::uint64_t); }
+
+    static void run_cpu(Context& ctx, const Params& p) {
+        const Strip s = ctx.strip();
+        if (!s.carry) return write_image(p.path, ctx.input());
+        auto* written = s.carry_as<std::uint64_t>();
+        PIXFLOW_INTERNAL_CHECK(std::uint64_t(s.in_row0) == *written,
+                               "save: a band of rows out of order (rows " + std::to_string(s.in_row0) +
+                                   ".. after " + std::to_string(*written) + ")");
+        write_rows(p.path, s.in_height, s.in_row0, ctx.input());
+        *written += std::uint64_t(ctx.input().height);
+    }
 };
 
 } // namespace pixflow::io

@@ -4,6 +4,7 @@
 // extension, save's check and its messages), so adding a format is one file and one row:
 //
 //   kernels/tga.cpp:    const Codec tga_codec{"TGA", kTgaFormats, true, &tga_header, &tga_read, &tga_write};
+//   (a format that can be read or written by bands of rows also sets read_rows / write_rows)
 //   kernels/codec.hpp:  extern const Codec tga_codec;
 //   kernels/codecs.cpp: constexpr const Codec* k_codecs[] = {..., &tga_codec};
 //
@@ -50,6 +51,19 @@ struct Codec {
     /// not list stores.
     bool (*writes)(const std::string& path) = nullptr;
     Format other{"", 0, 0};
+    /// Streaming (issue 16), both optional; a codec without them reads or writes whole images.
+    /// read_rows reads rows [row0, row0 + dst.height) of the file, whose whole image is `want`
+    /// (the pixel limit checked, as for read), having checked that the file holds every row its
+    /// header claims (a truncated file is an error, never rows of zeros). write_rows writes src
+    /// as rows [row0, row0 + src.height) of an image of `height` rows; the bands come in order,
+    /// and row0 == 0 creates the file.
+    void (*read_rows)(const std::string& path, const Header& want, int row0, const ImageView& dst,
+                      const ReadOptions& options) = nullptr;
+    void (*write_rows)(const std::string& path, int height, int row0, const ImageView& src) = nullptr;
+    /// Optional, with read_rows: whether this file is read by rows (OpenImageIO: TIFF only).
+    bool (*reads_rows)(const std::string& path) = nullptr;
+    /// Optional, with write_rows: whether this file is written by rows (OpenImageIO: TIFF, PNG).
+    bool (*writes_rows)(const std::string& path) = nullptr;
 };
 
 // The rows, one per format file; codecs.cpp orders them into the table.

@@ -204,4 +204,36 @@ void write_image(const std::string& path, const ImageView& src) {
     codec->write(path, src);
 }
 
+std::string whole_read_reason(const std::string& path) {
+    const Codec& c = reader_of(path);
+    if (c.read_rows && (!c.reads_rows || c.reads_rows(path))) return "";
+    return "reads " + extension_of(path) + " files whole (" + c.name + "); .npy, .pgm/.ppm, .pfm" +
+           (fallback() ? " and .tif" : "") + " are read by rows";
+}
+
+std::string whole_write_reason(const std::string& path) {
+    const Codec& c = *writer_of(path).first;
+    if (c.write_rows && (!c.writes_rows || c.writes_rows(path))) return "";
+    return "writes " + extension_of(path) + " files whole (" + c.name + "); .npy, .pgm/.ppm, .pfm" +
+           (fallback() ? ", .tif and .png" : "") + " are written by rows";
+}
+
+void read_rows(const std::string& path, int height, int row0, const ImageView& dst, const ReadOptions& options) {
+    PIXFLOW_INTERNAL_CHECK(dst.on_host() && dst.data && row0 >= 0 && row0 + dst.height <= height,
+                           "io: read_rows needs a host band within the image");
+    check_pixel_limit(path, dst.width, height, options.max_pixels);
+    const Codec& c = reader_of(path);
+    PIXFLOW_INTERNAL_CHECK(c.read_rows && (!c.reads_rows || c.reads_rows(path)), "io: read_rows of a format read whole");
+    c.read_rows(path, Header{dst.width, height, dst.channels, dst.dtype}, row0, dst, options);
+}
+
+void write_rows(const std::string& path, int height, int row0, const ImageView& src) {
+    PIXFLOW_INTERNAL_CHECK(src.on_host() && src.data, "io: write_rows needs a host image");
+    const auto [codec, format] = writer_of(path);
+    check_format(path, *format, src.dtype, src.channels);
+    PIXFLOW_INTERNAL_CHECK(codec->write_rows && (!codec->writes_rows || codec->writes_rows(path)),
+                           "io: write_rows of a format written whole");
+    codec->write_rows(path, height, row0, src);
+}
+
 } // namespace pixflow::io

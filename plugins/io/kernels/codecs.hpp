@@ -85,4 +85,27 @@ void check_can_save(const std::string& path, DType dtype, int channels);
 /// Writes `src` (host memory) to exactly `path`, creating or truncating that one file.
 void write_image(const std::string& path, const ImageView& src);
 
+// ---- by rows (issue 16: images larger than memory) ----------------------------------------------
+//
+// .npy, binary PGM/PPM and PFM are read and written by bands of full-width rows; through
+// OpenImageIO, TIFF is read by bands and TIFF and PNG are written by bands (spooled raw into the
+// temporary, encoded at the last band); other formats only whole. A band read checks the header against the whole image (and the file's size against
+// the header: a file shorter than its rows is an error naming the bytes, never rows of zeros);
+// bytes after the last row are ignored, as by NumPy and Netpbm readers (a Netpbm file may hold
+// several images), the same whole or by rows. Bands are written in order from the top; the first
+// creates the file.
+
+/// "" when `path`'s format is read by rows; else why not ("reads .png files whole").
+std::string whole_read_reason(const std::string& path);
+/// "" when `path`'s format is written by rows; else why not.
+std::string whole_write_reason(const std::string& path);
+
+/// Reads rows [row0, row0 + dst.height) of `path`, whose whole image is `height` rows of dst's
+/// width, channels and dtype, into dst (host memory).
+void read_rows(const std::string& path, int height, int row0, const ImageView& dst, const ReadOptions& options = {});
+
+/// Writes `src` as rows [row0, row0 + src.height) of an image of `height` rows; row0 == 0
+/// creates or truncates the file, later bands follow it in order.
+void write_rows(const std::string& path, int height, int row0, const ImageView& src);
+
 } // namespace pixflow::io

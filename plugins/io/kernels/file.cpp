@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <limits>
 #include <system_error>
+#include <vector>
 
 namespace pixflow::io::detail {
 
@@ -69,9 +71,14 @@ void InFile::require(std::uint64_t bytes, const char* what) {
              " bytes after the header, the file has " + std::to_string(left));
 }
 
-OutFile::OutFile(const std::string& path) : m_path(path) {
-    m_file = std::fopen(path.c_str(), "wb");
+OutFile::OutFile(const std::string& path, bool update) : m_path(path) {
+    m_file = std::fopen(path.c_str(), update ? "r+b" : "wb");
     if (!m_file) fail_write(path, errno_text(errno));
+}
+
+void OutFile::seek(std::uint64_t pos) {
+    if (pos > std::uint64_t(std::numeric_limits<long>::max()) || std::fseek(m_file, long(pos), SEEK_SET) != 0)
+        fail_write(m_path, "cannot seek to offset " + std::to_string(pos) + ": " + errno_text(errno));
 }
 
 OutFile::~OutFile() {
@@ -86,6 +93,30 @@ void OutFile::close() {
     std::FILE* f = m_file;
     m_file = nullptr;
     if (std::fclose(f) != 0) fail_write(m_path, errno_text(errno));
+}
+
+void write_band(const std::string& path, const std::string& header, int height, int row0, const ImageView& src,
+                RowPlace at, bool swap_bytes) {
+    PIXFLOW_INTERNAL_CHECK(row0 >= 0 && src.height >= 0 && row0 + src.height <= height,
+                           "io: a band of rows outside the image");
+    OutFile f(path, /*update=*/row0 > 0);
+    if (row0 == 0) f.write(header);
+    const std::size_t rb = src.row_bytes();
+    std::vector<unsigned char> swapped(swap_bytes ? rb : 0);
+    // the band's rows lie one after the other in the file, in one order or the other: one seek
+    const std::uint64_t first = std::min(at(row0, height), at(row0 + src.height - 1, height));
+    if (src.height > 0) f.seek(header.size() + first * rb);
+    const bool reversed = src.height > 1 && at(row0, height) > at(row0 + 1, height);
+    for (int k = 0; k < src.height; ++k) {
+        const unsigned char* row = src.row<unsigned char>(reversed ? src.height - 1 - k : k);
+        if (swap_bytes) {
+            std::memcpy(swapped.data(), row, rb);
+            byteswap_samples(swapped.data(), src.row_samples(), dtype_size(src.dtype));
+            row = swapped.data();
+        }
+        f.write(row, rb);
+    }
+    f.close();
 }
 
 void byteswap_samples(void* data, std::size_t n, std::size_t size) {

@@ -53,13 +53,17 @@ class InFile {
 /// A file open for writing; every write is checked, and close() reports a failed flush.
 class OutFile {
   public:
-    explicit OutFile(const std::string& path);
+    /// Creates or truncates `path`; with `update`, opens the existing file to write into it
+    /// (a band of rows after the first, written by save in strips).
+    explicit OutFile(const std::string& path, bool update = false);
     ~OutFile();
     OutFile(const OutFile&) = delete;
     OutFile& operator=(const OutFile&) = delete;
 
     void write(const void* src, std::size_t n);
     void write(const std::string& s) { write(s.data(), s.size()); }
+    /// Moves to an absolute offset; past the end leaves a gap that later writes fill.
+    void seek(std::uint64_t pos);
     void close();
 
   private:
@@ -91,20 +95,48 @@ std::string one_line(const std::string& text, const std::string& path = "", std:
 void expect_header(const std::string& path, const Header& want, const Header& now);
 
 /// A built-in format's header reader and reader, over an InFile, as the codec table's functions
-/// of a path: header_of<H> opens the file and reads its header; read_with<H, R> opens it, reads
-/// the header again, checks it against `want` and reads the pixels into dst.
-/// The built-in formats have no warnings (what they find is an error), so they ignore fail_on;
-/// and their headers allocate nothing, so codecs.cpp's limit check after them suffices.
+/// of a path: header_of<H> opens the file and reads its header; rows_with<H, R> opens it, reads
+/// the header again (which checks that the file holds every row the header claims), checks it
+/// against `want` and reads rows [row0, row0 + dst.height) into dst; read_with<H, R> reads them
+/// all, with the same code. The built-in formats have no warnings (what they find is an error),
+/// so they ignore fail_on; and their headers allocate nothing, so codecs.cpp's limit check after
+/// them suffices. R reads the header once more from the start when it needs its byte order.
+using RowReader = void (*)(InFile&, const Header&, int row0, const ImageView& dst);
 template <Header (*H)(InFile&)> Header header_of(const std::string& path, const ReadOptions&) {
     InFile f(path);
     return H(f);
 }
-template <Header (*H)(InFile&), void (*R)(InFile&, const Header&, const ImageView&)>
-void read_with(const std::string& path, const Header& want, const ImageView& dst, const ReadOptions&) {
+template <Header (*H)(InFile&), RowReader R>
+void rows_with(const std::string& path, const Header& want, int row0, const ImageView& dst, const ReadOptions&) {
     InFile f(path);
     const Header h = H(f);
     expect_header(path, want, h);
-    R(f, h, dst);
+    R(f, h, row0, dst);
 }
+template <Header (*H)(InFile&), RowReader R>
+void read_with(const std::string& path, const Header& want, const ImageView& dst, const ReadOptions& o) {
+    rows_with<H, R>(path, want, 0, dst, o);
+}
+
+/// A built-in format's writer by rows, as the codec table's functions: the format gives its
+/// header's text (which depends on the shape only) and where row y of the whole image lies after
+/// it. write_rows_at<T, At> writes src as rows [row0, row0 + src.height) of an image of `height`
+/// rows: row0 == 0 creates (truncates) the file and writes the header, a later band opens it and
+/// writes at its place; write_at<T, At> writes the whole image, with the same code.
+using HeaderText = std::string (*)(int width, int height, int channels, DType dtype);
+using RowPlace = std::uint64_t (*)(int y, int height); ///< rows before y's place in the file
+void write_band(const std::string& path, const std::string& header, int height, int row0, const ImageView& src,
+                RowPlace at, bool swap_bytes);
+template <HeaderText T, RowPlace At, bool SwapU16 = false>
+void write_rows_at(const std::string& path, int height, int row0, const ImageView& src) {
+    write_band(path, T(src.width, height, src.channels, src.dtype), height, row0, src, At,
+               SwapU16 && src.dtype == DType::u16 && host_is_little_endian);
+}
+template <HeaderText T, RowPlace At, bool SwapU16 = false> void write_at(const std::string& path, const ImageView& src) {
+    write_rows_at<T, At, SwapU16>(path, src.height, 0, src);
+}
+/// Rows top to bottom (.npy, PGM/PPM), and bottom to top (PFM).
+inline std::uint64_t top_down(int y, int) { return std::uint64_t(y); }
+inline std::uint64_t bottom_up(int y, int height) { return std::uint64_t(height - 1 - y); }
 
 } // namespace pixflow::io::detail

@@ -95,9 +95,10 @@ Header pnm_read_header(InFile& f) {
     return h;
 }
 
-void pnm_read(InFile& f, const Header& h, const ImageView& dst) {
+void pnm_read_rows(InFile& f, const Header& h, int row0, const ImageView& dst) {
     const std::size_t row_bytes = dst.row_bytes();
-    for (int y = 0; y < h.height; ++y) {
+    f.seek(f.tell() + std::uint64_t(row0) * row_bytes); // the header checked the size
+    for (int y = 0; y < dst.height; ++y) {
         void* row = dst.row<unsigned char>(y);
         f.read(row, row_bytes);
         if (h.dtype == DType::u16 && host_is_little_endian)
@@ -105,22 +106,9 @@ void pnm_read(InFile& f, const Header& h, const ImageView& dst) {
     }
 }
 
-void pnm_write(const std::string& path, const ImageView& src) {
-    const bool wide = src.dtype == DType::u16;
-    OutFile f(path);
-    f.write(std::string(src.channels == 1 ? "P5" : "P6") + "\n" + std::to_string(src.width) + " " +
-            std::to_string(src.height) + "\n" + (wide ? "65535" : "255") + "\n");
-    std::vector<unsigned char> swapped(wide && host_is_little_endian ? src.row_bytes() : 0);
-    for (int y = 0; y < src.height; ++y) {
-        const unsigned char* row = src.row<unsigned char>(y);
-        if (!swapped.empty()) {
-            std::memcpy(swapped.data(), row, swapped.size());
-            byteswap_samples(swapped.data(), src.row_samples(), 2);
-            row = swapped.data();
-        }
-        f.write(row, src.row_bytes());
-    }
-    f.close();
+std::string pnm_header_text(int width, int height, int channels, DType dtype) {
+    return std::string(channels == 1 ? "P5" : "P6") + "\n" + std::to_string(width) + " " + std::to_string(height) +
+           "\n" + (dtype == DType::u16 ? "65535" : "255") + "\n";
 }
 
 // ---- PFM -------------------------------------------------------------------------------------
@@ -152,26 +140,24 @@ Header pfm_read_header(InFile& f) {
     return pfm_header(f, le);
 }
 
-void pfm_read(InFile& f, const Header& h, const ImageView& dst) {
+void pfm_read_rows(InFile& f, const Header& h, int row0, const ImageView& dst) {
     // read_image already parsed the header once; parse again from the start for the byte order.
     f.seek(0);
     bool le = true;
     pfm_header(f, le);
     const bool swap = le != host_is_little_endian;
-    for (int k = 0; k < h.height; ++k) {
-        void* row = dst.row<unsigned char>(h.height - 1 - k); // bottom row first
+    // rows are stored bottom to top: the band's lowest row comes first
+    f.seek(f.tell() + std::uint64_t(h.height - row0 - dst.height) * dst.row_bytes());
+    for (int k = 0; k < dst.height; ++k) {
+        void* row = dst.row<unsigned char>(dst.height - 1 - k);
         f.read(row, dst.row_bytes());
         if (swap) byteswap_samples(row, dst.row_samples(), 4);
     }
 }
 
-void pfm_write(const std::string& path, const ImageView& src) {
-    OutFile f(path);
-    f.write(std::string(src.channels == 1 ? "Pf" : "PF") + "\n" + std::to_string(src.width) + " " +
-            std::to_string(src.height) + "\n" + (host_is_little_endian ? "-1.0" : "1.0") + "\n");
-    for (int k = 0; k < src.height; ++k)
-        f.write(src.row<unsigned char>(src.height - 1 - k), src.row_bytes());
-    f.close();
+std::string pfm_header_text(int width, int height, int channels, DType) {
+    return std::string(channels == 1 ? "Pf" : "PF") + "\n" + std::to_string(width) + " " + std::to_string(height) +
+           "\n" + (host_is_little_endian ? "-1.0" : "1.0") + "\n";
 }
 
 bool pnm_reads(const std::string& path) { return !pnm_is_other_variant(path); }
@@ -187,9 +173,22 @@ constexpr Format kPfmFormats[] = {{".pfm", PF_DTYPE_BIT(PF_F32), PF_CHANNELS_BIT
 } // namespace
 
 // P1..P4 (plain text or bitmaps) are rare enough to leave to the fallback, when there is one.
-constexpr Codec pnm_codec{"binary PGM/PPM", kPnmFormats, false, &header_of<pnm_read_header>,
-                          &read_with<pnm_read_header, pnm_read>, &pnm_write, &pnm_reads};
-constexpr Codec pfm_codec{"PFM", kPfmFormats, false, &header_of<pfm_read_header>,
-                          &read_with<pfm_read_header, pfm_read>, &pfm_write};
+constexpr Codec pnm_codec{.name = "binary PGM/PPM",
+                          .formats = kPnmFormats,
+                          .fallback = false,
+                          .read_header = &header_of<pnm_read_header>,
+                          .read = &read_with<pnm_read_header, pnm_read_rows>,
+                          .write = &write_at<pnm_header_text, top_down, true>,
+                          .reads = &pnm_reads,
+                          .read_rows = &rows_with<pnm_read_header, pnm_read_rows>,
+                          .write_rows = &write_rows_at<pnm_header_text, top_down, true>};
+constexpr Codec pfm_codec{.name = "PFM",
+                          .formats = kPfmFormats,
+                          .fallback = false,
+                          .read_header = &header_of<pfm_read_header>,
+                          .read = &read_with<pfm_read_header, pfm_read_rows>,
+                          .write = &write_at<pfm_header_text, bottom_up>,
+                          .read_rows = &rows_with<pfm_read_header, pfm_read_rows>,
+                          .write_rows = &write_rows_at<pfm_header_text, bottom_up>};
 
 } // namespace pixflow::io::detail

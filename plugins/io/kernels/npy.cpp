@@ -214,50 +214,44 @@ const char* descr_of(DType d) {
 
 Header npy_read_header(InFile& f) { return parse_header(f).header; }
 
-void npy_read(InFile& f, const Header& h, const ImageView& dst) {
+void npy_read_rows(InFile& f, const Header& h, int row0, const ImageView& dst) {
     f.seek(0); // the byte order is in the header: parse it again
     NpyInfo info = parse_header(f);
     const bool swap = info.little_endian != host_is_little_endian;
-    for (int y = 0; y < h.height; ++y) {
+    f.seek(f.tell() + std::uint64_t(row0) * dst.row_bytes()); // parse_header checked the size
+    for (int y = 0; y < dst.height; ++y) {
         void* row = dst.row<unsigned char>(y);
         f.read(row, dst.row_bytes());
         if (swap) byteswap_samples(row, dst.row_samples(), dtype_size(h.dtype));
     }
 }
 
-void npy_write(const std::string& path, const ImageView& src) {
-    std::string dict = std::string("{'descr': '") + descr_of(src.dtype) +
-                       "', 'fortran_order': False, 'shape': (" + std::to_string(src.height) + ", " +
-                       std::to_string(src.width) +
-                       (src.channels == 1 ? "" : ", " + std::to_string(src.channels)) + "), }";
+std::string npy_header_text(int width, int height, int channels, DType dtype) {
+    std::string dict = std::string("{'descr': '") + descr_of(dtype) + "', 'fortran_order': False, 'shape': (" +
+                       std::to_string(height) + ", " + std::to_string(width) +
+                       (channels == 1 ? "" : ", " + std::to_string(channels)) + "), }";
     const std::size_t preamble = 10; // magic, version, u16 length
     std::size_t total = preamble + dict.size() + 1;
     total = (total + 63) / 64 * 64;
     dict.append(total - preamble - dict.size() - 1, ' ');
     dict += '\n';
     const std::size_t len = dict.size();
-    unsigned char pre[10] = {magic[0],
-                             magic[1],
-                             magic[2],
-                             magic[3],
-                             magic[4],
-                             magic[5],
-                             1,
-                             0,
-                             static_cast<unsigned char>(len & 0xFF),
-                             static_cast<unsigned char>(len >> 8)};
-    OutFile f(path);
-    f.write(pre, sizeof pre);
-    f.write(dict);
-    for (int y = 0; y < src.height; ++y) f.write(src.row<unsigned char>(y), src.row_bytes());
-    f.close();
+    const char pre[10] = {char(magic[0]), char(magic[1]), char(magic[2]), char(magic[3]), char(magic[4]),
+                          char(magic[5]), 1, 0, char(len & 0xFF), char(len >> 8)};
+    return std::string(pre, sizeof pre) + dict;
 }
 
 constexpr Format kNpyFormats[] = {{".npy", PF_ALL_DTYPES, PF_ALL_CHANNELS}};
 
 } // namespace
 
-constexpr Codec npy_codec{"NumPy", kNpyFormats, false, &header_of<npy_read_header>,
-                          &read_with<npy_read_header, npy_read>, &npy_write};
+constexpr Codec npy_codec{.name = "NumPy",
+                          .formats = kNpyFormats,
+                          .fallback = false,
+                          .read_header = &header_of<npy_read_header>,
+                          .read = &read_with<npy_read_header, npy_read_rows>,
+                          .write = &write_at<npy_header_text, top_down>,
+                          .read_rows = &rows_with<npy_read_header, npy_read_rows>,
+                          .write_rows = &write_rows_at<npy_header_text, top_down>};
 
 } // namespace pixflow::io::detail

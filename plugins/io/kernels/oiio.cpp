@@ -23,12 +23,14 @@
 
 #include <OpenImageIO/imageio.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <system_error>
+#include <vector>
 
 namespace pixflow::io::detail {
 namespace {
@@ -204,6 +206,52 @@ void oiio_read(const std::string& path, const Header& want, const ImageView& dst
                      (options.fail_on == FailOn::none ? "none" : "error") + "\")");
 }
 
+/// Rows [row0, row0 + dst.height) of a TIFF (strips or tiles: OpenImageIO reads the strips or
+/// tiles that hold them, from a file opened for this band alone; a tiled file's tile rows go
+/// through a buffer of their own, at most two tile rows more than the band). Limits, the header check and
+/// fail_on as for the whole image; libtiff's complaint about a missing strip is a warning.
+void oiio_read_rows(const std::string& path, const Header& want, int row0, const ImageView& dst,
+                    const ReadOptions& options) {
+    Input in(path, options);
+    expect_header(path, want, header_from(path, in.spec(), options));
+    if (options.fail_on != FailOn::warning)
+        for (int y = 0; y < dst.height; ++y) std::memset(dst.row<unsigned char>(y), 0, dst.row_bytes());
+    const OIIO::ImageSpec& sp = in.spec();
+    bool ok = false;
+    if (sp.tile_width > 0 && sp.tile_height > 0) {
+        // read_tiles of the tile rows that hold the band, then the band's rows: OpenImageIO 2.4's
+        // read_scanlines of a tiled TIFF divides by zero (SIGFPE)
+        const int th = sp.tile_height, t0 = row0 / th * th;
+        const int t1 = std::min(sp.height, (row0 + dst.height + th - 1) / th * th);
+        const std::size_t rb = dst.row_bytes();
+        std::vector<unsigned char> tiles(std::size_t(t1 - t0) * rb);
+        ok = in.get().read_tiles(0, 0, sp.x, sp.x + sp.width, sp.y + t0, sp.y + t1, sp.z, sp.z + std::max(1, sp.depth), 0,
+                                 want.channels, type_of(want.dtype), tiles.data(), OIIO::AutoStride,
+                                 OIIO::stride_t(rb), OIIO::AutoStride);
+        for (int y = 0; ok && y < dst.height; ++y)
+            std::memcpy(dst.row<unsigned char>(y), tiles.data() + std::size_t(row0 - t0 + y) * rb, rb);
+    } else {
+        ok = in.get().read_scanlines(0, 0, sp.y + row0, sp.y + row0 + dst.height, sp.z, 0, want.channels,
+                                     type_of(want.dtype), dst.data, OIIO::AutoStride, OIIO::stride_t(dst.pitch));
+    }
+    in.get().close();
+    std::string complaints = in.complaints();
+    if (!ok && complaints.empty()) complaints = "OpenImageIO failed to decode rows " + std::to_string(row0) + "..";
+    if (complaints.empty()) return;
+    if (!ok ? options.fail_on != FailOn::none : options.fail_on == FailOn::warning)
+        fail_complaints(path, complaints, !ok);
+    if (options.warn)
+        options.warn("'" + path + "': rows from " + std::to_string(row0) + (ok ? " decoded despite: " : " partly decoded: ") +
+                     complaints + " (fail_on = \"" + (options.fail_on == FailOn::none ? "none" : "error") + "\")");
+}
+
+/// TIFF is read by bands; PNG is not (its rows decode in order only: a band read from a file
+/// opened again would decode every row above it).
+bool oiio_reads_rows(const std::string& path) {
+    const std::string ext = extension_of(path);
+    return ext == ".tif" || ext == ".tiff";
+}
+
 bool oiio_can_write(const std::string& path) {
     auto out = OIIO::ImageOutput::create(path);
     if (!out) (void)OIIO::geterror(); // clear it
@@ -226,6 +274,59 @@ void oiio_write(const std::string& path, const ImageView& src) {
     if (!out->close()) fail_write(path, last_error(out, "OpenImageIO failed to finish it"));
 }
 
+/// Writing by rows through a spool: each band goes, raw and in order, into `path` (the run's
+/// temporary); the last band renames it to `<path>.rows` and encodes it into `path` through
+/// ImageOutput::write_scanlines, a band of at most 4 MiB at a time, then removes the spool. So
+/// memory stays bounded without an encoder kept open between strips (which the carried state,
+/// plain bytes, cannot own), at the price of writing the rows twice. A run that fails before the
+/// last band leaves only the temporary, which the run removes; one that fails in it removes the
+/// spool here.
+void oiio_write_rows(const std::string& path, int height, int row0, const ImageView& src) {
+    write_band(path, "", height, row0, src, top_down, false);
+    if (row0 + src.height < height) return;
+    const std::string spool = path + ".rows";
+    std::error_code ec;
+    std::filesystem::rename(path, spool, ec);
+    if (ec) fail_write(path, "cannot move its rows aside to " + spool + ": " + ec.message());
+    struct Remove {
+        const std::string& p;
+        ~Remove() {
+            std::error_code e;
+            std::filesystem::remove(p, e);
+        }
+    } remove_spool{spool};
+    const std::size_t rb = src.row_bytes();
+    InFile rows(spool);
+    if (rows.size() != std::uint64_t(height) * rb)
+        fail_write(path, "its spool " + spool + " holds " + std::to_string(rows.size()) + " bytes, not " +
+                             std::to_string(std::uint64_t(height) * rb));
+    StderrCapture printed; // libpng prints its errors (see stderr_capture.hpp)
+    auto out = OIIO::ImageOutput::create(path);
+    auto last_error = [&](const char* fallback) {
+        std::string e = merge(out ? out->geterror() : OIIO::geterror(), printed.text(), path);
+        return e.empty() ? std::string(fallback) : e;
+    };
+    if (!out) fail_write(path, last_error("OpenImageIO has no writer for it"), PF_ERR_INVALID);
+    OIIO::ImageSpec spec(src.width, height, src.channels, type_of(src.dtype));
+    spec.attribute("oiio:UnassociatedAlpha", 1);
+    if (!out->open(path, spec)) fail_write(path, last_error("OpenImageIO cannot create it"));
+    const int band = int(std::clamp<std::size_t>((std::size_t(4) << 20) / std::max<std::size_t>(rb, 1), 1, std::size_t(height)));
+    std::vector<unsigned char> buf(std::size_t(band) * rb);
+    for (int y = 0; y < height; y += band) {
+        const int n = std::min(band, height - y);
+        rows.read(buf.data(), std::size_t(n) * rb);
+        if (!out->write_scanlines(y, y + n, 0, type_of(src.dtype), buf.data()))
+            fail_write(path, last_error("OpenImageIO failed to write it"));
+    }
+    if (!out->close()) fail_write(path, last_error("OpenImageIO failed to finish it"));
+}
+
+/// TIFF and PNG are written by rows (through the spool); other formats whole.
+bool oiio_writes_rows(const std::string& path) {
+    const std::string ext = extension_of(path);
+    return ext == ".tif" || ext == ".tiff" || ext == ".png";
+}
+
 // What OpenImageIO's writers store without converting (OIIO 2.4). Alpha is written unassociated.
 constexpr std::uint32_t bit(DType d) { return PF_DTYPE_BIT(int(d)); }
 constexpr std::uint32_t kU8U16 = bit(DType::u8) | bit(DType::u16);
@@ -246,7 +347,18 @@ constexpr Format kOiioFormats[] = {
 
 // The fallback: every extension the built-in rows do not list; any other extension it can write
 // stores u8, whatever channels it takes.
-constexpr Codec oiio_codec{"OpenImageIO", kOiioFormats, true, &oiio_read_header, &oiio_read, &oiio_write,
-                           nullptr, &oiio_can_write, Format{"", bit(DType::u8), PF_ALL_CHANNELS}};
+constexpr Codec oiio_codec{.name = "OpenImageIO",
+                           .formats = kOiioFormats,
+                           .fallback = true,
+                           .read_header = &oiio_read_header,
+                           .read = &oiio_read,
+                           .write = &oiio_write,
+                           .reads = nullptr,
+                           .writes = &oiio_can_write,
+                           .other = Format{"", bit(DType::u8), PF_ALL_CHANNELS},
+                           .read_rows = &oiio_read_rows,
+                           .write_rows = &oiio_write_rows,
+                           .reads_rows = &oiio_reads_rows,
+                           .writes_rows = &oiio_writes_rows};
 
 } // namespace pixflow::io::detail

@@ -37,8 +37,9 @@ extern "C" {
 #endif
 
 #define PIXFLOW_ABI_MAJOR 1
-#define PIXFLOW_ABI_MINOR 2 /* 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
-                               pf_plugin_desc.access) and strips (pf_run_args.strip) */
+#define PIXFLOW_ABI_MINOR 3 /* 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
+                               pf_plugin_desc.access) and strips (pf_run_args.strip); 1.3:
+                               pf_access_desc.whole_reason (access that depends on parameters) */
 
 /* The one symbol every plugin exports. */
 #define PIXFLOW_ENTRY_SYMBOL "pixflow_plugin_entry"
@@ -322,7 +323,7 @@ typedef struct pf_fusion_desc {
  *                        or 1.1, is never run by strips.
  *   PF_ACCESS_POINTWISE  output row y depends on input row y only (convert, grayscale); output
  *                        height = input height. A source with this access computes any band of
- *                        its rows on its own (synth): pf_strip.out_row0 says which.
+ *                        its rows on its own (synth, load): pf_strip.out_row0 says which.
  *   PF_ACCESS_STENCIL    output row y depends on input rows y - halo .. y + halo (gauss5x5: 2);
  *                        output height = input height. The host gives it a view holding the
  *                        halo rows as well (clipped at the image's edges) and keeps the middle,
@@ -339,7 +340,7 @@ typedef struct pf_fusion_desc {
  *                        Strips run in order, each once; pf_strip.carry holds carry_bytes(...)
  *                        bytes that the host keeps between them. Output height = input height.
  *                        A source may be carried too: its rows in order (a file read from the
- *                        start); so may a sink (a file written in order).
+ *                        start); so may a sink (a file written in order: save).
  * Columns are never split: every view is full width. */
 typedef enum pf_access_kind {
     PF_ACCESS_WHOLE = 0,
@@ -354,6 +355,17 @@ typedef enum pf_access_kind {
 typedef size_t (*pf_carry_bytes_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs,
                                     int32_t n_inputs, const pf_image* outputs, int32_t n_outputs);
 
+/* ABI 1.3. Whether one node of the operator, with these parameters and whole images' shapes
+ * (data == NULL), may run by strips after all: 0 when it may; otherwise non-zero, with a clause
+ * saying why in `why` ("it reads .png files whole"), and the node is whole-image. For an operator
+ * whose access depends on its parameters: load and save stream the formats that can be read and
+ * written by rows, and no others. Called by the host while planning, like infer (pure, concurrent). */
+typedef int32_t (*pf_whole_reason_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs,
+                                      int32_t n_inputs, const pf_image* outputs, int32_t n_outputs, char* why,
+                                      size_t why_size);
+
+/* struct_size is sizeof(pf_access_desc) of the plugin's ABI: up to carry_bytes for ABI 1.2, up to
+ * whole_reason from 1.3 on. */
 typedef struct pf_access_desc {
     uint32_t struct_size;
     const char* op; /* an operator of this plugin (each at most once) */
@@ -362,6 +374,8 @@ typedef struct pf_access_desc {
     int32_t in_rows;  /* BLOCKS: 1 .. 4096 input rows per block; else 0 */
     int32_t out_rows; /* BLOCKS: 1 .. 4096 output rows per block; else 0 */
     pf_carry_bytes_fn carry_bytes; /* CARRIED: never NULL; else NULL */
+    /* ABI 1.3 (read only when struct_size covers it): NULL when the access always holds. */
+    pf_whole_reason_fn whole_reason;
 } pf_access_desc;
 
 typedef struct pf_plugin_desc {

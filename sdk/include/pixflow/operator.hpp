@@ -84,6 +84,12 @@
 //       ...                                    // zero-filled before the first strip
 //   }
 //
+// An operator whose access depends on its parameters (load streams .npy files, not .png ones)
+// also says when a node of it is whole-image after all (ABI 1.3), "" when its access holds:
+//
+//   static std::string whole_reason(const Params& p, const pixflow::Shapes& in,
+//                                   const pixflow::Shapes& out);   // "it reads .png files whole"
+//
 // Deprecated: the string accessors ctx.params().f("sigma"), .i, .b, .s and Schema::param_bool,
 // param_int, param_float, param_string, param_choice, kept for existing third-party plugins.
 // The accessors throw InternalError when the name is unknown or the type is not theirs.
@@ -707,6 +713,10 @@ concept TypedCarry = requires(const typename T::Params& p, const Shapes& i, cons
 template <class T> concept ShapeCarry = requires(const Shapes& i, const Shapes& o) {
     { T::carry_bytes(i, o) } -> std::convertible_to<std::size_t>;
 };
+template <class T>
+concept TypedWholeReason = requires(const typename T::Params& p, const Shapes& i, const Shapes& o) {
+    { T::whole_reason(p, i, o) } -> std::convertible_to<std::string>;
+};
 
 /// The operator's parameter struct, filled from the host's values.
 template <class T> typename T::Params params_of(const pf_value* values, int n) {
@@ -766,6 +776,26 @@ std::size_t carry_thunk(const pf_value* params, int32_t n_params, const pf_image
     }
 }
 
+/// whole_reason of operator T: 0 when the node may run by strips, else 1 and why.
+template <class T>
+int32_t whole_reason_thunk(const pf_value* params, int32_t n_params, const pf_image* inputs, int32_t n_inputs,
+                           const pf_image* outputs, int32_t n_outputs, char* why, std::size_t why_size) noexcept {
+    std::string reason;
+    try {
+        Shapes in, out;
+        for (int k = 0; k < n_inputs; ++k) in.emplace_back(inputs[k]);
+        for (int k = 0; k < n_outputs; ++k) out.emplace_back(outputs[k]);
+        reason = std::string(T::whole_reason(params_of<T>(params, n_params), in, out));
+    } catch (const std::exception& e) {
+        reason = std::string("its whole_reason failed: ") + e.what();
+    } catch (...) {
+        reason = "its whole_reason failed";
+    }
+    if (reason.empty()) return 0;
+    write_error(why, why_size, reason.c_str());
+    return 1;
+}
+
 /// run_cpu (Cuda false) or run_cuda of operator T, with the parameter struct when it takes one.
 template <class T, bool Cuda> int32_t run_thunk(const pf_run_args* a) {
     return guarded(a->error, a->error_size, [&] {
@@ -799,6 +829,8 @@ template <class T> std::string problem_of() {
         p = carries ? "its access is carried() but it defines no static carry_bytes(const Params&, const "
                       "Shapes& in, const Shapes& out) giving the size of its state"
                     : "it defines carry_bytes but its access is not carried(); declare .access(pixflow::carried())";
+    if (p.empty() && TypedWholeReason<T> && s.access_pattern().kind == PF_ACCESS_WHOLE)
+        p = "it defines whole_reason but declares no strip access; declare .access(...)";
     if (p.empty() && s.inputs().empty() &&
         (s.access_pattern().kind == PF_ACCESS_STENCIL || s.access_pattern().kind == PF_ACCESS_BLOCKS))
         p = "a source's access is pointwise() (any band of rows on its own), carried() (its rows in order, "
@@ -838,8 +870,10 @@ template <class T> void add_access(std::vector<pf_access_desc>& out) {
     if (a.kind == PF_ACCESS_WHOLE) return;
     pf_carry_bytes_fn carry = nullptr;
     if constexpr (TypedCarry<T> || ShapeCarry<T>) carry = &carry_thunk<T>;
+    pf_whole_reason_fn whole = nullptr;
+    if constexpr (TypedWholeReason<T>) whole = &whole_reason_thunk<T>;
     out.push_back({sizeof(pf_access_desc), s.name(), int32_t(a.kind), int32_t(a.halo), int32_t(a.in_rows),
-                   int32_t(a.out_rows), carry});
+                   int32_t(a.out_rows), carry, whole});
 }
 
 template <class T> void add_fusion(std::vector<pf_fusion_desc>& out) {

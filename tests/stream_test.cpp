@@ -1,0 +1,485 @@
+// Streaming sources and sinks (issue 16 item 3, docs/strips.md): `load` reads and `save` writes
+// .npy, binary PGM/PPM and PFM by bands of rows, so that a chain from a file to a file never holds
+// a whole image. Streamed runs give the very bytes of the whole-image run for every format, dtype
+// and channel count a format stores, strip heights that do not divide the image and 1-row images;
+// `load -> save` in strips gives back the input file byte for byte (an independent check of the
+// band reader and writer); TIFF (strips and tiles) is read by rows too, and TIFF and PNG written by
+// rows (through a spool) decode to the whole run's pixels; truncated files and headers over the pixel limit are clear errors that
+// leave no output and no temporary; bytes after the last row are ignored, whole or by rows (the
+// documented choice); the host budget holds with the file nodes inside the chain; formats read or
+// written whole keep load and save out of the chain; an ABI 1.2 access declaration still loads;
+// CUDA nodes between a streamed load and save (skipped without a GPU).
+#include "compile/compile.hpp"
+#include "device/device.hpp"
+#include "executor/executor.hpp"
+#include "loader/descriptor_check.hpp"
+#include "loader/registry.hpp"
+#include "planner/plan.hpp"
+#include "support/paths.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+using namespace pixflow::host;
+namespace fs = std::filesystem;
+
+namespace {
+
+const Registry& reg() {
+    static Registry r;
+    static bool loaded = (r.load_all({pixflow::testing::plugin_dir()}), true);
+    (void)loaded;
+    return r;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The files left in `dir`, by name (a temporary would show here).
+std::vector<std::string> files_in(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string synth(int w, int h, int channels, const std::string& dtype) {
+    return "[nodes.src]\nop = \"synth\"\npattern = \"noise\"\nwidth = " + std::to_string(w) + "\nheight = " +
+           std::to_string(h) + "\nchannels = " + std::to_string(channels) + "\ndtype = \"" + dtype + "\"\nseed = 3\n";
+}
+std::string load(const std::string& id, const std::string& path, const std::string& extra = "") {
+    return "[nodes." + id + "]\nop = \"load\"\npath = \"" + path + "\"\n" + extra;
+}
+std::string node(const std::string& id, const std::string& op, const std::string& input) {
+    return "[nodes." + id + "]\nop = \"" + op + "\"\ninput = \"" + input + "\"\n";
+}
+std::string save(const std::string& id, const std::string& input, const std::string& path) {
+    return "[nodes." + id + "]\nop = \"save\"\ninput = \"" + input + "\"\npath = \"" + path + "\"\n";
+}
+
+struct Ran {
+    RunReport report;
+    std::vector<StripChain> chains;
+    std::vector<std::vector<std::string>> chain_ids; ///< per chain: its nodes' ids
+};
+
+/// Compiles and runs `text` (its files committed at the end), whole-image when rows == 0, else
+/// in strips of `rows` rows; memory_limit: a host budget instead. Nodes without a backend of
+/// their own run on `backend`.
+Ran run(const std::string& text, int rows, std::size_t memory_limit = 0, const std::string& backend = "cpu") {
+    CompileOptions co;
+    co.backend = backend;
+    co.strips = rows > 0 || memory_limit > 0;
+    co.strip_rows = rows;
+    co.memory_limit = memory_limit;
+    Compiled c = compile(parse_pipeline_text(text, "stream.toml"), reg(), co);
+    Executor ex(c.graph, c.plan);
+    RunOptions o;
+    o.log = [](int, const std::string&) {};
+    Ran r;
+    r.report = ex.run(o);
+    r.chains = c.plan.strips.chains;
+    for (const StripChain& ch : r.chains) {
+        r.chain_ids.emplace_back();
+        for (NodeId v : ch.nodes) r.chain_ids.back().push_back(c.graph.nodes[v].id);
+    }
+    return r;
+}
+
+/// Whether node `id` ran in strips.
+bool streamed(const Ran& r, const std::string& id) {
+    for (const auto& n : r.report.nodes)
+        if (n.id == id) return n.strips > 0;
+    return false;
+}
+
+/// Each format with what it stores: extension, dtype, channels.
+struct Case {
+    const char* ext;
+    const char* dtype;
+    int channels;
+};
+const std::vector<Case> kCases = {
+    {".npy", "u8", 1},  {".npy", "u8", 3},  {".npy", "u16", 1}, {".npy", "u16", 3}, {".npy", "f32", 1},
+    {".npy", "f32", 3}, {".pgm", "u8", 1},  {".pgm", "u16", 1}, {".ppm", "u8", 3},  {".ppm", "u16", 3},
+    {".pfm", "f32", 1}, {".pfm", "f32", 3},
+};
+const std::vector<int> kHeights = {1, 2, 7, 37};
+const std::vector<int> kRows = {1, 3, 5, 64};
+
+/// Writes a synth image of the case as `path` (a whole-image run).
+void make_input(const std::string& path, const Case& c, int w, int h) {
+    run(synth(w, h, c.channels, c.dtype) + save("out", "src", path), 0);
+}
+
+} // namespace
+
+// ---- declarations -------------------------------------------------------------------------------
+
+TEST(StreamAccess, LoadIsAPointwiseSourceAndSaveACarriedSink) {
+    const OpInfo* l = reg().find("load");
+    const OpInfo* s = reg().find("save");
+    ASSERT_NE(l, nullptr);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(l->access_kind(), PF_ACCESS_POINTWISE);
+    EXPECT_EQ(s->access_kind(), PF_ACCESS_CARRIED);
+    EXPECT_NE(l->access->whole_reason, nullptr); // per node: the format decides
+    EXPECT_NE(s->access->whole_reason, nullptr);
+}
+
+TEST(StreamAccess, AnAbi12AccessDeclarationWithoutWholeReasonStillLoads) {
+    static const pf_port_desc out{sizeof(pf_port_desc), "out", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    auto infer = [](const pf_value*, int32_t, const pf_image*, int32_t, pf_image*, int32_t, char*, size_t) -> int32_t {
+        return PF_OK;
+    };
+    auto run_fn = [](const pf_run_args*) -> int32_t { return PF_OK; };
+    static const pf_op_desc ops[] = {{sizeof(pf_op_desc), "src", "doc", PF_OP_SOURCE, nullptr, 0, &out, 1, nullptr, 0,
+                                      infer, run_fn, nullptr}};
+    pf_access_desc a{};
+    a.op = "src";
+    a.kind = PF_ACCESS_POINTWISE;
+    pf_plugin_desc d{};
+    d.struct_size = sizeof d;
+    d.abi_major = PIXFLOW_ABI_MAJOR;
+    d.name = "p";
+    d.version = "1";
+    d.ops = ops;
+    d.n_ops = 1;
+    d.access = &a;
+    d.n_access = 1;
+    d.abi_minor = 2; // its pf_access_desc ends before whole_reason
+    a.struct_size = uint32_t(offsetof(pf_access_desc, whole_reason));
+    EXPECT_EQ(check_plugin_descriptor(&d), "");
+    a.struct_size = sizeof(pf_access_desc); // a 1.2 plugin cannot have the 1.3 field
+    EXPECT_NE(check_plugin_descriptor(&d).find("struct_size"), std::string::npos);
+    d.abi_minor = PIXFLOW_ABI_MINOR;
+    EXPECT_EQ(check_plugin_descriptor(&d), "");
+    a.struct_size = uint32_t(offsetof(pf_access_desc, whole_reason));
+    EXPECT_NE(check_plugin_descriptor(&d).find("struct_size"), std::string::npos);
+}
+
+// ---- bit for bit ----------------------------------------------------------------------------------
+
+TEST(StreamFormats, LoadThenSaveInStripsGivesBackTheFileByteForByte) {
+    pixflow::testing::TempDir dir;
+    for (const Case& c : kCases)
+        for (int h : kHeights) {
+            SCOPED_TRACE(std::string(c.ext) + " " + c.dtype + " x" + std::to_string(c.channels) + ", " +
+                         std::to_string(h) + " rows");
+            const std::string in = dir / ("in" + std::string(c.ext)), out = dir / ("out" + std::string(c.ext));
+            make_input(in, c, 11, h);
+            const std::string original = read_file(in);
+            ASSERT_FALSE(original.empty());
+            for (int rows : kRows) {
+                SCOPED_TRACE("--strip-rows " + std::to_string(rows));
+                const Ran r = run(load("src", in) + save("out", "src", out), rows);
+                ASSERT_EQ(r.chains.size(), 1u);
+                EXPECT_EQ(r.chains[0].nodes.size(), 2u); // load -> save, both by rows
+                EXPECT_TRUE(streamed(r, "src") && streamed(r, "out"));
+                EXPECT_TRUE(read_file(out) == original) << "the file written by rows differs";
+            }
+        }
+}
+
+TEST(StreamFormats, AStreamedChainFromFileToFileMatchesTheWholeImageRun) {
+    pixflow::testing::TempDir dir;
+    for (const Case& c : kCases)
+        for (int h : kHeights) {
+            SCOPED_TRACE(std::string(c.ext) + " " + c.dtype + " x" + std::to_string(c.channels) + ", " +
+                         std::to_string(h) + " rows");
+            const std::string in = dir / ("in" + std::string(c.ext)), out = dir / ("out" + std::string(c.ext));
+            make_input(in, c, 13, h);
+            const std::string text = load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out);
+            run(text, 0);
+            const std::string whole = read_file(out);
+            ASSERT_FALSE(whole.empty());
+            fs::remove(out);
+            for (int rows : kRows) {
+                SCOPED_TRACE("--strip-rows " + std::to_string(rows));
+                const Ran r = run(text, rows);
+                ASSERT_EQ(r.chains.size(), 1u);
+                EXPECT_EQ(r.chains[0].nodes.size(), 3u);
+                EXPECT_TRUE(read_file(out) == whole) << "the strips differ from the whole image";
+            }
+        }
+}
+
+TEST(StreamFormats, MaxpoolChainWithAnOddHeightMatchesTheWholeImageRun) {
+    pixflow::testing::TempDir dir;
+    const std::string in = dir / "in.npy", out = dir / "out.npy";
+    make_input(in, {".npy", "u8", 3}, 21, 39);
+    const std::string text = load("src", in) + node("blur", "gauss5x5", "src") + node("pool", "maxpool2x2", "blur") +
+                             save("out", "pool", out);
+    run(text, 0);
+    const std::string whole = read_file(out);
+    for (int rows : {1, 2, 3, 7}) {
+        const Ran r = run(text, rows);
+        ASSERT_EQ(r.chains.size(), 1u);
+        EXPECT_EQ(r.chains[0].nodes.size(), 4u);
+        EXPECT_TRUE(read_file(out) == whole) << rows;
+    }
+}
+
+TEST(StreamFormats, TiffIsReadByRowsFromStripsAndTiles) {
+#ifndef PIXFLOW_TEST_WITH_OIIO
+    GTEST_SKIP() << "this build has no OpenImageIO";
+#else
+    pixflow::testing::TempDir dir;
+    const bool have_oiiotool = fs::exists("/usr/bin/oiiotool"); // to make a tiled TIFF
+    for (const Case& c : {Case{".tif", "u8", 1}, Case{".tif", "u8", 3}, Case{".tif", "u16", 3}, Case{".tif", "f32", 1}})
+        for (int h : {1, 7, 37}) {
+            SCOPED_TRACE(std::string(c.dtype) + " x" + std::to_string(c.channels) + ", " + std::to_string(h) + " rows");
+            const std::string strips = dir / "strips.tif", tiles = dir / "tiles.tif", out = dir / "out.npy";
+            make_input(strips, c, 13, h);
+            std::vector<std::string> inputs = {strips};
+            if (have_oiiotool) {
+                const std::string cmd = "/usr/bin/oiiotool '" + strips + "' --tile 16 16 -o '" + tiles + "' 2>/dev/null";
+                ASSERT_EQ(std::system(cmd.c_str()), 0);
+                inputs.push_back(tiles);
+            }
+            for (const std::string& in : inputs) {
+                SCOPED_TRACE(in);
+                const std::string text = load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out);
+                run(text, 0);
+                const std::string whole = read_file(out);
+                for (int rows : {1, 5, 16}) {
+                    const Ran r = run(text, rows);
+                    ASSERT_EQ(r.chains.size(), 1u);
+                    EXPECT_EQ(r.chain_ids[0], (std::vector<std::string>{"src", "blur", "out"}));
+                    EXPECT_TRUE(read_file(out) == whole) << rows;
+                }
+            }
+        }
+#endif
+}
+
+TEST(StreamFormats, TiffAndPngWrittenByRowsDecodeToTheWholeImageRunsPixels) {
+#ifndef PIXFLOW_TEST_WITH_OIIO
+    GTEST_SKIP() << "this build has no OpenImageIO";
+#else
+    pixflow::testing::TempDir dir;
+    const std::vector<Case> cases = {{".tif", "u8", 3}, {".tif", "u16", 1}, {".tif", "f32", 3},
+                                     {".png", "u8", 1}, {".png", "u8", 4},  {".png", "u16", 3}};
+    for (const Case& c : cases)
+        for (int h : {1, 7, 37}) {
+            SCOPED_TRACE(std::string(c.ext) + " " + c.dtype + " x" + std::to_string(c.channels) + ", " +
+                         std::to_string(h) + " rows");
+            const std::string in = dir / "in.npy", out = dir / ("out" + std::string(c.ext));
+            make_input(in, {".npy", c.dtype, c.channels}, 11, h);
+            // the pixels of a file, as .npy bytes (decoded whole)
+            auto pixels = [&](const std::string& file) {
+                run(load("src", file) + save("out", "src", dir / "pixels.npy"), 0);
+                return read_file(dir / "pixels.npy");
+            };
+            const std::string text = load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out);
+            run(text, 0);
+            const std::string whole = pixels(out);
+            ASSERT_FALSE(whole.empty());
+            for (int rows : {1, 5, 64}) {
+                SCOPED_TRACE("--strip-rows " + std::to_string(rows));
+                const Ran r = run(text, rows);
+                ASSERT_EQ(r.chains.size(), 1u);
+                EXPECT_EQ(r.chain_ids[0], (std::vector<std::string>{"src", "blur", "out"}));
+                EXPECT_TRUE(pixels(out) == whole) << "the file written by rows decodes to other pixels";
+                for (const std::string& f : files_in(dir.path)) // no spool nor temporary left
+                    EXPECT_TRUE(f.find(".rows") == std::string::npos && f.find("pixflow-tmp") == std::string::npos) << f;
+            }
+        }
+#endif
+}
+
+// ---- bad files ------------------------------------------------------------------------------------
+
+TEST(StreamFiles, ATruncatedFileIsAnErrorBeforeAnythingRunsAndLeavesNoOutput) {
+    pixflow::testing::TempDir dir;
+    for (const Case& c : {Case{".npy", "u8", 3}, Case{".ppm", "u16", 3}, Case{".pfm", "f32", 1}}) {
+        SCOPED_TRACE(c.ext);
+        const std::string in = dir / ("in" + std::string(c.ext)), out = dir / ("out" + std::string(c.ext));
+        make_input(in, c, 9, 12);
+        fs::resize_file(in, fs::file_size(in) - 5); // the last row lacks 5 bytes
+        try {
+            run(load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out), 4);
+            FAIL() << "expected an error";
+        } catch (const pixflow::UserError& e) {
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find(in), std::string::npos) << msg;
+            EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+        }
+        EXPECT_EQ(files_in(dir.path), std::vector<std::string>{"in" + std::string(c.ext)});
+        fs::remove(in);
+    }
+}
+
+TEST(StreamFiles, AFileTruncatedAfterValidationFailsTheRunAndLeavesNoOutputNorTemporary) {
+    pixflow::testing::TempDir dir;
+    // two chains: a's may write its whole temporary before b's fails; neither output may remain
+    const std::string a = dir / "a.npy", b = dir / "b.npy";
+    make_input(a, {".npy", "u8", 1}, 16, 40);
+    make_input(b, {".npy", "u8", 1}, 16, 40);
+    const std::string text = load("a", a) + node("a_blur", "gauss5x5", "a") + save("a_out", "a_blur", dir / "a_out.npy") +
+                             load("b", b) + node("b_blur", "gauss5x5", "b") + save("b_out", "b_blur", dir / "b_out.npy");
+    CompileOptions co;
+    co.backend = "cpu";
+    co.strip_rows = 8;
+    Compiled c = compile(parse_pipeline_text(text, "stream.toml"), reg(), co);
+    fs::resize_file(b, fs::file_size(b) - 16 * 10); // 10 rows gone since validation
+    Executor ex(c.graph, c.plan);
+    RunOptions o;
+    o.log = [](int, const std::string&) {};
+    try {
+        ex.run(o);
+        FAIL() << "expected an error";
+    } catch (const pixflow::Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find(b), std::string::npos) << msg;
+        EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+    }
+    EXPECT_EQ(files_in(dir.path), (std::vector<std::string>{"a.npy", "b.npy"})); // no output, no temporary
+}
+
+TEST(StreamFiles, AFailureAfterSaveWroteItsFirstBandRemovesTheTemporary) {
+    pixflow::testing::TempDir dir;
+    const std::string in = dir / "in.npy", out = dir / "out.npy";
+    make_input(in, {".npy", "u8", 3}, 16, 40);
+    CompileOptions co;
+    co.backend = "cpu";
+    co.strip_rows = 8;
+    Compiled c = compile(parse_pipeline_text(load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out),
+                                             "stream.toml"),
+                         reg(), co);
+    ASSERT_EQ(c.plan.strips.chains.size(), 1u);
+    Executor ex(c.graph, c.plan);
+    RunOptions o;
+    o.log = [](int, const std::string&) {};
+    const NodeId src = c.graph.find("src");
+    int load_starts = 0;
+    std::vector<std::string> before_second_band;
+    o.on_node = [&](NodeId v, bool started) {
+        if (v != src || !started || ++load_starts != 2) return;
+        before_second_band = files_in(dir.path); // save's temporary, with the first band's rows
+        fs::resize_file(in, fs::file_size(in) - 1); // the input loses its last byte now
+    };
+    EXPECT_THROW(ex.run(o), pixflow::Error);
+    ASSERT_EQ(before_second_band.size(), 2u) << "save wrote no temporary in the first strip";
+    EXPECT_NE(before_second_band[0].find(".out.pixflow-tmp-"), std::string::npos) << before_second_band[0];
+    EXPECT_EQ(files_in(dir.path), std::vector<std::string>{"in.npy"}); // rolled back: no output, no temporary
+}
+
+TEST(StreamFiles, AHeaderOverThePixelLimitIsRefusedBeforeAnythingIsRead) {
+    pixflow::testing::TempDir dir;
+    const std::string in = dir / "in.pgm", out = dir / "out.pgm";
+    make_input(in, {".pgm", "u8", 1}, 20, 30);
+    try {
+        run(load("src", in, "max_pixels = 599\n") + save("out", "src", out), 4);
+        FAIL() << "expected an error";
+    } catch (const pixflow::UserError& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("20x30 = 600 pixels, more than max_pixels = 599"), std::string::npos) << msg;
+    }
+    EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(StreamFiles, BytesAfterTheLastRowAreIgnoredWholeAndByRows) {
+    pixflow::testing::TempDir dir;
+    for (const Case& c : {Case{".npy", "f32", 3}, Case{".pgm", "u8", 1}, Case{".pfm", "f32", 3}}) {
+        SCOPED_TRACE(c.ext);
+        const std::string clean = dir / ("clean" + std::string(c.ext)), in = dir / ("in" + std::string(c.ext));
+        const std::string out = dir / ("out" + std::string(c.ext));
+        make_input(clean, c, 10, 9);
+        std::ofstream(in, std::ios::binary) << read_file(clean) << "trailing garbage";
+        run(load("src", in) + save("out", "src", out), 0);
+        EXPECT_TRUE(read_file(out) == read_file(clean)) << "whole";
+        run(load("src", in) + save("out", "src", out), 4);
+        EXPECT_TRUE(read_file(out) == read_file(clean)) << "by rows";
+    }
+}
+
+// ---- planning -------------------------------------------------------------------------------------
+
+TEST(StreamPlan, TheHostBudgetHoldsWithLoadAndSaveInTheChain) {
+    pixflow::testing::TempDir dir;
+    const std::string in = dir / "in.npy", out = dir / "out.npy";
+    make_input(in, {".npy", "u8", 3}, 256, 512); // 384 KiB
+    const std::string text = load("src", in) + node("blur", "gauss5x5", "src") + node("pool", "maxpool2x2", "blur") +
+                             save("out", "pool", out);
+    const Ran whole = run(text, 0);
+    EXPECT_GE(whole.report.peak_host_bytes, 2 * 384.0 * 1024); // load's and blur's whole images
+    const std::string expected = read_file(out);
+    for (std::size_t budget : {std::size_t(128) << 10, std::size_t(32) << 10}) {
+        const Ran r = run(text, 0, budget);
+        ASSERT_EQ(r.chains.size(), 1u) << budget;
+        EXPECT_EQ(r.chains[0].nodes.size(), 4u) << "load and save belong to the chain";
+        EXPECT_GT(r.report.strips[0].count, 1);
+        EXPECT_LE(r.report.peak_host_bytes, double(budget)) << "strips of " << r.report.strips[0].rows << " rows";
+        EXPECT_TRUE(read_file(out) == expected) << budget;
+    }
+}
+
+TEST(StreamPlan, FormatsReadOrWrittenWholeKeepLoadAndSaveOutOfTheChainAndSayWhy) {
+#ifndef PIXFLOW_TEST_WITH_OIIO
+    GTEST_SKIP() << "this build has no OpenImageIO";
+#else
+    pixflow::testing::TempDir dir;
+    const std::string in = dir / "in.png", out = dir / "out.bmp";
+    run(synth(12, 10, 3, "u8") + save("out", "src", in), 0);
+    const std::string blurs = node("blur", "gauss5x5", "src") + node("b2", "gauss5x5", "blur");
+    const Ran r = run(load("src", in) + blurs + save("out", "b2", out), 3); // PNG read whole, BMP written whole
+    ASSERT_EQ(r.chains.size(), 1u);
+    EXPECT_EQ(r.chain_ids[0], (std::vector<std::string>{"blur", "b2"}));
+    EXPECT_FALSE(streamed(r, "src"));
+    EXPECT_FALSE(streamed(r, "out"));
+    EXPECT_TRUE(fs::exists(out));
+    const Ran png = run(load("src", in) + blurs + save("out", "b2", dir / "out.png"), 3); // PNG written by rows
+    ASSERT_EQ(png.chains.size(), 1u);
+    EXPECT_EQ(png.chain_ids[0], (std::vector<std::string>{"blur", "b2", "out"}));
+    // under a budget that its whole image exceeds, the error says why load is whole-image
+    try {
+        run(load("src", in) + node("blur", "gauss5x5", "src") + save("out2", "blur", dir / "out2.npy"), 0, 200);
+        FAIL() << "expected an error";
+    } catch (const pixflow::UserError& e) {
+        ASSERT_FALSE(e.diagnostics().empty());
+        EXPECT_EQ(e.diagnostics()[0].node, "src");
+        EXPECT_NE(e.diagnostics()[0].message.find("op load reads .png files whole (OpenImageIO)"), std::string::npos)
+            << e.diagnostics()[0].message;
+    }
+    EXPECT_FALSE(fs::exists(dir / "out2.npy"));
+#endif
+}
+
+// ---- CUDA nodes between the file nodes -----------------------------------------------------------
+
+TEST(StreamCuda, CudaNodesBetweenAStreamedLoadAndSaveMatchTheWholeImageRun) {
+    if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+    pixflow::testing::TempDir dir;
+    for (const Case& c : {Case{".npy", "u8", 3}, Case{".pfm", "f32", 1}, Case{".pgm", "u16", 1}})
+        for (int h : {1, 7, 37}) {
+            SCOPED_TRACE(std::string(c.ext) + " " + c.dtype + ", " + std::to_string(h) + " rows");
+            const std::string in = dir / ("in" + std::string(c.ext)), out = dir / ("out" + std::string(c.ext));
+            make_input(in, c, 19, h);
+            // load (CPU) -> gauss5x5 (CUDA) -> maxpool2x2 (CPU) -> gauss5x5 (CUDA) -> save (CPU): the rows
+            // cross the bus at each change of side, strip by strip
+            std::string text = load("src", in) + node("blur", "gauss5x5", "src") + "backend = \"cuda\"\n" +
+                               node("blur2", "gauss5x5", "blur") + "backend = \"cuda\"\n";
+            if (h >= 2) text += node("pool", "maxpool2x2", "blur2") + "backend = \"cpu\"\n" + save("out", "pool", out);
+            else text += save("out", "blur2", out);
+            run(text, 0, 0, "auto");
+            const std::string whole = read_file(out);
+            for (int rows : {1, 3, 8}) {
+                SCOPED_TRACE("--strip-rows " + std::to_string(rows));
+                const Ran r = run(text, rows, 0, "auto");
+                ASSERT_EQ(r.chains.size(), 1u);
+                EXPECT_EQ(r.chain_ids[0].front(), "src");
+                EXPECT_EQ(r.chain_ids[0].back(), "out");
+                EXPECT_TRUE(read_file(out) == whole) << "the strips differ from the whole image";
+            }
+        }
+}
