@@ -198,7 +198,7 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
         MPI_Iallgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, c.comm, &req);
     }
     wait(req);
-    std::vector<int> displs(std::size_t(size)), counts(std::size_t(size));
+    std::vector<int> displs(static_cast<std::size_t>(size)), counts(static_cast<std::size_t>(size));
     for (int k = 0; k < size; ++k) displs[std::size_t(k)] = all[std::size_t(2 * k)], counts[std::size_t(k)] = all[std::size_t(2 * k + 1)];
     MPI_Datatype row, row_pitched;
     {

@@ -120,10 +120,10 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     TempDir t;
     write_ppm(t / "in.ppm", 77, 53, 7);
     std::string toml = "[pipeline]\nname = \"" + c.name + "\"\nbackend = \"cpu\"\n[nodes.src]\nop = \"load\"\npath = \"" +
-                       (t / "in.ppm").string() + "\"\n" + c.nodes + "[nodes.out]\nop = \"save\"\ninput = \"" + c.last +
+                       (t / "in.ppm") + "\"\n" + c.nodes + "[nodes.out]\nop = \"save\"\ninput = \"" + c.last +
                        "\"\npath = \"x\"\n";
     write_text(t / "p.toml", toml);
-    const std::string one = (t / ("one." + c.ext)).string(), many = (t / ("many." + c.ext)).string();
+    const std::string one = (t / ("one." + c.ext)), many = (t / ("many." + c.ext));
     auto a = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(one) + " " + c.extra);
     ASSERT_EQ(a.exit_code, 0) << a.err;
     auto b = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
@@ -134,7 +134,8 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     // the chain really ran over the ranks (or, where it must not, whole on each)
     const std::string over = "runs over " + std::to_string(np) + " ranks";
     EXPECT_EQ(b.err.find(over) != std::string::npos, c.split) << b.err;
-    EXPECT_EQ(std::set<std::string>{"many." + c.ext, "in.ppm", "p.toml", "one." + c.ext, "r.json"}, files_below(t.path))
+    const std::set<std::string> expected{"many." + c.ext, "in.ppm", "p.toml", "one." + c.ext, "r.json"};
+    EXPECT_EQ(expected, files_below(t.path))
         << "no temporary left";
     auto j = nlohmann::json::parse(slurp(t / "r.json"));
     ASSERT_EQ(j["ranks"].size(), std::size_t(np));
@@ -153,8 +154,8 @@ namespace {
 /// A run whose rank 1 fails where its pipeline has `tp_fault` (MPMD: rank 1 gets `fault=throw`).
 CommandResult run_failing_rank(TempDir& t, const std::string& nodes, const std::string& last) {
     write_ppm(t / "in.ppm", 77, 53, 9);
-    std::string toml = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm").string() + "\"\n" + nodes +
-                       "[nodes.out]\nop = \"save\"\ninput = \"" + last + "\"\npath = \"" + (t / "out" / "x.npy").string() +
+    std::string toml = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + nodes +
+                       "[nodes.out]\nop = \"save\"\ninput = \"" + last + "\"\npath = \"" + (t / "out/x.npy") +
                        "\"\n";
     write_text(t / "p.toml", toml);
     const std::string run = pixflow_cmd() + " --plugin-path " + q(pixflow::testing::test_plugin("faults").string()) +
@@ -187,10 +188,10 @@ TEST(MpiImageFaults, RankFailingAfterTheChainLeavesNoOutput) {
 TEST(MpiImageFaults, InvalidPipelineIsReportedOnceWithTheExitCodeOfOneProcess) {
     TempDir t;
     write_ppm(t / "in.ppm", 77, 53, 9);
-    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm").string() +
+    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") +
                                  "\"\n[nodes.b]\nop = \"gauss5x5\"\ninput = \"src\"\nsigma = -3\n"
                                  "[nodes.out]\nop = \"save\"\ninput = \"b\"\npath = \"" +
-                                 (t / "x.npy").string() + "\"\n");
+                                 (t / "x.npy") + "\"\n");
     auto one = run_pixflow("run " + q(t / "p.toml"));
     auto many = run_mpi("-np 4 " + pixflow_cmd() + " run " + q(t / "p.toml"));
     EXPECT_EQ(one.exit_code, 1) << one.err;
