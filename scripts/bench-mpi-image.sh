@@ -4,7 +4,9 @@
 # by `mpiexec --oversubscribe -np NP` for each NP, in alternating rounds. The source is either
 # `synth` (part of the chain: each rank makes only its rows) or `load` of a PPM (every rank reads
 # the whole file). Prints per run the median wall time, and the payload bytes each rank sent
-# (pixflow's own note, "mpi: rank R sent N bytes"); checks that every run wrote the same file.
+# (pixflow's own note, "mpi: rank R sent N bytes, ran T ms": T is the rank's run, from the
+# compiled plan to its file, without mpiexec's start); checks that every run wrote the same file.
+# -np 1 is the plain process (no mpiexec).
 #
 #   scripts/bench-mpi-image.sh                       # 4096x4096, NPS="2 4", synth and load
 #   SIZE=2048 REPEAT=5 NPS="2" scripts/bench-mpi-image.sh
@@ -69,8 +71,9 @@ for source in $SOURCES; do
   for np in 1 $NPS; do
     cmp -s "$WORK/out-$source-1.npy" "$WORK/out-$source-$np.npy" || { echo "error: -np $np wrote another file" >&2; exit 1; }
     w=$(echo "${walls[$np]}" | tr ' ' '\n' | grep . | median)
-    sent=$(grep -o 'rank [0-9]* sent [0-9]* bytes' "$WORK/err-$np" | awk '{ printf "%s%s: %.1f MiB", (NR > 1 ? ", " : ""), $2, $4 / 1048576 }')
-    echo "$source -np $np: wall median ${w} s (${walls[$np]}) ${sent:+ sent: $sent}"
+    sent=$( (grep -o 'rank [0-9]* sent [0-9]* bytes, ran [0-9.]* ms' "$WORK/err-$np" || true) |
+      awk '{ printf "%s%s: %.1f MiB in %.2f s", (NR > 1 ? ", " : ""), $2, $4 / 1048576, $7 / 1000 }')
+    echo "$source -np $np: wall median ${w} s (${walls[$np]})${sent:+; last run, rank: sent in its run: $sent}"
   done
   unset walls
 done
