@@ -56,25 +56,31 @@ echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $SIZE x $S
 for source in $SOURCES; do
   if [ "$source" = synth ]; then printf '%s\n%s\n' "$src_synth" "$chain" > "$WORK/$source.toml"
   else printf '[nodes.src]\nop = "load"\npath = "%s"\n%s\n' "$WORK/in-$SIZE.ppm" "$chain" > "$WORK/$source.toml"; fi
-  declare -A walls=()
+  declare -A walls=() runs=() chains=()
   for round in $(seq "$REPEAT"); do
     for np in 1 $NPS; do
       out="$WORK/out-$source-$np.npy"
       t0=$(now)
-      if [ "$np" = 1 ]; then "$PIXFLOW" run "$WORK/$source.toml" --backend cpu --set out.path="$out" >/dev/null 2>"$WORK/err-$np"
+      rep="$WORK/report-$source-$np-$round.json"
+      if [ "$np" = 1 ]; then "$PIXFLOW" run "$WORK/$source.toml" --backend cpu --set out.path="$out" --report "$rep" >/dev/null 2>"$WORK/err-$np"
       else "$MPIEXEC" --oversubscribe ${MPIEXEC_FLAGS:-} -np "$np" "$PIXFLOW" run "$WORK/$source.toml" --backend cpu \
-             --set out.path="$out" >/dev/null 2>"$WORK/err-$np"; fi
+             --set out.path="$out" --report "$rep" >/dev/null 2>"$WORK/err-$np"; fi
       t1=$(now)
       walls[$np]+="$(awk "BEGIN { print $t1 - $t0 }") "
+      runs[$np]+="$(python3 -c "import json; print(json.load(open('$rep'))['wall_ms'] / 1000)") "
+      chains[$np]+="$(python3 -c "import json; print(sum(n['ms'] for n in json.load(open('$rep'))['nodes'] if n['id'] in ('b1', 'b2', 'b3')) / 1000)") "
     done
   done
   for np in 1 $NPS; do
     cmp -s "$WORK/out-$source-1.npy" "$WORK/out-$source-$np.npy" || { echo "error: -np $np wrote another file" >&2; exit 1; }
     w=$(echo "${walls[$np]}" | tr ' ' '\n' | grep . | median)
+    rw=$(echo "${runs[$np]}" | tr ' ' '\n' | grep . | median)
+    cw=$(echo "${chains[$np]}" | tr ' ' '\n' | grep . | median)
     sent=$( (grep -o 'rank [0-9]* sent [0-9]* bytes, ran [0-9.]* ms' "$WORK/err-$np" || true) |
       awk '{ printf "%s%s: %.1f MiB in %.2f s", (NR > 1 ? ", " : ""), $2, $4 / 1048576, $7 / 1000 }')
-    echo "$source -np $np: wall median ${w} s (${walls[$np]})${sent:+; last run, rank: sent in its run: $sent}"
+    echo "$source -np $np: medians: process ${w} s, rank 0's run ${rw} s, its b1+b2+b3 ${cw} s (rounds: ${walls[$np]})"
+    [ -n "$sent" ] && echo "    last run, per rank: sent, in its run of: $sent"
   done
-  unset walls
+  unset walls runs chains
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); every run wrote the same file"
