@@ -14,6 +14,8 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <bit>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -48,6 +50,46 @@ template <class T> void add_row(char* data, std::size_t pitch, int rows, const T
 }
 
 } // namespace
+
+std::string raw_header(const std::string& path, const pf_image& im) {
+    auto ends = [&](const char* ext) {
+        std::string e = ext, p = path;
+        if (p.size() < e.size()) return false;
+        std::string tail = p.substr(p.size() - e.size());
+        for (char& ch : tail) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        return tail == e;
+    };
+    if ((ends(".pgm") && im.channels == 1) || (ends(".ppm") && im.channels == 3)) {
+        if (im.dtype != PF_U8) return ""; // u16 is stored big-endian: rows would need a swap
+        return std::string(im.channels == 1 ? "P5" : "P6") + "\n" + std::to_string(im.width) + " " +
+               std::to_string(im.height) + "\n255\n";
+    }
+    if (!ends(".npy") || im.channels < 1 || im.channels > 4) return "";
+    static_assert(std::endian::native == std::endian::little, "npy headers below are little-endian");
+    const char* descr = nullptr;
+    switch (im.dtype) {
+    case PF_U8: descr = "|u1"; break;
+    case PF_U16: descr = "<u2"; break;
+    case PF_I16: descr = "<i2"; break;
+    case PF_I32: descr = "<i4"; break;
+    case PF_U32: descr = "<u4"; break;
+    case PF_U64: descr = "<u8"; break;
+    case PF_F32: descr = "<f4"; break;
+    case PF_F64: descr = "<f8"; break;
+    default: return "";
+    }
+    std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
+                       std::to_string(im.height) + ", " + std::to_string(im.width) +
+                       (im.channels == 1 ? "" : ", " + std::to_string(im.channels)) + "), }";
+    const std::size_t preamble = 10; // magic, version 1.0, u16 length; data on a 64-byte boundary
+    std::size_t total = (preamble + dict.size() + 1 + 63) / 64 * 64;
+    dict.append(total - preamble - dict.size() - 1, ' ');
+    dict += '\n';
+    std::string h("\x93NUMPY\x01\x00", 8);
+    h += char(dict.size() & 0xff);
+    h += char(dict.size() >> 8);
+    return h + dict;
+}
 
 std::pair<int, int> band_of(int count, int rank, int size) {
     auto at = [&](int r) { return int((long long)count * r / size); };
@@ -112,8 +154,63 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
         bool sinks_only = true;
         for (const auto& [v, port] : readers) sinks_only &= g.nodes[v].is_sink();
         sh.exchange = readers.empty() ? Exchange::none : sinks_only ? Exchange::gather : Exchange::allgather;
+        if (readers.size() == 1 && op_name(g.nodes[readers[0].first]) == "save") {
+            const Node& save = g.nodes[readers[0].first];
+            for (int k = 0; k < save.op->desc->n_params; ++k)
+                if ((save.op->desc->params[k].flags & PF_PARAM_OUTPUT_PATH) && save.params[std::size_t(k)].s)
+                    sh.path = save.params[std::size_t(k)].s;
+            sh.header = raw_header(sh.path, tn.outputs[0]);
+            if (!sh.header.empty()) sh.exchange = Exchange::write, sh.save = readers[0].first;
+        }
         MPI_Comm_dup(comm, &sh.comm);
     }
+    // MPI-IO only when no sink is left for rank 0 to run (the run skips every sink or none)
+    std::size_t sinks = 0, written = 0;
+    for (NodeId v : g.nodes.ids()) sinks += g.nodes[v].is_sink();
+    for (const ChainShare& sh : m_chains) written += sh.exchange == Exchange::write;
+    m_writes_every_sink = sinks > 0 && written == sinks;
+    if (!m_writes_every_sink)
+        for (ChainShare& sh : m_chains)
+            if (sh.exchange == Exchange::write) sh.exchange = Exchange::gather;
+}
+
+void ImageSplit::open_files(FileTransaction* tx) {
+    for (ChainShare& c : m_chains) {
+        if (c.exchange != Exchange::write) continue;
+        // rank 0 stages the file (its temporary is removed unless every rank succeeded)
+        std::string tmp;
+        if (m_s.rank() == 0) try {
+                tmp = tx->stage(c.path);
+            } catch (const std::exception& e) {
+                tmp.clear();
+            }
+        int n = int(tmp.size());
+        MPI_Bcast(&n, 1, MPI_INT, 0, c.comm);
+        tmp.resize(std::size_t(n));
+        MPI_Bcast(tmp.data(), n, MPI_CHAR, 0, c.comm);
+        if (tmp.empty()) throw std::runtime_error(c.path + ": rank 0 cannot create the file's folder");
+        c.tmp = tmp;
+        int rc = MPI_File_open(c.comm, c.tmp.c_str(), MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &c.file);
+        int bad = rc != MPI_SUCCESS, any = 0;
+        MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c.comm);
+        if (any) {
+            if (!bad) MPI_File_close(&c.file);
+            c.file = MPI_FILE_NULL;
+            throw std::runtime_error(c.path + ": a rank cannot open the file with MPI-IO (every rank writes its rows; "
+                                              "the output folder must be one that every machine shares)");
+        }
+        MPI_File_set_size(c.file, 0); // collective; the temporary is new, but a name may be reused
+    }
+}
+
+std::vector<std::string> ImageSplit::close_files() {
+    std::vector<std::string> out;
+    for (ChainShare& c : m_chains) {
+        if (c.file == MPI_FILE_NULL) continue;
+        MPI_File_close(&c.file);
+        out.push_back(c.path);
+    }
+    return out;
 }
 
 ImageSplit::~ImageSplit() {
@@ -188,6 +285,27 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
         }
     }
     if (c.exchange == Exchange::none) return;
+    if (c.exchange == Exchange::write) {
+        // every rank its rows at their offset, rank 0 the header; collective
+        MPI_Datatype row, row_pitched;
+        MPI_Request hreq = MPI_REQUEST_NULL;
+        {
+            std::lock_guard<std::mutex> lock(m_mu);
+            MPI_Type_contiguous(int(rb), MPI_BYTE, &row);
+            MPI_Type_create_resized(row, 0, MPI_Aint(pitch), &row_pitched);
+            MPI_Type_commit(&row_pitched);
+            if (m_s.rank() == 0)
+                MPI_File_iwrite_at(c.file, 0, c.header.data(), int(c.header.size()), MPI_BYTE, &hreq);
+            const MPI_Offset at = MPI_Offset(c.header.size()) + MPI_Offset(r0) * MPI_Offset(rb);
+            MPI_File_iwrite_at_all(c.file, at, base + std::size_t(r0) * pitch, r1 - r0, row_pitched, &req);
+        }
+        wait(req);
+        if (hreq != MPI_REQUEST_NULL) wait(hreq);
+        std::lock_guard<std::mutex> lock(m_mu);
+        MPI_Type_free(&row_pitched);
+        MPI_Type_free(&row);
+        return;
+    }
 
     // every rank's rows: gathered at rank 0, or on every rank
     const int size = m_s.size();
@@ -249,7 +367,8 @@ std::vector<std::string> ImageSplit::notes() const {
         out.push_back("mpi: " + chain_names(m_g, c) + " runs over " + std::to_string(n) + " ranks, rows of '" +
                       m_g.nodes[c.tail()].id + "' " + bands + " (" + std::to_string(c.count()) + " strips of " +
                       std::to_string(c.rows) + " rows); its output is " +
-                      (sh.exchange == Exchange::gather ? "gathered at rank 0"
+                      (sh.exchange == Exchange::write  ? "written by every rank at its rows' offset in " + sh.path + " (MPI-IO)"
+                       : sh.exchange == Exchange::gather ? "gathered at rank 0"
                        : sh.exchange == Exchange::allgather ? "gathered on every rank (whole-image nodes read it)"
                                                             : "read by nothing") +
                       (sh.scan_type != MPI_DATATYPE_NULL ? "; integral's sums of the bands above added (MPI_Exscan)" : ""));
@@ -302,21 +421,25 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
     Verdict after;
     TraceWriter trace;
     const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::string> written_here;
     try {
+        split.open_files(&files);
         tbb::task_arena arena(s.cpu_threads());
         arena.execute([&] {
             Executor ex(c.graph, c.plan);
             RunOptions opt;
             opt.files = &files;
             opt.split = &split;
-            opt.skip_sinks = !root;
+            opt.skip_sinks = !root || split.writes_every_sink();
             if (root && !a.batch.trace_path.empty())
                 opt.on_span = [&](const Span& sp) { trace.add(sp, span_category(c.graph, sp), a.pipeline.file); };
             r = ex.run(opt);
         });
         split.finish(true);
+        written_here = split.close_files();
     } catch (const std::exception& e) {
         split.finish(false);
+        split.close_files();
         if (!split.stopped()) {
             after.status = 2;
             after.lines.push_back("error: " + (root ? s.who() + ": " : std::string()) + e.what() + "; stopping every rank");
@@ -345,12 +468,14 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
             if (!a.report_path.empty()) {
                 nlohmann::json j = nlohmann::json::parse(r.to_json());
                 j["ranks"] = ranks;
+                for (const auto& f : written_here) j["outputs"].push_back(f);
                 files.stage_text(a.report_path, j.dump(2) + "\n");
             }
             files.commit();
             for (const auto& n : r.nodes)
                 for (const auto& [k, val] : n.metrics) std::printf("%s: %s = %g\n", n.id.c_str(), k.c_str(), val);
             for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
+            for (const auto& f : written_here) std::printf("wrote %s\n", f.c_str());
             if (a.profile) std::cout << r.table();
             for (int k = 0; k < s.size(); ++k)
                 std::fprintf(stderr, "note: mpi: rank %d sent %lld bytes, ran %.1f ms\n", k, all[std::size_t(2 * k)],

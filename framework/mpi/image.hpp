@@ -8,7 +8,10 @@
 //            chain's output is completed: gathered at rank 0 (MPI_Gatherv) when only sinks read
 //            it (only rank 0 runs sinks: it alone writes files), else gathered on every rank
 //            (MPI_Allgatherv) so that the whole-image nodes after it run on every rank on the
-//            same bytes as one process (replicated, no scatter needed for a later chain)
+//            same bytes as one process (replicated, no scatter needed for a later chain). When
+//            every sink is a `save` of a split chain's output to .npy, PGM or PPM (u8), each
+//            rank writes its rows itself at their offset in the one file (MPI-IO, collective;
+//            rank 0 the header), and no rank runs a sink
 //   inputs   every rank runs the whole-image nodes before a chain itself (`load` reads the file
 //            on each rank, from the folder every machine shares): no rows are scattered
 //   halos    a stencil's halo rows at a band's edge are computed again by the rank below, as
@@ -49,7 +52,7 @@ class Registry;
 namespace pixflow::mpi {
 
 /// How a split chain's output is completed.
-enum class Exchange { none, gather, allgather };
+enum class Exchange { none, gather, allgather, write };
 
 /// One chain's share: what the ranks agreed on before the run, and what this rank did.
 struct ChainShare {
@@ -61,7 +64,17 @@ struct ChainShare {
     MPI_Comm comm = MPI_COMM_NULL;
     bool synced = false;      ///< this rank took part in the chain's agreement
     int r0 = 0, r1 = 0;       ///< rows of the chain's output this rank computed
+    // Exchange::write: the one `save` that reads the output, its file written with MPI-IO
+    host::NodeId save{};
+    std::string path, tmp, header; ///< save's path, rank 0's staged temporary, the file's header
+    MPI_File file = MPI_FILE_NULL;
 };
+
+/// The header of the file `save` writes for `im` at `path`, when its format stores the rows raw
+/// after a header that depends on the shape alone: .npy (every dtype, 1-4 channels), binary PGM
+/// and PPM of u8 (the same bytes as plugins/io's npy_write and pnm_write; the tests compare whole
+/// files). Empty: not such a format (written by rank 0 after a gather).
+std::string raw_header(const std::string& path, const pf_image& im);
 
 /// The rows [k0, k1) of `count` strips that rank `rank` of `size` runs: contiguous, balanced.
 std::pair<int, int> band_of(int count, int rank, int size);
@@ -86,6 +99,14 @@ class ImageSplit final : public host::ChainSplit {
     void finish(bool ok);
     /// Another rank failed: this rank's run was stopped at an agreement.
     bool stopped() const { return m_stopped; }
+    /// Whether every sink of the run is a `save` that this split writes itself (MPI-IO): the run
+    /// then skips the sinks on every rank.
+    bool writes_every_sink() const { return m_writes_every_sink; }
+    /// Collective, before the run: rank 0 stages each file written with MPI-IO in `tx` and every
+    /// rank opens its temporary. Throws on failure (the same on every rank).
+    void open_files(host::FileTransaction* tx);
+    /// Collective, after the run: closes the files; the final paths written (rank 0's to commit).
+    std::vector<std::string> close_files();
     /// Notes for rank 0 to print: which chains run over the ranks, which do not and why.
     std::vector<std::string> notes() const;
     /// Payload bytes this rank sent (rows, scanned rows, agreement flags).
@@ -104,6 +125,7 @@ class ImageSplit final : public host::ChainSplit {
     std::vector<ChainShare> m_chains;
     std::mutex m_mu; ///< MPI_THREAD_SERIALIZED: one thread in MPI at a time
     bool m_stopped = false;
+    bool m_writes_every_sink = false;
     long long m_bytes = 0;
 };
 

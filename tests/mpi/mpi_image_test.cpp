@@ -13,6 +13,7 @@
 
 #include <random>
 #include <set>
+#include <sstream>
 
 using pixflow::testing::CommandResult;
 using pixflow::testing::run_pixflow;
@@ -67,8 +68,12 @@ std::string pixflow_cmd() { return q(pixflow::testing::pixflow_exe().string()); 
 /// node `last` to `out.<ext>`), and whether a chain of it must be split over the ranks.
 struct Case {
     std::string name, nodes, last, ext;
-    bool split = true;
+    /// How the last chain's output is completed, as the note says; empty: not split.
+    std::string how = k_written;
     std::string extra; ///< more run arguments (--no-fuse)
+    static constexpr const char* k_written = "written by every rank at its rows' offset";
+    static constexpr const char* k_gathered = "gathered at rank 0";
+    static constexpr const char* k_everywhere = "gathered on every rank";
 };
 
 std::string node(const std::string& id, const std::string& op, const std::string& input, const std::string& more = "") {
@@ -93,19 +98,32 @@ const std::vector<Case>& cases() {
         {"JpegNodes",
          node("g", "grayscale", "src") + node("dct", "dct8x8", "g") + node("qz", "quantize", "dct", "quality = 30\n") +
              node("dq", "dequantize", "qz", "quality = 30\n") + node("idct", "idct8x8", "dq", "dtype = \"f32\"\n"),
-         "idct", "npy", true, "--no-fuse"},
+         "idct", "npy", Case::k_written, "--no-fuse"},
         {"IntegralU32", node("g", "grayscale", "src") + node("sat", "integral", "g", "dtype = \"u32\"\n"), "sat", "npy"},
         {"IntegralU64", node("sat", "integral", "src", "dtype = \"u64\"\n"), "sat", "npy"},
         {"IntegralAfterBlur", node("b", "gauss5x5", "src") + node("sat", "integral", "b", "dtype = \"u32\"\n"), "sat",
          "npy"},
         // f64 sums depend on their order: not split (the chain runs whole on every rank)
-        {"IntegralF64", node("sat", "integral", "src", "dtype = \"f64\"\n"), "sat", "npy", false},
+        {"IntegralF64", node("sat", "integral", "src", "dtype = \"f64\"\n"), "sat", "npy", ""},
+        // formats MPI-IO does not write (PFM stores its rows bottom up; PGM u16 big-endian):
+        // gathered at rank 0, which runs save
+        {"GaussToPfm",
+         node("g", "grayscale", "src") + node("b", "gauss5x5", "g") + node("f", "convert", "b", "dtype = \"f32\"\n"),
+         "f", "pfm", Case::k_gathered},
+        {"GaussToPgm16", node("g", "grayscale", "src") + node("w", "convert", "g", "dtype = \"u16\"\nscale = 200\n") +
+                            node("b", "gauss5x5", "w"), "b", "pgm", Case::k_gathered},
         // whole-image operators after a chain read its output gathered on every rank
         {"ChanVeseAfterBlur",
          node("g", "grayscale", "src") + node("b", "gauss5x5", "g") +
              node("seg", "chan_vese", "b", "max_iter = 40\ninit = \"checkerboard\"\n"),
-         "seg", "pgm"},
-        {"FloydSteinbergAfterGray", node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g"), "d", "pgm"},
+         "seg", "pgm", Case::k_everywhere},
+        {"FloydSteinbergAfterGray", node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g"), "d", "pgm",
+         Case::k_everywhere},
+        // a second sink (compare) reads the blur: rank 0 runs both, after a gather
+        {"BlurComparedWithItsSource",
+         node("g", "grayscale", "src") + node("b", "gauss5x5", "g") +
+             "[nodes.diff]\nop = \"compare\"\ninputs = { a = \"g\", b = \"b\" }\n",
+         "b", "npy", Case::k_gathered},
     };
     return c;
 }
@@ -131,15 +149,31 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     ASSERT_EQ(b.exit_code, 0) << b.err;
     ASSERT_TRUE(fs::exists(many)) << b.err;
     EXPECT_TRUE(slurp(one) == slurp(many)) << c.name << ": the file differs from one process's\n" << b.err;
-    // the chain really ran over the ranks (or, where it must not, whole on each)
+    // the chain really ran over the ranks, its output completed as expected (or, where it must
+    // not be split, whole on each)
     const std::string over = "runs over " + std::to_string(np) + " ranks";
-    EXPECT_EQ(b.err.find(over) != std::string::npos, c.split) << b.err;
+    EXPECT_EQ(b.err.find(over) != std::string::npos, !c.how.empty()) << b.err;
+    if (!c.how.empty()) EXPECT_NE(b.err.find("its output is " + c.how), std::string::npos) << b.err;
+    // the metrics (compare's) as one process prints them
+    auto metrics = [](const std::string& out) {
+        std::string m;
+        std::istringstream in(out);
+        for (std::string line; std::getline(in, line);)
+            if (line.find(" = ") != std::string::npos) m += line + "\n";
+        return m;
+    };
+    EXPECT_EQ(metrics(a.out), metrics(b.out));
+    EXPECT_NE(b.out.find("wrote " + many), std::string::npos) << b.out;
     const std::set<std::string> expected{"many." + c.ext, "in.ppm", "p.toml", "one." + c.ext, "r.json"};
     EXPECT_EQ(expected, files_below(t.path))
         << "no temporary left";
     auto j = nlohmann::json::parse(slurp(t / "r.json"));
     ASSERT_EQ(j["ranks"].size(), std::size_t(np));
-    if (c.split) EXPECT_GT(j["ranks"][1]["bytes_sent"].get<long long>(), 0) << "rank 1 sent its rows";
+    // rank 1 sent its rows, unless it wrote them itself
+    const long long sent = j["ranks"][1]["bytes_sent"].get<long long>();
+    // (written: the agreement flags, and integral's one row of sums: 77 x 3 x 8 bytes at most)
+    if (c.how == Case::k_written) EXPECT_LT(sent, 2048) << "rank 1 wrote its rows itself";
+    else if (!c.how.empty()) EXPECT_GT(sent, 1024) << "rank 1 sent its rows";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, MpiImage,
