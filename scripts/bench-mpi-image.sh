@@ -12,7 +12,8 @@
 #   SIZE=2048 REPEAT=5 NPS="2" scripts/bench-mpi-image.sh
 #
 # Environment: PIXFLOW (build/bin/pixflow), SIZE (4096), NPS ("2 4"), REPEAT (3), SOURCES
-# ("synth load"), MPIEXEC (mpiexec), MPIEXEC_FLAGS, WORK (/tmp/pixflow-bench-mpi-image).
+# ("synth load"), EXT (npy: written by every rank with MPI-IO; png: gathered at rank 0),
+# MPIEXEC (mpiexec), MPIEXEC_FLAGS, WORK (/tmp/pixflow-bench-mpi-image).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIXFLOW=${PIXFLOW:-build/bin/pixflow}
@@ -20,6 +21,7 @@ SIZE=${SIZE:-4096}
 NPS=${NPS:-2 4}
 REPEAT=${REPEAT:-3}
 SOURCES=${SOURCES:-synth load}
+EXT=${EXT:-npy} # npy: every rank writes its rows (MPI-IO); png: gathered at rank 0, which encodes
 MPIEXEC=${MPIEXEC:-mpiexec}
 WORK=${WORK:-/tmp/pixflow-bench-mpi-image}
 [ -x "$PIXFLOW" ] || { echo "error: $PIXFLOW is not an executable; set PIXFLOW=<build>/bin/pixflow" >&2; exit 1; }
@@ -52,14 +54,14 @@ if [[ " $SOURCES " == *" load "* && ! -f "$WORK/in-$SIZE.ppm" ]]; then
   printf '%s\n[nodes.out]\nop = "save"\ninput = "src"\npath = "%s"\n' "$src_synth" "$WORK/in-$SIZE.ppm" > "$WORK/gen.toml"
   "$PIXFLOW" run "$WORK/gen.toml" --backend cpu >/dev/null
 fi
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $SIZE x $SIZE x 3 u8, gauss5x5 x3 -> .npy"
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $SIZE x $SIZE x 3 u8, gauss5x5 x3 -> .$EXT"
 for source in $SOURCES; do
   if [ "$source" = synth ]; then printf '%s\n%s\n' "$src_synth" "$chain" > "$WORK/$source.toml"
   else printf '[nodes.src]\nop = "load"\npath = "%s"\n%s\n' "$WORK/in-$SIZE.ppm" "$chain" > "$WORK/$source.toml"; fi
   declare -A walls=() runs=() chains=()
   for round in $(seq "$REPEAT"); do
     for np in 1 $NPS; do
-      out="$WORK/out-$source-$np.npy"
+      out="$WORK/out-$source-$np.$EXT"
       t0=$(now)
       rep="$WORK/report-$source-$np-$round.json"
       if [ "$np" = 1 ]; then "$PIXFLOW" run "$WORK/$source.toml" --backend cpu --set out.path="$out" --report "$rep" >/dev/null 2>"$WORK/err-$np"
@@ -72,12 +74,13 @@ for source in $SOURCES; do
     done
   done
   for np in 1 $NPS; do
-    cmp -s "$WORK/out-$source-1.npy" "$WORK/out-$source-$np.npy" || { echo "error: -np $np wrote another file" >&2; exit 1; }
+    cmp -s "$WORK/out-$source-1.$EXT" "$WORK/out-$source-$np.$EXT" || { echo "error: -np $np wrote another file" >&2; exit 1; }
     w=$(echo "${walls[$np]}" | tr ' ' '\n' | grep . | median)
     rw=$(echo "${runs[$np]}" | tr ' ' '\n' | grep . | median)
     cw=$(echo "${chains[$np]}" | tr ' ' '\n' | grep . | median)
     sent=$( (grep -o 'rank [0-9]* sent [0-9]* bytes, ran [0-9.]* ms' "$WORK/err-$np" || true) |
-      awk '{ printf "%s%s: %.1f MiB in %.2f s", (NR > 1 ? ", " : ""), $2, $4 / 1048576, $7 / 1000 }')
+      awk '{ b = $4 < 1048576 ? $4 " B" : sprintf("%.1f MiB", $4 / 1048576)
+             printf "%s%s: %s in %.2f s", (NR > 1 ? ", " : ""), $2, b, $7 / 1000 }')
     echo "$source -np $np: medians: process ${w} s, rank 0's run ${rw} s, its b1+b2+b3 ${cw} s (rounds: ${walls[$np]})"
     [ -n "$sent" ] && echo "    last run, per rank: sent, in its run of: $sent"
   done
