@@ -176,8 +176,9 @@ int main(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : 1; // usage errors exit 1, like every invalid input
     }
 #ifdef PIXFLOW_WITH_MPI
-    // 2b. under mpirun, and only there: a batch's inputs are shared among the ranks (mpi/ranks.hpp);
-    // any other command runs once, on rank 0. Declared here, ended after the command.
+    // 2b. under mpirun, and only there: a batch's inputs are shared among the ranks (mpi/ranks.hpp),
+    // a run without --input splits its image over them (mpi/image.hpp); any other command runs
+    // once, on rank 0. Declared here, ended after the command.
     std::unique_ptr<pixflow::mpi::Session> mpi = pixflow::mpi::Session::start_if_launched(!*worker);
     std::unique_ptr<pixflow::mpi::RankBatch> ranks;
     if (mpi && *run && !run_args.batch.inputs.empty()) {

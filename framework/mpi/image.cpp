@@ -5,8 +5,10 @@
 #include "batch/trace.hpp"
 #include "cli/commands.hpp"
 #include "compile/compile.hpp"
+#include "device/device.hpp"
 #include "executor/buffers.hpp"
 #include "executor/output_files.hpp"
+#include "mpi/placement.hpp"
 #include "mpi/verdict.hpp"
 #include "planner/strips.hpp"
 
@@ -391,6 +393,8 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
     try {
         CompileOptions co = cli::compile_options(a.pipeline);
         if (co.strip_rows <= 0) co.strip_rows = k_one_strip;
+        // CUDA chains are not split: each rank runs them on the GPU of its local rank (as a batch)
+        if (host::cuda_usable()) co.device = device_for(s.local_rank(), host::cuda_device_count());
         c = compile_file(a.pipeline.file, a.pipeline.sets, reg, co);
         std::vector<NamedPath> side;
         if (!a.batch.trace_path.empty()) side.push_back({a.batch.trace_path, "--trace"});
@@ -417,6 +421,7 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
     // 3. the run: rank 0 alone runs the sinks (and writes); every file is staged until every
     // rank succeeded
     FileTransaction files;
+    ExitGuard guard("an operator called exit() on " + s.who() + " while the pipeline ran; nothing was written", 2);
     RunReport r;
     Verdict after;
     TraceWriter trace;

@@ -185,8 +185,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, MpiImage,
 
 namespace {
 
-/// A run whose rank 1 fails where its pipeline has `tp_fault` (MPMD: rank 1 gets `fault=throw`).
-CommandResult run_failing_rank(TempDir& t, const std::string& nodes, const std::string& last) {
+/// A run whose rank 1 fails where its pipeline has `tp_fault` (MPMD: rank 1 gets `fault=...`).
+CommandResult run_failing_rank(TempDir& t, const std::string& nodes, const std::string& last,
+                               const std::string& fault = "throw") {
     write_ppm(t / "in.ppm", 77, 53, 9);
     std::string toml = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + nodes +
                        "[nodes.out]\nop = \"save\"\ninput = \"" + last + "\"\npath = \"" + (t / "out/x.npy") +
@@ -194,7 +195,7 @@ CommandResult run_failing_rank(TempDir& t, const std::string& nodes, const std::
     write_text(t / "p.toml", toml);
     const std::string run = pixflow_cmd() + " --plugin-path " + q(pixflow::testing::test_plugin("faults").string()) +
                             " run " + q(t / "p.toml") + " --backend cpu";
-    return run_mpi("-np 1 " + run + " : -np 1 " + run + " --set bad.fault=throw : -np 1 " + run);
+    return run_mpi("-np 1 " + run + " : -np 1 " + run + " --set bad.fault=" + fault + " : -np 1 " + run);
 }
 
 } // namespace
@@ -216,6 +217,15 @@ TEST(MpiImageFaults, RankFailingAfterTheChainLeavesNoOutput) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tp_fault failed on purpose"), std::string::npos) << r.err;
+    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+}
+
+TEST(MpiImageFaults, OperatorEndingItsRankStopsEveryRankAndWritesNothing) {
+    TempDir t;
+    // in-process exit() on rank 1 while rank 0 waits to gather: mpirun stops the others
+    auto r = run_failing_rank(t, node("b", "gauss5x5", "src") + node("bad", "tp_fault", "b"), "bad", "exit");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("an operator called exit() on rank 1 on "), std::string::npos) << r.err;
     EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
 }
 
