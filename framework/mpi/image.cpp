@@ -270,10 +270,10 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
         const bool wide = c.scan_type == MPI_UINT64_T;
         const std::size_t n = std::size_t(out.width) * std::size_t(out.channels);
         const std::size_t sz = wide ? 8 : 4;
+        // a band summed from zero ends in its own column sums (an empty band: zeros); the scan
+        // gives each rank the sums of the bands above it, the row above its band in one process
         std::vector<char> last(n * sz, 0), off(n * sz, 0);
         if (r1 > r0) std::memcpy(last.data(), base + std::size_t(r1 - 1) * pitch, n * sz);
-        // a band from zero ends in its own sums; the ranks above leave theirs for those below
-        if (r1 <= r0 && r0 > 0) std::memset(last.data(), 0, last.size());
         {
             std::lock_guard<std::mutex> lock(m_mu);
             MPI_Iexscan(last.data(), off.data(), int(n), c.scan_type, MPI_SUM, c.comm, &req);
