@@ -247,3 +247,17 @@ TEST(MpiImageFaults, InvalidPipelineIsReportedOnceWithTheExitCodeOfOneProcess) {
     EXPECT_EQ(n, 1u) << "printed once, as one process prints it:\n" << many.err;
     EXPECT_FALSE(fs::exists(t / "x.npy"));
 }
+
+TEST(MpiImageOneRank, RunsAsOneProcess) {
+    TempDir t;
+    write_ppm(t / "in.ppm", 77, 53, 11);
+    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + node("b", "gauss5x5", "src") +
+                                 "[nodes.out]\nop = \"save\"\ninput = \"b\"\npath = \"x\"\n");
+    auto one = run_pixflow("run " + q(t / "p.toml") + " --backend cpu --set out.path=" + q(t / "one.npy"));
+    auto mpi = run_mpi("-np 1 " + pixflow_cmd() + " run " + q(t / "p.toml") + " --backend cpu --set out.path=" +
+                       q(t / "mpi.npy"));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    ASSERT_EQ(mpi.exit_code, 0) << mpi.err;
+    EXPECT_EQ(mpi.err, one.err) << "no note of ranks: the plain run";
+    EXPECT_TRUE(slurp(t / "one.npy") == slurp(t / "mpi.npy"));
+}
