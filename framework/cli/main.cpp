@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #ifdef PIXFLOW_WITH_MPI
+#include "mpi/image.hpp"
 #include "mpi/ranks.hpp"
 #endif
 
@@ -175,18 +176,18 @@ int main(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : 1; // usage errors exit 1, like every invalid input
     }
 #ifdef PIXFLOW_WITH_MPI
-    // 2b. under mpirun, and only there: a batch's inputs are shared among the ranks (mpi/ranks.hpp);
-    // any other command runs once, on rank 0. Declared here, ended after the command.
+    // 2b. under mpirun, and only there: a batch's inputs are shared among the ranks (mpi/ranks.hpp),
+    // a run without --input splits its image over them (mpi/image.hpp); any other command runs
+    // once, on rank 0. Declared here, ended after the command.
     std::unique_ptr<pixflow::mpi::Session> mpi = pixflow::mpi::Session::start_if_launched(!*worker);
     std::unique_ptr<pixflow::mpi::RankBatch> ranks;
     if (mpi && *run && !run_args.batch.inputs.empty()) {
         ranks = std::make_unique<pixflow::mpi::RankBatch>(*mpi);
         run_args.batch.distribution = ranks.get();
+    } else if (mpi && mpi->size() > 1 && *run) {
+        // one image over the ranks (mpi/image.hpp): every rank runs, after loading its plugins
     } else if (mpi && mpi->rank() != 0) {
         return 0;
-    } else if (mpi && mpi->size() > 1 && *run) {
-        std::cerr << "note: under mpirun a run without --input runs on rank 0 alone; the other " << mpi->size() - 1
-                  << " rank(s) have nothing to do\n";
     }
 #endif
     // 3. no plugins needed
@@ -204,6 +205,10 @@ int main(int argc, char** argv) {
             run_args.batch.plugin_paths = plugin_paths;
             std::error_code ec;
             run_args.batch.worker_exe = fs::read_symlink("/proc/self/exe", ec).string();
+#ifdef PIXFLOW_WITH_MPI
+            if (mpi && mpi->size() > 1 && run_args.batch.inputs.empty())
+                return pixflow::mpi::run_image_command(*mpi, reg, run_args);
+#endif
             return run_command(reg, run_args);
         }
         if (*worker) return pixflow::host::run_batch_worker(reg, 3, worker_parent);

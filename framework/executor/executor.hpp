@@ -34,6 +34,19 @@ struct HostImage {
 
 class FileTransaction; // executor/output_files.hpp
 
+/// Splits the streamed chains of a run among cooperating processes (mpi/image.hpp: one image
+/// over the ranks of an mpirun). Each process runs a contiguous range of a chain's strips; after
+/// them the splitter completes the chain's whole output from the others' rows.
+class ChainSplit {
+  public:
+    virtual ~ChainSplit() = default;
+    /// The strips [first, second) of chain `ci` (Plan::strips.chains) this process runs.
+    virtual std::pair<int, int> strips(int ci) = 0;
+    /// After this process's strips of chain `ci`: `out` (the chain's whole output, on the host;
+    /// data null when nothing holds it) has its rows [r0, r1). Throws to fail the run.
+    virtual void done(int ci, const pf_image& out, int r0, int r1) = 0;
+};
+
 using pixflow::NodeReport;
 using pixflow::RunReport;
 
@@ -92,6 +105,8 @@ struct RunOptions {
     /// Called on the thread of the step, right before a node's operator is called (true) and
     /// right after it returned (false); an isolated worker tells its parent which node runs.
     std::function<void(NodeId, bool started)> on_node;
+    /// Streamed chains split among processes (mpi/image.hpp); nullptr: every strip runs here.
+    ChainSplit* split = nullptr;
 };
 
 struct BenchRow {

@@ -29,6 +29,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <tuple>
 
 namespace pixflow::host {
 namespace {
@@ -226,9 +227,11 @@ void Executor::Impl::run_chain(int ci) {
         else ++timings.d2h, timings.d2h_bytes += bytes;
     };
 
-    // 4. The strips.
+    // 4. The strips: all of them, or this process's range when the chain is split (ChainSplit).
     std::vector<pf_image> ins, outs;
-    for (int k = 0; k < c.count(); ++k) {
+    int k_first = 0, k_last = c.count();
+    if (opt->split) std::tie(k_first, k_last) = opt->split->strips(ci);
+    for (int k = k_first; k < k_last; ++k) {
         if (signals.cancelled()) return;
         const Stream* s = stream_of(k);
         const int set = nsets == 2 ? k % 2 : 0;
@@ -237,7 +240,7 @@ void Executor::Impl::run_chain(int ci) {
             const Node& n = g.nodes[v];
             const StripRows& r = c.strips[std::size_t(k)][i];
             // a carried node: the rows read again come from its last window
-            if (carried[i] && k > 0) {
+            if (carried[i] && k > k_first) {
                 const StripRows& q = c.strips[std::size_t(k - 1)][i];
                 const int kept1 = std::min(r.out0, q.win1);
                 if (r.win0 < kept1)
@@ -284,6 +287,14 @@ void Executor::Impl::run_chain(int ci) {
             count_copy(from, to);
             if (!dev[m - 1] && !on_host(to)) ds->synchronize(); // the host window is rewritten next strip
         }
+    }
+
+    if (opt->split) {
+        PIXFLOW_ASSERT(dests.size() <= 1, "a split chain with several outputs");
+        const bool any = k_first < k_last;
+        opt->split->done(ci, dests.empty() ? pf_image{} : dests[0].buf->im,
+                         any ? c.strips[std::size_t(k_first)][m - 1].use0 : 0,
+                         any ? c.strips[std::size_t(k_last - 1)][m - 1].use1 : 0);
     }
 
     // 5. The end: one stream again; the last node's end event orders its readers; the host waits

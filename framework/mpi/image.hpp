@@ -1,0 +1,135 @@
+// mpi/ one image over the ranks of an mpirun: `mpirun -np N pixflow run big.toml` (docs/mpi.md,
+// "One image over the ranks").
+//
+//   model    every rank compiles the same pipeline and runs the same plan; every streamed chain
+//            (planner/strips.hpp; under mpirun every chain streams) is cut into bands of rows of
+//            its last node's output, one contiguous band of strips per rank, bands aligned to the
+//            chain's blocks. A rank runs only its strips (executor ChainSplit hook), then the
+//            chain's output is completed: gathered at rank 0 (MPI_Gatherv) when only sinks read
+//            it (only rank 0 runs sinks: it alone writes files), else gathered on every rank
+//            (MPI_Allgatherv) so that the whole-image nodes after it run on every rank on the
+//            same bytes as one process (replicated, no scatter needed for a later chain). When
+//            every sink is a `save` of a split chain's output to .npy, PGM or PPM (u8), each
+//            rank writes its rows itself at their offset in the one file (MPI-IO, collective;
+//            rank 0 the header), and no rank runs a sink
+//   inputs   every rank runs the whole-image nodes before a chain itself (`load` reads the file
+//            on each rank, from the folder every machine shares): no rows are scattered
+//   halos    a stencil's halo rows at a band's edge are computed again by the rank below, as
+//            between two strips of one process ("recompute the halo"): 2 x halo rows per band
+//            edge and stencil, against a round trip to the neighbour per stencil node; no bytes
+//   carried  integral as a chain's last node, with an integer output (u32, u64): each rank runs
+//            its band from zero, then MPI_Exscan of its band's last row (per column and channel,
+//            sums modulo 2^n: exact) is added to its rows. A carried node elsewhere in a chain,
+//            or with an f64 output (whose sums depend on their order), is not split: that chain
+//            runs whole on every rank (a note says so)
+//   not split chains with a CUDA node or a transfer out (they run whole on every rank, on the
+//            rank's GPU), chains with a sink, carried operators other than integral
+//   faults   before each exchange the ranks agree on a flag (MPI_Iallreduce, per chain, each
+//            on a communicator of its own, so chains that run concurrently do not interleave
+//            their collectives); a rank whose run failed sets it, the others stop their run,
+//            and the final verdict (verdict.hpp) prints the cause with the failing rank's rank
+//            and host once; rank 0 commits its files only when every rank succeeded
+//   threads  MPI_THREAD_SERIALIZED: every MPI call under one lock; waits test with sleeps
+#pragma once
+
+#include "executor/executor.hpp"
+#include "mpi/session.hpp"
+#include "planner/plan.hpp"
+
+#include <mpi.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pixflow::cli {
+struct RunArgs;
+}
+namespace pixflow::host {
+class Registry;
+}
+
+namespace pixflow::mpi {
+
+/// How a split chain's output is completed.
+enum class Exchange { none, gather, allgather, write };
+
+/// One chain's share: what the ranks agreed on before the run, and what this rank did.
+struct ChainShare {
+    bool split = false;
+    std::string why_not;      ///< not split: why (for the note)
+    int k0 = 0, k1 = 0;       ///< this rank's strips
+    Exchange exchange = Exchange::none;
+    MPI_Datatype scan_type = MPI_DATATYPE_NULL; ///< integral: the output's sample type
+    MPI_Comm comm = MPI_COMM_NULL;
+    bool synced = false;      ///< this rank took part in the chain's agreement
+    int r0 = 0, r1 = 0;       ///< rows of the chain's output this rank computed
+    // Exchange::write: the one `save` that reads the output, its file written with MPI-IO
+    host::NodeId save{};
+    std::string path, tmp, header; ///< save's path, rank 0's staged temporary, the file's header
+    MPI_File file = MPI_FILE_NULL;
+};
+
+/// The header of the file `save` writes for `im` at `path`, when its format stores the rows raw
+/// after a header that depends on the shape alone: .npy (every dtype, 1-4 channels), binary PGM
+/// and PPM of u8 (the same bytes as plugins/io's npy_write and pnm_write; the tests compare whole
+/// files). Empty: not such a format (written by rank 0 after a gather).
+std::string raw_header(const std::string& path, const pf_image& im);
+
+/// The rows [k0, k1) of `count` strips that rank `rank` of `size` runs: contiguous, balanced.
+std::pair<int, int> band_of(int count, int rank, int size);
+/// The smallest number of rows of a chain's last output that starts every block node of the
+/// chain at a block: bands of a multiple of it never compute a block twice.
+int chain_alignment(const host::Graph& g, const host::StripChain& c);
+
+class ImageSplit final : public host::ChainSplit {
+  public:
+    /// Decides which chains of `p` are split and re-cuts their strips (one band per rank, or
+    /// `strip_rows` rows per strip when given). Collective over `comm` (a communicator per
+    /// split chain).
+    ImageSplit(const Session& s, MPI_Comm comm, const host::Graph& g, host::Plan& p, int strip_rows);
+    ~ImageSplit() override;
+    ImageSplit(const ImageSplit&) = delete;
+    ImageSplit& operator=(const ImageSplit&) = delete;
+
+    std::pair<int, int> strips(int ci) override;
+    void done(int ci, const pf_image& out, int r0, int r1) override;
+    /// After the run, on every rank: takes part in the agreement of every split chain this rank
+    /// has not reached (`ok` false: this rank failed), so that no rank waits for it.
+    void finish(bool ok);
+    /// Another rank failed: this rank's run was stopped at an agreement.
+    bool stopped() const { return m_stopped; }
+    /// Whether every sink of the run is a `save` that this split writes itself (MPI-IO): the run
+    /// then skips the sinks on every rank.
+    bool writes_every_sink() const { return m_writes_every_sink; }
+    /// Collective, before the run: rank 0 stages each file written with MPI-IO in `tx` and every
+    /// rank opens its temporary. Throws on failure (the same on every rank).
+    void open_files(host::FileTransaction* tx);
+    /// Collective, after the run: closes the files; the final paths written (rank 0's to commit).
+    std::vector<std::string> close_files();
+    /// Notes for rank 0 to print: which chains run over the ranks, which do not and why.
+    std::vector<std::string> notes() const;
+    /// Payload bytes this rank sent (rows, scanned rows, agreement flags).
+    long long bytes_sent() const { return m_bytes; }
+    const std::vector<ChainShare>& shares() const { return m_chains; }
+
+  private:
+    /// Waits for `req`, testing under the lock with growing sleeps.
+    void wait(MPI_Request& req);
+    /// The chain's agreement: true when every rank got here without failing.
+    bool agree_ok(ChainShare& c, bool ok);
+
+    const Session& m_s;
+    const host::Graph& m_g;
+    const host::Plan& m_p;
+    std::vector<ChainShare> m_chains;
+    std::mutex m_mu; ///< MPI_THREAD_SERIALIZED: one thread in MPI at a time
+    bool m_stopped = false;
+    bool m_writes_every_sink = false;
+    long long m_bytes = 0;
+};
+
+/// `pixflow run P.toml` (no --input) in one rank of an mpirun of more than one rank.
+int run_image_command(const Session& s, const host::Registry& reg, const cli::RunArgs& a);
+
+} // namespace pixflow::mpi

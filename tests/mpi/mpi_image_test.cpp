@@ -1,0 +1,263 @@
+// One image over the ranks of mpirun (framework/mpi/image.hpp, docs/mpi.md "One image over the
+// ranks"): `mpiexec --oversubscribe -np 2` and `-np 4` of `pixflow run P.toml` (no --input) on this
+// one machine, each against the same run by one process, which is the reference: the file written
+// must be the same bit for bit, for every kind of access (pointwise, stencil, blocks, the JPEG
+// chain fused and not, integral's carry combined over the ranks) and for the whole-image operators
+// that read a chain's gathered output. The image is 77 x 53, so no band is a whole number of
+// blocks and the ranks' bands differ. Then what goes wrong: a rank that fails before or after the
+// chain stops every rank, says which rank, and leaves no file.
+#include "support/paths.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <random>
+#include <set>
+#include <sstream>
+
+using pixflow::testing::CommandResult;
+using pixflow::testing::run_pixflow;
+using pixflow::testing::TempDir;
+using pixflow::testing::write_text;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+std::set<std::string> files_below(const fs::path& dir) {
+    std::set<std::string> out;
+    if (!fs::exists(dir)) return out;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir).string());
+    return out;
+}
+
+void write_ppm(const fs::path& p, int w, int h, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::string data(std::size_t(w) * std::size_t(h) * 3, '\0');
+    for (char& c : data) c = char(rng() & 0xff);
+    std::ofstream(p, std::ios::binary) << "P6\n" << w << " " << h << "\n255\n" << data;
+}
+
+/// `mpiexec --oversubscribe <args>` from the source dir, as root too (CI), without Open MPI's
+/// single-copy shared-memory path (containers often forbid the ptrace it needs).
+CommandResult run_mpi(const std::string& args) {
+    TempDir t;
+    std::string cmd = "cd " + q(pixflow::testing::source_dir().string()) +
+                      " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+                      " OMPI_MCA_btl_vader_single_copy_mechanism=none PIXFLOW_PLUGIN_PATH= " PIXFLOW_MPIEXEC
+                      " --oversubscribe " +
+                      args + " >" + q(t / "out") + " 2>" + q(t / "err");
+    int status = std::system(cmd.c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(t / "out");
+    r.err = slurp(t / "err");
+    return r;
+}
+
+std::string pixflow_cmd() { return q(pixflow::testing::pixflow_exe().string()); }
+
+/// One pipeline: the nodes between `src` (load of the 77 x 53 RGB image) and `out` (save of the
+/// node `last` to `out.<ext>`), and whether a chain of it must be split over the ranks.
+struct Case {
+    std::string name, nodes, last, ext;
+    /// How the last chain's output is completed, as the note says; empty: not split.
+    std::string how = k_written;
+    std::string extra; ///< more run arguments (--no-fuse)
+    static constexpr const char* k_written = "written by every rank at its rows' offset";
+    static constexpr const char* k_gathered = "gathered at rank 0";
+    static constexpr const char* k_everywhere = "gathered on every rank";
+};
+
+std::string node(const std::string& id, const std::string& op, const std::string& input, const std::string& more = "") {
+    return "[nodes." + id + "]\nop = \"" + op + "\"\ninput = \"" + input + "\"\n" + more;
+}
+
+const std::vector<Case>& cases() {
+    static const std::vector<Case> c = {
+        {"Convert", node("f", "convert", "src", "dtype = \"f32\"\nscale = 0.5\n"), "f", "npy"},
+        {"Gauss", node("blur", "gauss5x5", "src", "sigma = 1.5\n"), "blur", "ppm"},
+        {"GaussThreeTimes",
+         node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1", "sigma = 2.0\nborder = \"replicate\"\n") +
+             node("b3", "gauss5x5", "b2"),
+         "b3", "npy"},
+        {"GrayGaussPool", node("g", "grayscale", "src") + node("b", "gauss5x5", "g") + node("p", "maxpool2x2", "b"), "p",
+         "pgm"},
+        {"PoolTwice", node("p1", "maxpool2x2", "src") + node("p2", "maxpool2x2", "p1"), "p2", "npy"},
+        {"JpegFused",
+         node("g", "grayscale", "src") + node("dct", "dct8x8", "g") + node("qz", "quantize", "dct", "quality = 50\n") +
+             node("dq", "dequantize", "qz", "quality = 50\n") + node("idct", "idct8x8", "dq", "dtype = \"u8\"\n"),
+         "idct", "pgm"},
+        {"JpegNodes",
+         node("g", "grayscale", "src") + node("dct", "dct8x8", "g") + node("qz", "quantize", "dct", "quality = 30\n") +
+             node("dq", "dequantize", "qz", "quality = 30\n") + node("idct", "idct8x8", "dq", "dtype = \"f32\"\n"),
+         "idct", "npy", Case::k_written, "--no-fuse"},
+        {"IntegralU32", node("g", "grayscale", "src") + node("sat", "integral", "g", "dtype = \"u32\"\n"), "sat", "npy"},
+        {"IntegralU64", node("sat", "integral", "src", "dtype = \"u64\"\n"), "sat", "npy"},
+        {"IntegralAfterBlur", node("b", "gauss5x5", "src") + node("sat", "integral", "b", "dtype = \"u32\"\n"), "sat",
+         "npy"},
+        // f64 sums depend on their order: not split (the chain runs whole on every rank)
+        {"IntegralF64", node("sat", "integral", "src", "dtype = \"f64\"\n"), "sat", "npy", ""},
+        // formats MPI-IO does not write (PFM stores its rows bottom up; PGM u16 big-endian):
+        // gathered at rank 0, which runs save
+        {"GaussToPfm",
+         node("g", "grayscale", "src") + node("b", "gauss5x5", "g") + node("f", "convert", "b", "dtype = \"f32\"\n"),
+         "f", "pfm", Case::k_gathered},
+        {"GaussToPgm16", node("g", "grayscale", "src") + node("w", "convert", "g", "dtype = \"u16\"\nscale = 200\n") +
+                            node("b", "gauss5x5", "w"), "b", "pgm", Case::k_gathered},
+        // whole-image operators after a chain read its output gathered on every rank
+        {"ChanVeseAfterBlur",
+         node("g", "grayscale", "src") + node("b", "gauss5x5", "g") +
+             node("seg", "chan_vese", "b", "max_iter = 40\ninit = \"checkerboard\"\n"),
+         "seg", "pgm", Case::k_everywhere},
+        {"FloydSteinbergAfterGray", node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g"), "d", "pgm",
+         Case::k_everywhere},
+        // a second sink (compare) reads the blur: rank 0 runs both, after a gather
+        {"BlurComparedWithItsSource",
+         node("g", "grayscale", "src") + node("b", "gauss5x5", "g") +
+             "[nodes.diff]\nop = \"compare\"\ninputs = { a = \"g\", b = \"b\" }\n",
+         "b", "npy", Case::k_gathered},
+    };
+    return c;
+}
+
+class MpiImage : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+} // namespace
+
+TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
+    const int np = std::get<0>(GetParam());
+    const Case& c = cases()[std::size_t(std::get<1>(GetParam()))];
+    TempDir t;
+    write_ppm(t / "in.ppm", 77, 53, 7);
+    std::string toml = "[pipeline]\nname = \"" + c.name + "\"\nbackend = \"cpu\"\n[nodes.src]\nop = \"load\"\npath = \"" +
+                       (t / "in.ppm") + "\"\n" + c.nodes + "[nodes.out]\nop = \"save\"\ninput = \"" + c.last +
+                       "\"\npath = \"x\"\n";
+    write_text(t / "p.toml", toml);
+    const std::string one = (t / ("one." + c.ext)), many = (t / ("many." + c.ext));
+    auto a = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(one) + " " + c.extra);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    auto b = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
+                     " --set out.path=" + q(many) + " --report " + q(t / "r.json") + " " + c.extra);
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    ASSERT_TRUE(fs::exists(many)) << b.err;
+    EXPECT_TRUE(slurp(one) == slurp(many)) << c.name << ": the file differs from one process's\n" << b.err;
+    // the chain really ran over the ranks, its output completed as expected (or, where it must
+    // not be split, whole on each)
+    const std::string over = "runs over " + std::to_string(np) + " ranks";
+    EXPECT_EQ(b.err.find(over) != std::string::npos, !c.how.empty()) << b.err;
+    if (!c.how.empty()) EXPECT_NE(b.err.find("its output is " + c.how), std::string::npos) << b.err;
+    // the metrics (compare's) as one process prints them
+    auto metrics = [](const std::string& out) {
+        std::string m;
+        std::istringstream in(out);
+        for (std::string line; std::getline(in, line);)
+            if (line.find(" = ") != std::string::npos) m += line + "\n";
+        return m;
+    };
+    EXPECT_EQ(metrics(a.out), metrics(b.out));
+    EXPECT_NE(b.out.find("wrote " + many), std::string::npos) << b.out;
+    const std::set<std::string> expected{"many." + c.ext, "in.ppm", "p.toml", "one." + c.ext, "r.json"};
+    EXPECT_EQ(expected, files_below(t.path))
+        << "no temporary left";
+    auto j = nlohmann::json::parse(slurp(t / "r.json"));
+    ASSERT_EQ(j["ranks"].size(), std::size_t(np));
+    // rank 1 sent its rows, unless it wrote them itself
+    const long long sent = j["ranks"][1]["bytes_sent"].get<long long>();
+    // (written: the agreement flags, and integral's one row of sums: 77 x 3 x 8 bytes at most)
+    if (c.how == Case::k_written) EXPECT_LT(sent, 2048) << "rank 1 wrote its rows itself";
+    else if (!c.how.empty()) EXPECT_GT(sent, 1024) << "rank 1 sent its rows";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, MpiImage,
+                         ::testing::Combine(::testing::Values(2, 4), ::testing::Range(0, int(cases().size()))),
+                         [](const auto& info) {
+                             return cases()[std::size_t(std::get<1>(info.param))].name + "Np" +
+                                    std::to_string(std::get<0>(info.param));
+                         });
+
+namespace {
+
+/// A run whose rank 1 fails where its pipeline has `tp_fault` (MPMD: rank 1 gets `fault=...`).
+CommandResult run_failing_rank(TempDir& t, const std::string& nodes, const std::string& last,
+                               const std::string& fault = "throw") {
+    write_ppm(t / "in.ppm", 77, 53, 9);
+    std::string toml = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + nodes +
+                       "[nodes.out]\nop = \"save\"\ninput = \"" + last + "\"\npath = \"" + (t / "out/x.npy") +
+                       "\"\n";
+    write_text(t / "p.toml", toml);
+    const std::string run = pixflow_cmd() + " --plugin-path " + q(pixflow::testing::test_plugin("faults").string()) +
+                            " run " + q(t / "p.toml") + " --backend cpu";
+    return run_mpi("-np 1 " + run + " : -np 1 " + run + " --set bad.fault=" + fault + " : -np 1 " + run);
+}
+
+} // namespace
+
+TEST(MpiImageFaults, RankFailingBeforeTheChainStopsEveryRankAndWritesNothing) {
+    TempDir t;
+    auto r = run_failing_rank(t, node("bad", "tp_fault", "src") + node("b", "gauss5x5", "bad"), "b");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tp_fault failed on purpose"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("another rank failed"), std::string::npos) << "only the cause is printed:\n" << r.err;
+    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+}
+
+TEST(MpiImageFaults, RankFailingAfterTheChainLeavesNoOutput) {
+    TempDir t;
+    // rank 0 finishes its whole run; the verdict after it stops the commit
+    auto r = run_failing_rank(t, node("b", "gauss5x5", "src") + node("bad", "tp_fault", "b"), "bad");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tp_fault failed on purpose"), std::string::npos) << r.err;
+    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+}
+
+TEST(MpiImageFaults, OperatorEndingItsRankStopsEveryRankAndWritesNothing) {
+    TempDir t;
+    // in-process exit() on rank 1 while rank 0 waits to gather: mpirun stops the others
+    auto r = run_failing_rank(t, node("b", "gauss5x5", "src") + node("bad", "tp_fault", "b"), "bad", "exit");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("an operator called exit() on rank 1 on "), std::string::npos) << r.err;
+    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+}
+
+TEST(MpiImageFaults, InvalidPipelineIsReportedOnceWithTheExitCodeOfOneProcess) {
+    TempDir t;
+    write_ppm(t / "in.ppm", 77, 53, 9);
+    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") +
+                                 "\"\n[nodes.b]\nop = \"gauss5x5\"\ninput = \"src\"\nsigma = -3\n"
+                                 "[nodes.out]\nop = \"save\"\ninput = \"b\"\npath = \"" +
+                                 (t / "x.npy") + "\"\n");
+    auto one = run_pixflow("run " + q(t / "p.toml"));
+    auto many = run_mpi("-np 4 " + pixflow_cmd() + " run " + q(t / "p.toml"));
+    EXPECT_EQ(one.exit_code, 1) << one.err;
+    EXPECT_EQ(many.exit_code, 1) << many.err;
+    const std::string first = one.err.substr(0, one.err.find('\n'));
+    ASSERT_NE(first.find("sigma"), std::string::npos) << one.err;
+    std::size_t n = 0;
+    for (std::size_t at = many.err.find(first); at != std::string::npos; at = many.err.find(first, at + 1)) ++n;
+    EXPECT_EQ(n, 1u) << "printed once, as one process prints it:\n" << many.err;
+    EXPECT_FALSE(fs::exists(t / "x.npy"));
+}
+
+TEST(MpiImageOneRank, RunsAsOneProcess) {
+    TempDir t;
+    write_ppm(t / "in.ppm", 77, 53, 11);
+    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + node("b", "gauss5x5", "src") +
+                                 "[nodes.out]\nop = \"save\"\ninput = \"b\"\npath = \"x\"\n");
+    auto one = run_pixflow("run " + q(t / "p.toml") + " --backend cpu --set out.path=" + q(t / "one.npy"));
+    auto mpi = run_mpi("-np 1 " + pixflow_cmd() + " run " + q(t / "p.toml") + " --backend cpu --set out.path=" +
+                       q(t / "mpi.npy"));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    ASSERT_EQ(mpi.exit_code, 0) << mpi.err;
+    EXPECT_EQ(mpi.err, one.err) << "no note of ranks: the plain run";
+    EXPECT_TRUE(slurp(t / "one.npy") == slurp(t / "mpi.npy"));
+}
