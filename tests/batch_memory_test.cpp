@@ -193,12 +193,19 @@ TEST(BatchMemory, IsolatedWorkersApplyMaxPixelsAndTheirShareOfTheBudget) {
     EXPECT_TRUE(fs::exists(t.path / "out/a.ppm"));
     EXPECT_FALSE(fs::exists(t.path / "out/b.ppm"));
 
-    // Each of the 2 workers gets half the budget, too little for its load and save images: the
-    // images fail in their workers, naming the share (the parent's check had the whole budget).
+    // Each of the 2 workers gets half the budget, too little for a whole-image operator's images
+    // (chan_vese: its input, mask and level set whole): the images fail in their workers, naming
+    // the share (the parent's check had the whole budget).
+    std::string seg = t / "seg.toml";
+    write_text(seg, "[pipeline]\nbackend = \"cpu\"\n"
+                    "[nodes.src]\nop = \"load\"\npath = \"in.ppm\"\n"
+                    "[nodes.gray]\nop = \"grayscale\"\ninput = \"src\"\n"
+                    "[nodes.seg]\nop = \"chan_vese\"\ninput = \"gray\"\nmax_iter = 2\n"
+                    "[nodes.out]\nop = \"save\"\ninput = \"seg\"\npath = \"out.pgm\"\n");
     write_ppm(t.path / "in2/c.ppm", 300, 300, 3);
     write_ppm(t.path / "in2/d.ppm", 300, 300, 4);
-    std::size_t one = estimate(p, t / "in2/c.ppm").host_peak;
-    auto s = run_pixflow("run " + q(p) + " --input " + q(t / "in2") + " --output " + q(t / "out2") +
+    std::size_t one = estimate(seg, t / "in2/c.ppm").host_peak;
+    auto s = run_pixflow("run " + q(seg) + " --input " + q(t / "in2") + " --output " + q(t / "out2") +
                          " --isolate --max-in-flight 2 --memory-limit " + std::to_string(one));
     EXPECT_EQ(s.exit_code, 2) << s.out << s.err;
     EXPECT_NE(s.err.find("1/2 of the batch's host memory budget"), std::string::npos) << s.err;

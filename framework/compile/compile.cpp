@@ -119,6 +119,7 @@ PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, co
 StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan& p) {
     StripOptions so;
     so.strip_rows = opt.strip_rows;
+    so.stream_sinks = opt.stream_sinks;
     if (opt.memory_limit) {
         so.host_budget = opt.memory_limit;
         so.host_from = opt.memory_limit_from.empty() ? "--memory-limit" : opt.memory_limit_from;

@@ -44,6 +44,8 @@ struct CompileOptions {
     int strip_rows = 0;
     /// false: no strips, whatever the budget (bench times each node on its whole images).
     bool strips = true;
+    /// false: sinks never join a streamed chain (StripOptions::stream_sinks; one image over MPI ranks).
+    bool stream_sinks = true;
 };
 
 /// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read): the default host budget

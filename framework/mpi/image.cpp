@@ -393,6 +393,7 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
     try {
         CompileOptions co = cli::compile_options(a.pipeline);
         if (co.strip_rows <= 0) co.strip_rows = k_one_strip;
+        co.stream_sinks = false; // save gets the chain's whole output (gathered, or written with MPI-IO)
         // CUDA chains are not split: each rank runs them on the GPU of its local rank (as a batch)
         if (host::cuda_usable()) co.device = device_for(s.local_rank(), host::cuda_device_count());
         c = compile_file(a.pipeline.file, a.pipeline.sets, reg, co);

@@ -507,7 +507,8 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     NodeMap<int> chain_of(N, -1);
     NodeMap<int> last_block(N, 0);
     NodeMap<char> streamable(N, 0);
-    for (NodeId v : g.nodes.ids()) streamable[v] = not_streamable(g, g.nodes[v], last_block[v]).empty();
+    for (NodeId v : g.nodes.ids())
+        streamable[v] = not_streamable(g, g.nodes[v], last_block[v]).empty() && (opt.stream_sinks || !g.nodes[v].is_sink());
     auto caller_reads = [&](NodeId v) {
         return std::find(opt.read_by_caller.begin(), opt.read_by_caller.end(), v) != opt.read_by_caller.end();
     };

@@ -61,6 +61,10 @@ struct StripOptions {
     int strip_rows = 0;
     /// Nodes whose outputs the caller reads (the embedding API's output()): never inside a chain.
     std::vector<NodeId> read_by_caller;
+    /// false: sinks (save) never join a chain, they get its whole output. One image over MPI ranks
+    /// (mpi/image.hpp) needs it: each rank computes a band of the chain, the bands are completed
+    /// by an exchange, and a sink writing in order from strip 0 cannot be split.
+    bool stream_sinks = true;
 };
 
 /// The rows of one node of a chain in one strip, in rows of its whole images; [x0, x1) ranges.
