@@ -23,19 +23,14 @@ extern char** environ;
 
 using pixflow::host::FileTransaction;
 using pixflow::InternalError;
+using pixflow::testing::q;
+using pixflow::testing::slurp;
 using pixflow::testing::run_pixflow;
 using pixflow::testing::TempDir;
 using pixflow::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
 
 /// Every entry below `dir` (hidden ones too), relative, sorted.
 std::set<std::string> entries_below(const fs::path& dir) {

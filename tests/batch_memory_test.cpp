@@ -17,27 +17,15 @@
 #include <thread>
 
 using namespace pixflow::host;
+using pixflow::testing::q;
+using pixflow::testing::slurp;
+using pixflow::testing::write_ppm;
 using pixflow::testing::run_pixflow;
 using pixflow::testing::TempDir;
 using pixflow::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-void write_ppm(const fs::path& p, int w, int h, unsigned seed) {
-    fs::create_directories(p.parent_path());
-    std::mt19937 rng(seed);
-    std::string data(std::size_t(w) * std::size_t(h) * 3, '\0');
-    for (char& c : data) c = char(rng() & 0xff);
-    std::ofstream(p, std::ios::binary) << "P6\n" << w << " " << h << "\n255\n" << data;
-}
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
 
 const Registry& registry() {
     static Registry reg;

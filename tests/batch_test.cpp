@@ -13,26 +13,15 @@
 #include <set>
 
 using namespace pixflow::host;
+using pixflow::testing::q;
+using pixflow::testing::slurp;
+using pixflow::testing::write_ppm;
 using pixflow::testing::run_pixflow;
 using pixflow::testing::TempDir;
 using pixflow::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// A binary PPM (P6, u8, 3 channels) of deterministic noise.
-void write_ppm(const fs::path& p, int w, int h, unsigned seed) {
-    fs::create_directories(p.parent_path());
-    std::mt19937 rng(seed);
-    std::string data(std::size_t(w) * std::size_t(h) * 3, '\0');
-    for (char& c : data) c = char(rng() & 0xff);
-    std::ofstream(p, std::ios::binary) << "P6\n" << w << " " << h << "\n255\n" << data;
-}
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
 
 /// load -> gauss5x5 -> save, CPU, written into `dir`.
 std::string blur_pipeline(const TempDir& dir, const std::string& save_ext = ".ppm") {
@@ -43,8 +32,6 @@ std::string blur_pipeline(const TempDir& dir, const std::string& save_ext = ".pp
                   "[nodes.out]\nop = \"save\"\ninput = \"blur\"\npath = \"result" + save_ext + "\"\n");
     return p;
 }
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
 
 /// Every file below `dir`, relative, sorted.
 std::set<std::string> files_below(const fs::path& dir) {

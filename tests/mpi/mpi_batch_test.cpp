@@ -15,6 +15,9 @@
 #include <random>
 #include <set>
 
+using pixflow::testing::q;
+using pixflow::testing::slurp;
+using pixflow::testing::write_ppm;
 using pixflow::testing::CommandResult;
 using pixflow::testing::run_pixflow;
 using pixflow::testing::TempDir;
@@ -23,13 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string q(const std::string& s) { return "'" + s + "'"; }
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
 /// Every file below `dir` (hidden ones too: a temporary left behind shows), relative, sorted.
 std::set<std::string> files_below(const fs::path& dir) {
     std::set<std::string> out;
@@ -37,14 +33,6 @@ std::set<std::string> files_below(const fs::path& dir) {
     for (const auto& e : fs::recursive_directory_iterator(dir))
         if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir).string());
     return out;
-}
-
-void write_ppm(const fs::path& p, int w, int h, unsigned seed) {
-    fs::create_directories(p.parent_path());
-    std::mt19937 rng(seed);
-    std::string data(std::size_t(w) * std::size_t(h) * 3, '\0');
-    for (char& c : data) c = char(rng() & 0xff);
-    std::ofstream(p, std::ios::binary) << "P6\n" << w << " " << h << "\n255\n" << data;
 }
 
 std::size_t count(const std::string& text, const std::string& what) {

@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+using pixflow::testing::q;
+using pixflow::testing::slurp;
 using pixflow::testing::CommandResult;
 using pixflow::testing::run_pixflow;
 using pixflow::testing::TempDir;
@@ -22,13 +24,6 @@ using pixflow::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
 
 std::set<std::string> files_below(const fs::path& dir) {
     std::set<std::string> out;

@@ -72,4 +72,22 @@ inline CommandResult run_pixflow(const std::string& args) {
 
 inline void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
+/// A file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+/// A binary PPM (P6, u8, 3 channels) of deterministic noise; its folder is created.
+inline void write_ppm(const std::filesystem::path& p, int w, int h, unsigned seed) {
+    std::filesystem::create_directories(p.parent_path());
+    std::mt19937 rng(seed);
+    std::string data(std::size_t(w) * std::size_t(h) * 3, '\0');
+    for (char& c : data) c = char(rng() & 0xff);
+    std::ofstream(p, std::ios::binary) << "P6\n" << w << " " << h << "\n255\n" << data;
+}
+
+/// `s` in single quotes, for a shell word (paths without quotes in them).
+inline std::string q(const std::string& s) { return "'" + s + "'"; }
+
 } // namespace pixflow::testing
