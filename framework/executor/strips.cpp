@@ -25,6 +25,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
 
 #include <climits>
 #include <cstring>
@@ -102,7 +103,6 @@ void Executor::Impl::run_chain(int ci) {
         dev[i] = p.on_device(c.nodes[i]);
         carried[i] = row_access(g.nodes[c.nodes[i]]).kind == PF_ACCESS_CARRIED;
     }
-    const int nsets = c.streams[1] >= 0 ? 2 : 1;
 
     // 1. The chain's whole input: the producer's own buffer when the chain moves its rows across
     // itself (the transfer into the chain is absorbed), else what the first node would read.
@@ -123,7 +123,7 @@ void Executor::Impl::run_chain(int ci) {
     const Stream* s0 = uses_device ? &streams[std::size_t(cs)] : nullptr;
     auto stream_of = [&](int k) -> const Stream* {
         if (!uses_device) return nullptr;
-        return nsets == 2 && k % 2 ? &streams[std::size_t(c.streams[1])] : s0;
+        return c.streams[1] >= 0 && k % 2 ? &streams[std::size_t(c.streams[1])] : s0;
     };
     if (src && uses_device) { // a device input made on another stream: ours waits for it on the device
         NodeId u = hn.inputs[0].node;
@@ -157,10 +157,14 @@ void Executor::Impl::run_chain(int ci) {
         }
     }
 
-    // 3. Strip buffers: windows, copies of inputs from the other side, carried states.
+    // 3. Strip buffers, one set per strip in flight: windows (a carried node keeps at least two,
+    // this strip's and the last one's) and copies of inputs from the other side; carried states.
+    const int nsets = std::max(1, c.sets);
+    const int nwin_carried = std::max(2, nsets);
+    const bool two_streams = c.streams[1] >= 0;
+    const bool pipelined = c.n_stages > 1 && c.count() > 1;
     struct Member {
-        Buf* win[2] = {nullptr, nullptr};
-        Buf* stage[2] = {nullptr, nullptr};
+        std::vector<Buf*> win, stage;
         Buf* carry = nullptr;
         bool input_dev = false; ///< where its input rows come from
     };
@@ -171,14 +175,14 @@ void Executor::Impl::run_chain(int ci) {
         if (!n.outputs.empty() && c.max_window[i] > 0) {
             pf_image shape = n.outputs[0];
             shape.height = c.max_window[i];
-            for (int w = 0; w < (carried[i] ? 2 : nsets); ++w) mb[i].win[w] = temp.alloc(shape, dev[i], pinned);
+            for (int w = 0; w < (carried[i] ? nwin_carried : nsets); ++w) mb[i].win.push_back(temp.alloc(shape, dev[i], pinned));
         }
         if (!n.inputs.empty()) {
             mb[i].input_dev = i > 0 ? bool(dev[i - 1]) : !on_host(src->im);
             if (mb[i].input_dev != bool(dev[i]) && c.max_input[i] > 0) {
                 pf_image shape = g.nodes[n.inputs[0].node].outputs[std::size_t(n.inputs[0].port)];
                 shape.height = c.max_input[i];
-                for (int w = 0; w < nsets; ++w) mb[i].stage[w] = temp.alloc(shape, dev[i], pinned);
+                for (int w = 0; w < nsets; ++w) mb[i].stage.push_back(temp.alloc(shape, dev[i], pinned));
             }
         }
         if (c.carry_bytes[i]) {
@@ -190,7 +194,7 @@ void Executor::Impl::run_chain(int ci) {
         }
     }
     Event fork;
-    if (nsets == 2) { // the second stream starts after the allocations on the first
+    if (two_streams) { // the second stream starts after the allocations on the first
         fork = Event(true, false);
         fork.record(*s0);
         fork.wait_on(streams[std::size_t(c.streams[1])]);
@@ -207,7 +211,7 @@ void Executor::Impl::run_chain(int ci) {
             } catch (...) {
             }
         }
-    } join{s0, nsets == 2 ? &streams[std::size_t(c.streams[1])] : nullptr};
+    } join{s0, two_streams ? &streams[std::size_t(c.streams[1])] : nullptr};
 
     for (std::size_t i = 0; i < m; ++i) {
         const NodeId v = c.nodes[i];
@@ -219,7 +223,9 @@ void Executor::Impl::run_chain(int ci) {
         if (timings.spans) timings.strip_cpu[v].assign(std::size_t(c.count()), {});
         if (timings.spans) timings.node_ran[v] = 1;
     }
-    auto window = [&](std::size_t i, int k) { return mb[i].win[carried[i] ? k % 2 : (nsets == 2 ? k % 2 : 0)]; };
+    auto window = [&](std::size_t i, int k) {
+        return mb[i].win[std::size_t(k % (carried[i] ? nwin_carried : nsets))];
+    };
     auto count_copy = [&](const pf_image& from, const pf_image& to) {
         if (on_host(from) == on_host(to)) return;
         long long bytes = (long long)(row_bytes(from) * std::size_t(from.height));
@@ -228,57 +234,89 @@ void Executor::Impl::run_chain(int ci) {
     };
 
     // 4. The strips: all of them, or this process's range when the chain is split (ChainSplit).
-    std::vector<pf_image> ins, outs;
     int k_first = 0, k_last = c.count();
     if (opt->split) std::tie(k_first, k_last) = opt->split->strips(ci);
-    for (int k = k_first; k < k_last; ++k) {
-        if (signals.cancelled()) return;
+    //
+    // Node i's input rows in strip k: a view into its producer's rows; when the producer lies on
+    // the other side of the bus, a copy of them in the node's staging buffer of the strip's set.
+    auto input_view = [&](std::size_t i, int k) {
+        const StripRows& r = c.strips[std::size_t(k)][i];
+        const pf_image& from = i == 0 ? src->im : window(i - 1, k)->im;
+        const int origin = i == 0 ? 0 : c.strips[std::size_t(k)][i - 1].win0;
+        return rows_of(from, r.in0 - origin, r.in1 - r.in0);
+    };
+    auto staged = [&](std::size_t i, int k) {
+        const StripRows& r = c.strips[std::size_t(k)][i];
+        return rows_of(mb[i].stage[std::size_t(k % nsets)]->im, 0, r.in1 - r.in0);
+    };
+    auto crosses = [&](std::size_t i) { return !g.nodes[c.nodes[i]].inputs.empty() && mb[i].input_dev != bool(dev[i]); };
+    auto copy_input = [&](std::size_t i, int k) {
+        const pf_image view = input_view(i, k), to = staged(i, k);
+        if (to.height <= 0) return;
+        copy_rows(to, view, stream_of(k));
+        count_copy(view, to);
+    };
+    // Pipelined, a host node's input rows on the device are downloaded by the stage before it,
+    // right after that stage's work (so the download is not queued behind later strips), and the
+    // host stage waits for this event only.
+    std::vector<std::vector<Event>> input_ready(m);
+    if (pipelined)
+        for (std::size_t i = 1; i < m; ++i)
+            if (crosses(i) && !dev[i])
+                for (int w = 0; w < nsets; ++w) input_ready[i].emplace_back(true, false);
+    auto wait_for = [](const Stream& s) { // this stream's work so far, not what is queued later
+        Event e(true, false);
+        e.record(s);
+        e.synchronize();
+    };
+
+    // Node i in strip k; false when the run failed.
+    auto run_node = [&](std::size_t i, int k) -> bool {
+        const NodeId v = c.nodes[i];
+        const Node& n = g.nodes[v];
+        const StripRows& r = c.strips[std::size_t(k)][i];
         const Stream* s = stream_of(k);
-        const int set = nsets == 2 ? k % 2 : 0;
-        for (std::size_t i = 0; i < m; ++i) {
-            const NodeId v = c.nodes[i];
-            const Node& n = g.nodes[v];
-            const StripRows& r = c.strips[std::size_t(k)][i];
-            // a carried node: the rows read again come from its last window
-            if (carried[i] && k > k_first) {
-                const StripRows& q = c.strips[std::size_t(k - 1)][i];
-                const int kept1 = std::min(r.out0, q.win1);
-                if (r.win0 < kept1)
-                    copy_rows(rows_of(window(i, k)->im, 0, kept1 - r.win0),
-                              rows_of(window(i, k - 1)->im, r.win0 - q.win0, kept1 - r.win0), s);
-            }
-            const bool has_out = !n.outputs.empty();
-            if (has_out ? r.out1 <= r.out0 : r.in1 <= r.in0) continue; // nothing new in this strip
-            ins.clear();
-            outs.clear();
-            if (!n.inputs.empty()) {
-                const pf_image& from = i == 0 ? src->im : window(i - 1, k)->im;
-                const int origin = i == 0 ? 0 : c.strips[std::size_t(k)][i - 1].win0;
-                pf_image view = rows_of(from, r.in0 - origin, r.in1 - r.in0);
-                if (mb[i].input_dev != bool(dev[i])) {
-                    pf_image to = rows_of(mb[i].stage[set]->im, 0, r.in1 - r.in0);
-                    copy_rows(to, view, s);
-                    count_copy(view, to);
-                    // a CPU node reads the rows now; a host window is rewritten by the next strip
-                    if (!dev[i] || i > 0) s->synchronize();
-                    view = to;
-                }
-                ins.push_back(view);
-            }
-            if (has_out) outs.push_back(rows_of(window(i, k)->im, r.out0 - r.win0, r.out1 - r.out0));
-            const int hin = n.inputs.empty() ? 0 : g.nodes[n.inputs[0].node].outputs[std::size_t(n.inputs[0].port)].height;
-            const int hout = has_out ? n.outputs[0].height : hin;
-            pf_strip strip{sizeof(pf_strip), k, c.count(), r.in0, hin, r.out0, hout,
-                           mb[i].carry ? mb[i].carry->im.data : nullptr, c.carry_bytes[i]};
-            Launch l{v, n, files.params(g, v), ins, outs, dev[i] ? s : nullptr, backend_name(p.backend[v]), &strip};
-            if (opt->on_node) opt->on_node(v, true);
-            const bool ok = launch(l, signals, buffers.device_memory(), timings);
-            if (opt->on_node) opt->on_node(v, false);
-            if (!ok) return;
+        // a carried node: the rows read again come from its last window
+        if (carried[i] && k > k_first) {
+            const StripRows& q = c.strips[std::size_t(k - 1)][i];
+            const int kept1 = std::min(r.out0, q.win1);
+            if (r.win0 < kept1)
+                copy_rows(rows_of(window(i, k)->im, 0, kept1 - r.win0),
+                          rows_of(window(i, k - 1)->im, r.win0 - q.win0, kept1 - r.win0), s);
         }
-        // the strip's own rows of the chain's output, into the whole outputs
+        const bool has_out = !n.outputs.empty();
+        if (has_out ? r.out1 <= r.out0 : r.in1 <= r.in0) return true; // nothing new in this strip
+        std::vector<pf_image> ins, outs;
+        if (!n.inputs.empty()) {
+            if (!crosses(i)) ins.push_back(input_view(i, k));
+            else {
+                if (pipelined && i > 0 && !dev[i]) input_ready[i][std::size_t(k % nsets)].synchronize();
+                else {
+                    copy_input(i, k);
+                    // a CPU node reads the rows now; unpipelined, a host window is rewritten by
+                    // the next strip (pipelined, the strip's set is not reused before it ends)
+                    if (!dev[i]) wait_for(*s);
+                    else if (i > 0 && !pipelined) s->synchronize();
+                }
+                ins.push_back(staged(i, k));
+            }
+        }
+        if (has_out) outs.push_back(rows_of(window(i, k)->im, r.out0 - r.win0, r.out1 - r.out0));
+        const int hin = n.inputs.empty() ? 0 : g.nodes[n.inputs[0].node].outputs[std::size_t(n.inputs[0].port)].height;
+        const int hout = has_out ? n.outputs[0].height : hin;
+        pf_strip strip{sizeof(pf_strip), k, c.count(), r.in0, hin, r.out0, hout,
+                       mb[i].carry ? mb[i].carry->im.data : nullptr, c.carry_bytes[i]};
+        Launch l{v, n, files.params(g, v), ins, outs, dev[i] ? s : nullptr, backend_name(p.backend[v]), &strip};
+        if (opt->on_node) opt->on_node(v, true);
+        const bool ok = launch(l, signals, buffers.device_memory(), timings);
+        if (opt->on_node) opt->on_node(v, false);
+        return ok;
+    };
+    // The strip's own rows of the chain's output, into the whole outputs.
+    auto finish_strip = [&](int k) {
         const StripRows& r = c.strips[std::size_t(k)][m - 1];
-        if (dests.empty() || r.use1 <= r.use0) continue;
+        if (dests.empty() || r.use1 <= r.use0) return;
+        const Stream* s = stream_of(k);
         const pf_image from = rows_of(window(m - 1, k)->im, r.use0 - r.win0, r.use1 - r.use0);
         for (const Dest& d : dests) {
             const pf_image to = rows_of(d.buf->im, r.use0, r.use1 - r.use0);
@@ -287,6 +325,58 @@ void Executor::Impl::run_chain(int ci) {
             count_copy(from, to);
             if (!dev[m - 1] && !on_host(to)) ds->synchronize(); // the host window is rewritten next strip
         }
+    };
+
+    if (!pipelined) {
+        for (int k = k_first; k < k_last; ++k) {
+            if (signals.cancelled()) return;
+            for (std::size_t i = 0; i < m; ++i)
+                if (!run_node(i, k)) return;
+            finish_strip(k);
+        }
+    } else {
+        // A pipeline of the stages (runs of nodes on one side of the bus), one TBB filter each,
+        // serial and in order: strip k enters stage s + 1 when stage s is done with it, while
+        // stage s takes strip k + 1. At most `nsets` strips are in flight, each in its own set of
+        // buffers; a set is taken again once the device work of its last strip has ended.
+        std::vector<Event> set_done;
+        if (uses_device)
+            for (int w = 0; w < nsets; ++w) set_done.emplace_back(true, false);
+        std::vector<std::size_t> first_of(std::size_t(c.n_stages) + 1, m);
+        for (std::size_t i = m; i-- > 0;) first_of[std::size_t(c.stage[i])] = i;
+        int next = k_first;
+        auto stage_body = [&](int st, int k) {
+            if (signals.cancelled()) return;
+            if (uses_device) set_device(p.device);
+            const std::size_t i0 = first_of[std::size_t(st)], i1 = first_of[std::size_t(st) + 1];
+            for (std::size_t i = i0; i < i1; ++i)
+                if (!run_node(i, k)) return;
+            if (i1 < m && crosses(i1) && !dev[i1]) { // the next stage's download, now
+                copy_input(i1, k);
+                input_ready[i1][std::size_t(k % nsets)].record(*stream_of(k));
+            }
+            if (i1 == m) {
+                finish_strip(k);
+                if (uses_device) set_done[std::size_t(k % nsets)].record(*stream_of(k));
+            }
+        };
+        auto filters = tbb::make_filter<void, int>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> int {
+            if (next >= k_last || signals.cancelled()) {
+                fc.stop();
+                return 0;
+            }
+            const int k = next++;
+            if (uses_device && k - nsets >= k_first) set_done[std::size_t(k % nsets)].synchronize();
+            stage_body(0, k);
+            return k;
+        });
+        for (int st = 1; st < c.n_stages; ++st)
+            filters = filters & tbb::make_filter<int, int>(tbb::filter_mode::serial_in_order, [&, st](int k) {
+                          stage_body(st, k);
+                          return k;
+                      });
+        tbb::parallel_pipeline(std::size_t(nsets), filters & tbb::make_filter<int, void>(tbb::filter_mode::serial_in_order, [](int) {}));
+        if (signals.cancelled()) return;
     }
 
     if (opt->split) {
@@ -299,7 +389,7 @@ void Executor::Impl::run_chain(int ci) {
 
     // 5. The end: one stream again; the last node's end event orders its readers; the host waits
     // when host memory took part (a download must land, an uploaded buffer may be freed).
-    if (nsets == 2) {
+    if (two_streams) {
         join.s1 = nullptr;
         Event e(true, false);
         e.record(streams[std::size_t(c.streams[1])]);

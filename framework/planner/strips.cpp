@@ -338,28 +338,29 @@ class Estimate {
     std::size_t m_live[2] = {0, 0};
 };
 
-/// The strip buffers of chain c as the executor makes them: per node its output window (two for
-/// a carried node), a copy of its input when that lies on the other side, its carried state;
-/// twice the device part when its strips alternate between two streams.
+/// The strip buffers of chain c as the executor makes them: per node, for each of its buffer sets,
+/// its output window (at least two for a carried node) and a copy of its input when that lies on
+/// the other side; once, its carried state.
 void strip_bytes(const Graph& g, const Plan& p, StripChain& c) {
     c.host_bytes = c.device_bytes = 0;
+    const std::size_t sets = std::size_t(std::max(1, c.sets));
     for (std::size_t i = 0; i < c.nodes.size(); ++i) {
         const Node& n = g.nodes[c.nodes[i]];
         bool dev = p.on_device(c.nodes[i]);
         std::size_t& side = dev ? c.device_bytes : c.host_bytes;
         RowAccess a = row_access(n);
         if (!n.outputs.empty())
-            side += buffer_bytes(n.outputs[0], dev, std::size_t(c.max_window[i])) * (a.kind == PF_ACCESS_CARRIED ? 2 : 1);
+            side += buffer_bytes(n.outputs[0], dev, std::size_t(c.max_window[i])) *
+                    (a.kind == PF_ACCESS_CARRIED ? std::max<std::size_t>(2, sets) : sets);
         if (!n.inputs.empty()) {
             const Node& u = g.nodes[n.inputs[0].node];
             bool src_dev = i > 0 ? p.on_device(c.nodes[i - 1]) : p.on_device(n.inputs[0].node);
             if (i == 0 && p.input_transfer[c.nodes[0]][0] >= 0) src_dev = !dev; // whole input across
             if (src_dev != dev)
-                side += buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i]));
+                side += buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i])) * sets;
         }
         side += c.carry_bytes[i];
     }
-    if (c.streams[1] >= 0) c.device_bytes *= 2;
 }
 
 std::string chain_text(const Graph& g, const StripChain& c) {
@@ -577,6 +578,12 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
             else all_cuda = false;
         }
         if (last_cuda >= 0) c.streams[0] = p.stream[c.nodes[std::size_t(last_cuda)]];
+        // stages and buffer sets (before the rows: the sets count against the budget)
+        c.stage.assign(c.nodes.size(), 0);
+        for (std::size_t i = 1; i < c.nodes.size(); ++i)
+            c.stage[i] = c.stage[i - 1] + (opt.stage_per_node || p.on_device(c.nodes[i]) != p.on_device(c.nodes[i - 1]));
+        c.n_stages = c.stage.back() + 1;
+        c.sets = c.n_stages > 1 ? std::min(c.n_stages, 3) : all_cuda && !c.ordered ? 2 : 1;
     }
 
     // 5. rows per strip: as asked, or the tallest strips whose buffers fit beside the whole
@@ -617,13 +624,12 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
         }
     }
     for (StripChain& c : sp.chains) {
-        bool all_cuda = true;
-        for (NodeId v : c.nodes) all_cuda &= p.on_device(v);
-        if (all_cuda && !c.ordered && c.count() > 1) {
-            // two streams, strips alternating: strip k+1's upload overlaps strip k's kernels
-            c.streams[1] = p.n_streams++;
+        if (c.count() == 1) { // nothing to overlap
+            c.sets = 1;
             strip_bytes(g, p, c);
         }
+        if (c.sets > 1 && c.streams[0] >= 0 && !c.ordered)
+            c.streams[1] = p.n_streams++; // strips alternate: strip k+1's upload overlaps strip k's kernels
     }
 
     // 6. the estimate as planned; a run that still does not fit is an error now
