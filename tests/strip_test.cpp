@@ -565,3 +565,39 @@ TEST(StripsCuda, AGpuChainIsUploadedAndDownloadedOncePerStrip) {
     EXPECT_EQ(s.report.h2d_count, 3);       // 48 rows of output in strips of 16
     EXPECT_EQ(s.report.d2h_count, 0);       // the result stays on the device
 }
+
+// ---- one image over several GPUs (--devices 0,1 without --input) ---------------------------------
+
+TEST(StripsMultiGpu, AChainSpreadOverTwoGpusGivesTheOneGpuBits) {
+    const int n = cuda_usable() ? cuda_device_count() : 0;
+    if (n < 2) GTEST_SKIP() << "needs two CUDA devices; this machine has " << n;
+    // CUDA chains between host images: strip k on GPU k % 2, each GPU its own streams and buffers;
+    // the last one ends on the host (a CPU node), the others keep their output on GPU 0
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {synth(301, 517, 3, "u8") + node("b1", "gauss5x5", "src", "backend = \"cuda\"\n") +
+             node("b2", "gauss5x5", "b1", "backend = \"cuda\"\n") + node("pool", "maxpool2x2", "b2", "backend = \"cuda\"\n"),
+         "pool"},
+        {synth(200, 301, 1, "u8") + node("dct", "dct8x8", "src", "backend = \"cuda\"\n") +
+             node("q", "quantize", "dct", "backend = \"cuda\"\n") + node("dq", "dequantize", "q", "backend = \"cuda\"\n") +
+             node("idct", "idct8x8", "dq", "backend = \"cuda\"\n"),
+         "idct"},
+        {synth(257, 190, 3, "u16") + node("gray", "grayscale", "src", "backend = \"cuda\"\n") +
+             node("blur", "gauss5x5", "gray", "backend = \"cuda\"\n") +
+             node("f", "convert", "blur", "backend = \"cpu\"\ndtype = \"f32\"\n"),
+         "f"},
+    };
+    for (const auto& [text, tail] : cases) {
+        SCOPED_TRACE(text);
+        const Result whole = run(text, whole_image("cuda"), tail);
+        for (int rows : {0, 7, 64}) { // 0: as the planner spreads it (a few strips per GPU)
+            CompileOptions co = in_strips("auto", rows);
+            co.strip_devices = {0, 1};
+            const Result s = run(text, co, tail);
+            bool spread = false;
+            for (const StripChain& c : s.chains) spread |= c.gpus == std::vector<int>{0, 1} && c.count() >= 2;
+            EXPECT_TRUE(spread) << "no chain was spread over GPUs 0 and 1 (rows " << rows << ")";
+            ASSERT_EQ(s.image.bytes.size(), whole.image.bytes.size());
+            EXPECT_TRUE(s.image.bytes == whole.image.bytes) << "rows " << rows;
+        }
+    }
+}

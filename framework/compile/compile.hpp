@@ -49,6 +49,9 @@ struct CompileOptions {
     /// Tests: every node of a streamed chain is a pipeline stage of its own
     /// (StripOptions::stage_per_node), so CPU chains take the pipelined path too.
     bool strip_stage_per_node = false;
+    /// --devices on one image: two or more GPUs, the first `device`, over which each streamed chain
+    /// of CUDA nodes spreads its strips (StripOptions::devices).
+    std::vector<int> strip_devices;
 };
 
 /// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read): the default host budget

@@ -94,6 +94,7 @@ class ChainBuffers {
 
 void Executor::Impl::run_chain(int ci) {
     const StripChain& c = p.strips.chains[std::size_t(ci)];
+    const auto t_start = Clock::now();
     const std::size_t m = c.nodes.size();
     const NodeId head = c.nodes.front(), tail = c.tail();
     const Node& hn = g.nodes[head];
@@ -121,9 +122,21 @@ void Executor::Impl::run_chain(int ci) {
     const bool uses_device = cs >= 0;
     if (uses_device) set_device(p.device);
     const Stream* s0 = uses_device ? &streams[std::size_t(cs)] : nullptr;
+    // Spread over G GPUs: strip k runs on gpus[k % G], alternating between that GPU's two streams.
+    const int G = uses_device ? std::max(1, int(c.gpus.size())) : 1;
+    for (int j = 1; j < G; ++j)
+        if (!spread_streams.count(c.gpus[std::size_t(j)])) {
+            const int d = c.gpus[std::size_t(j)];
+            std::array<Stream, 2> two{Stream(d), Stream(d)};
+            spread_streams.emplace(d, std::move(two));
+            set_device(p.device);
+        }
+    auto gpu_of = [&](int k) { return G > 1 ? c.gpus[std::size_t(k % G)] : p.device; };
     auto stream_of = [&](int k) -> const Stream* {
         if (!uses_device) return nullptr;
-        return c.streams[1] >= 0 && k % 2 ? &streams[std::size_t(c.streams[1])] : s0;
+        const int j = k % G, alt = (k / G) % 2;
+        if (j > 0) return &spread_streams.at(c.gpus[std::size_t(j)])[std::size_t(alt)];
+        return c.streams[1] >= 0 && alt ? &streams[std::size_t(c.streams[1])] : s0;
     };
     if (src && uses_device) { // a device input made on another stream: ours waits for it on the device
         NodeId u = hn.inputs[0].node;
@@ -134,6 +147,7 @@ void Executor::Impl::run_chain(int ci) {
     // 2. The chain's whole outputs: the last node's own buffer when it is read in place (or kept,
     // or caller memory), and the buffer of every transfer out of it.
     ChainBuffers temp(buffers, cs);
+    std::vector<std::unique_ptr<Buf>> spread_owned; // their Bufs (the memory: spread_bufs)
     struct Dest {
         Buf* buf;
         int stream; ///< for a copy from a host window to the device: the transfer's stream
@@ -159,10 +173,56 @@ void Executor::Impl::run_chain(int ci) {
 
     // 3. Strip buffers, one set per strip in flight: windows (a carried node keeps at least two,
     // this strip's and the last one's) and copies of inputs from the other side; carried states.
-    const int nsets = std::max(1, c.sets);
+    // A set is on one GPU: set w on gpus[w % G], with `sets` sets on each.
+    const int nsets = std::max(1, c.sets) * G;
     const int nwin_carried = std::max(2, nsets);
     const bool two_streams = c.streams[1] >= 0;
-    const bool pipelined = c.n_stages > 1 && c.count() > 1;
+    const bool pipelined = (c.n_stages > 1 || G > 1) && c.count() > 1;
+    struct SpreadBuffers { // device buffers on the GPUs but the plan's own, freed in their order
+        std::vector<std::tuple<void*, const Stream*, long long>> bufs;
+        DeviceMemoryCounter* counter = nullptr;
+        int home = 0;
+        ~SpreadBuffers() {
+            for (auto& [ptr, st, bytes] : bufs) try {
+                    set_device(st->device());
+                    device_free_async(ptr, *st);
+                    counter->add(-bytes);
+                } catch (...) {
+                }
+            if (!bufs.empty()) try {
+                    set_device(home);
+                } catch (...) {
+                }
+        }
+    } spread_bufs{{}, &buffers.device_memory(), p.device};
+    struct SpreadJoin { // on every way out: the other GPUs' work ends before their buffers go
+        std::vector<const Stream*> streams;
+        ~SpreadJoin() {
+            for (const Stream* st : streams) try {
+                    st->synchronize();
+                } catch (...) {
+                }
+        }
+    } spread_join;
+    for (int j = 1; j < G; ++j)
+        for (const Stream& st : spread_streams.at(c.gpus[std::size_t(j)])) spread_join.streams.push_back(&st);
+    auto alloc_on = [&](const pf_image& shape, bool device, bool pinned, int w) -> Buf* {
+        if (!device || G == 1 || w % G == 0) return temp.alloc(shape, device, pinned);
+        const Stream& st = spread_streams.at(c.gpus[std::size_t(w % G)])[0];
+        set_device(st.device());
+        auto b = std::make_unique<Buf>();
+        b->im = shape;
+        b->im.device = st.device();
+        b->im.pitch = std::int64_t((row_bytes(shape) + 255) / 256 * 256);
+        const long long bytes = (long long)(b->im.pitch) * shape.height;
+        b->im.data = device_alloc_async(std::size_t(std::max(1LL, bytes)), st);
+        spread_bufs.bufs.emplace_back(b->im.data, &st, bytes);
+        buffers.device_memory().add(bytes);
+        b->mem = Mem::device;
+        set_device(p.device);
+        spread_owned.push_back(std::move(b));
+        return spread_owned.back().get();
+    };
     struct Member {
         std::vector<Buf*> win, stage;
         Buf* carry = nullptr;
@@ -175,14 +235,14 @@ void Executor::Impl::run_chain(int ci) {
         if (!n.outputs.empty() && c.max_window[i] > 0) {
             pf_image shape = n.outputs[0];
             shape.height = c.max_window[i];
-            for (int w = 0; w < (carried[i] ? nwin_carried : nsets); ++w) mb[i].win.push_back(temp.alloc(shape, dev[i], pinned));
+            for (int w = 0; w < (carried[i] ? nwin_carried : nsets); ++w) mb[i].win.push_back(alloc_on(shape, dev[i], pinned, w));
         }
         if (!n.inputs.empty()) {
             mb[i].input_dev = i > 0 ? bool(dev[i - 1]) : !on_host(src->im);
             if (mb[i].input_dev != bool(dev[i]) && c.max_input[i] > 0) {
                 pf_image shape = g.nodes[n.inputs[0].node].outputs[std::size_t(n.inputs[0].port)];
                 shape.height = c.max_input[i];
-                for (int w = 0; w < nsets; ++w) mb[i].stage.push_back(temp.alloc(shape, dev[i], pinned));
+                for (int w = 0; w < nsets; ++w) mb[i].stage.push_back(alloc_on(shape, dev[i], pinned, w));
             }
         }
         if (c.carry_bytes[i]) {
@@ -217,9 +277,11 @@ void Executor::Impl::run_chain(int ci) {
         const NodeId v = c.nodes[i];
         if (dev[i])
             while (timings.strip_start[v].size() < std::size_t(c.count())) {
+                if (G > 1) set_device(gpu_of(int(timings.strip_start[v].size())));
                 timings.strip_start[v].emplace_back(true);
                 timings.strip_end[v].emplace_back(true);
             }
+        if (G > 1) set_device(p.device);
         if (timings.spans) timings.strip_cpu[v].assign(std::size_t(c.count()), {});
         if (timings.spans) timings.node_ran[v] = 1;
     }
@@ -263,7 +325,10 @@ void Executor::Impl::run_chain(int ci) {
     if (pipelined)
         for (std::size_t i = 1; i < m; ++i)
             if (crosses(i) && !dev[i])
-                for (int w = 0; w < nsets; ++w) input_ready[i].emplace_back(true, false);
+                for (int w = 0; w < nsets; ++w) {
+                    set_device(gpu_of(w));
+                    input_ready[i].emplace_back(true, false);
+                }
     auto wait_for = [](const Stream& s) { // this stream's work so far, not what is queued later
         Event e(true, false);
         e.record(s);
@@ -340,14 +405,19 @@ void Executor::Impl::run_chain(int ci) {
         // stage s takes strip k + 1. At most `nsets` strips are in flight, each in its own set of
         // buffers; a set is taken again once the device work of its last strip has ended.
         std::vector<Event> set_done;
-        if (uses_device)
-            for (int w = 0; w < nsets; ++w) set_done.emplace_back(true, false);
+        if (uses_device) {
+            for (int w = 0; w < nsets; ++w) {
+                set_device(gpu_of(w));
+                set_done.emplace_back(true, false);
+            }
+            set_device(p.device);
+        }
         std::vector<std::size_t> first_of(std::size_t(c.n_stages) + 1, m);
         for (std::size_t i = m; i-- > 0;) first_of[std::size_t(c.stage[i])] = i;
         int next = k_first;
         auto stage_body = [&](int st, int k) {
             if (signals.cancelled()) return;
-            if (uses_device) set_device(p.device);
+            if (uses_device) set_device(gpu_of(k));
             const std::size_t i0 = first_of[std::size_t(st)], i1 = first_of[std::size_t(st) + 1];
             for (std::size_t i = i0; i < i1; ++i)
                 if (!run_node(i, k)) return;
@@ -367,6 +437,12 @@ void Executor::Impl::run_chain(int ci) {
             }
             const int k = next++;
             if (uses_device && k - nsets >= k_first) set_done[std::size_t(k % nsets)].synchronize();
+            if (G > 1 && k < k_first + nsets) { // the GPU's first strip waits for the allocations on its first stream
+                set_device(gpu_of(k));
+                Event e(true, false);
+                e.record(spread_streams.at(gpu_of(k))[0]);
+                e.wait_on(*stream_of(k));
+            }
             stage_body(0, k);
             return k;
         });
@@ -389,6 +465,15 @@ void Executor::Impl::run_chain(int ci) {
 
     // 5. The end: one stream again; the last node's end event orders its readers; the host waits
     // when host memory took part (a download must land, an uploaded buffer may be freed).
+    for (int j = 1; j < G; ++j) // every GPU's work ends before s0's: its end event covers them
+        for (const Stream& st : spread_streams.at(c.gpus[std::size_t(j)])) {
+            set_device(st.device());
+            Event e(true, false);
+            e.record(st);
+            set_device(p.device);
+            e.wait_on(*s0);
+        }
+    if (G > 1) set_device(p.device);
     if (two_streams) {
         join.s1 = nullptr;
         Event e(true, false);
@@ -406,6 +491,7 @@ void Executor::Impl::run_chain(int ci) {
             if (p.transfers[std::size_t(t)].stream != cs) streams[std::size_t(p.transfers[std::size_t(t)].stream)].synchronize();
     }
     for (NodeId v : c.nodes) timings.launched[v] = 1;
+    if (std::size_t(ci) < timings.chain_ms.size()) timings.chain_ms[std::size_t(ci)] = ms_since(t_start);
     if (src) {
         NodeId u = hn.inputs[0].node;
         const bool keep = in_t >= 0 && !in_absorbed ? opt->keep_buffers : keeps(u);

@@ -344,20 +344,22 @@ class Estimate {
 void strip_bytes(const Graph& g, const Plan& p, StripChain& c) {
     c.host_bytes = c.device_bytes = 0;
     const std::size_t sets = std::size_t(std::max(1, c.sets));
+    const std::size_t host_sets = sets * std::max<std::size_t>(1, c.gpus.size());
     for (std::size_t i = 0; i < c.nodes.size(); ++i) {
         const Node& n = g.nodes[c.nodes[i]];
         bool dev = p.on_device(c.nodes[i]);
         std::size_t& side = dev ? c.device_bytes : c.host_bytes;
         RowAccess a = row_access(n);
+        const std::size_t n_sets = dev ? sets : host_sets;
         if (!n.outputs.empty())
             side += buffer_bytes(n.outputs[0], dev, std::size_t(c.max_window[i])) *
-                    (a.kind == PF_ACCESS_CARRIED ? std::max<std::size_t>(2, sets) : sets);
+                    (a.kind == PF_ACCESS_CARRIED ? std::max<std::size_t>(2, n_sets) : n_sets);
         if (!n.inputs.empty()) {
             const Node& u = g.nodes[n.inputs[0].node];
             bool src_dev = i > 0 ? p.on_device(c.nodes[i - 1]) : p.on_device(n.inputs[0].node);
             if (i == 0 && p.input_transfer[c.nodes[0]][0] >= 0) src_dev = !dev; // whole input across
             if (src_dev != dev)
-                side += buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i])) * sets;
+                side += buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i])) * n_sets;
         }
         side += c.carry_bytes[i];
     }
@@ -489,6 +491,24 @@ void chain_strips(const Graph& g, StripChain& c, int rows) {
     }
 }
 
+/// Whether chain c can spread its strips over several GPUs: its whole input and its output are on
+/// the host (each GPU uploads and downloads its own strips), and no CUDA node carries a state
+/// from strip to strip (it would have to travel between the GPUs).
+bool spreadable(const Graph& g, const Plan& p, const StripChain& c, const StripOptions& opt) {
+    for (NodeId v : c.nodes)
+        if (p.on_device(v) && row_access(g.nodes[v]).kind == PF_ACCESS_CARRIED) return false;
+    const Node& hn = g.nodes[c.nodes.front()];
+    if (!hn.inputs.empty() && p.on_device(hn.inputs[0].node)) return false;
+    const NodeId tail = c.tail();
+    if (std::find(opt.read_by_caller.begin(), opt.read_by_caller.end(), tail) != opt.read_by_caller.end()) return false;
+    for (std::size_t port = 0; port < g.nodes[tail].outputs.size(); ++port)
+        for (const auto& [reader, input] : g.consumers(tail, int(port))) {
+            (void)input;
+            if (p.on_device(reader)) return false;
+        }
+    return true;
+}
+
 void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     StripPlan& sp = p.strips;
     sp = StripPlan{};
@@ -501,7 +521,10 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     whole.run(budget);
     sp.whole_host_peak = sp.host_peak = whole.peak[0];
     sp.whole_device_peak = sp.device_peak = whole.peak[1];
-    if (!whole.over && opt.strip_rows <= 0) return;
+    bool any_cuda = false;
+    for (NodeId v : g.nodes.ids()) any_cuda |= p.on_device(v);
+    const bool spread = opt.devices.size() > 1 && any_cuda; // one image over several GPUs
+    if (!whole.over && opt.strip_rows <= 0 && !spread) return;
 
     // 2. the chains
     const std::size_t N = g.nodes.size();
@@ -538,8 +561,10 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     // (two nodes or more, or a CUDA node: one CPU node between whole images saves none)
     std::vector<StripChain> active;
     for (StripChain& c : chains) {
-        bool helps = c.nodes.size() >= 2;
-        for (NodeId v : c.nodes) helps |= p.on_device(v);
+        bool helps = c.nodes.size() >= 2, cuda = false;
+        for (NodeId v : c.nodes) cuda |= p.on_device(v);
+        helps |= cuda;
+        if (!whole.over && opt.strip_rows <= 0) helps = cuda; // streamed only to spread it over the GPUs
         if (opt.strip_rows > 0 || helps) active.push_back(std::move(c));
     }
     if (active.empty()) {
@@ -584,6 +609,10 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
             c.stage[i] = c.stage[i - 1] + (opt.stage_per_node || p.on_device(c.nodes[i]) != p.on_device(c.nodes[i - 1]));
         c.n_stages = c.stage.back() + 1;
         c.sets = c.n_stages > 1 ? std::min(c.n_stages, 3) : all_cuda && !c.ordered ? 2 : 1;
+        if (spread && last_cuda >= 0 && spreadable(g, p, c, opt)) {
+            c.gpus = opt.devices;
+            c.sets = std::max(c.sets, 2); // each GPU: strip k+1's upload overlaps strip k's kernels
+        }
     }
 
     // 5. rows per strip: as asked, or the tallest strips whose buffers fit beside the whole
@@ -618,17 +647,24 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
                     int mid = lo + (hi - lo) / 2;
                     (fits(mid) ? lo : hi) = mid;
                 }
+            if (!c.gpus.empty()) { // a few strips per GPU at least, so that each has work in flight
+                const int per = (height + 4 * int(c.gpus.size()) - 1) / (4 * int(c.gpus.size()));
+                lo = std::min(lo, std::max(per, align));
+            }
             int rows = lo >= align ? lo / align * align : lo;
             chain_strips(g, c, rows);
             strip_bytes(g, p, c);
         }
     }
     for (StripChain& c : sp.chains) {
-        if (c.count() == 1) { // nothing to overlap
+        if (c.count() == 1) { // nothing to overlap, nothing to spread
             c.sets = 1;
+            c.gpus.clear();
             strip_bytes(g, p, c);
         }
-        if (c.sets > 1 && c.streams[0] >= 0 && !c.ordered)
+        bool carried_on_device = false;
+        for (NodeId v : c.nodes) carried_on_device |= p.on_device(v) && row_access(g.nodes[v]).kind == PF_ACCESS_CARRIED;
+        if (c.sets > 1 && c.streams[0] >= 0 && !carried_on_device)
             c.streams[1] = p.n_streams++; // strips alternate: strip k+1's upload overlaps strip k's kernels
     }
 
@@ -647,9 +683,12 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
                                                    " memory; the budget is " +
                                                    bytes_text(double(whole.over->device ? opt.device_budget
                                                                                         : opt.host_budget));
+        if (opt.strip_rows <= 0 && !whole.over) why = "spread over " + std::to_string(opt.devices.size()) + " GPUs";
+        std::string gpus;
+        for (int d : c.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(d);
         p.notes.push_back("strips: " + chain_text(g, c) + " runs in " + std::to_string(c.count()) +
                           (c.count() == 1 ? " strip of " : " strips of ") + std::to_string(c.rows) + " rows (" + why +
-                          ")");
+                          ")" + (gpus.empty() ? "" : ", over GPUs " + gpus));
     }
 }
 

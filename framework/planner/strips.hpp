@@ -68,6 +68,10 @@ struct StripOptions {
     /// Tests: every node of a chain is a stage of its own (see StripChain::stage), so that chains
     /// of CPU nodes run through the pipelined path too.
     bool stage_per_node = false;
+    /// --devices with two or more GPUs on one image: every chain of CUDA nodes whose input and
+    /// output lie on the host spreads its strips over these devices (the plan's device first),
+    /// strip k on devices[k % n], and is streamed even when it fits.
+    std::vector<int> devices;
 };
 
 /// The rows of one node of a chain in one strip, in rows of its whole images; [x0, x1) ranges.
@@ -99,6 +103,9 @@ struct StripChain {
     /// carried node keeps at least two windows). 2 for a chain of CUDA nodes only whose strips
     /// alternate between two streams, up to 3 for a pipeline of stages, else 1.
     int sets = 1;
+    /// The GPUs its strips are spread over, strip k on gpus[k % n] (each with its own streams and
+    /// `sets` sets of device buffers; the host holds sets x n); empty: the plan's device alone.
+    std::vector<int> gpus;
     std::size_t host_bytes = 0, device_bytes = 0; ///< its strip buffers, as estimated
     int count() const { return int(strips.size()); }
     NodeId tail() const { return nodes.back(); }
