@@ -437,7 +437,7 @@ void Executor::Impl::run_chain(int ci) {
             }
             const int k = next++;
             if (uses_device && k - nsets >= k_first) set_done[std::size_t(k % nsets)].synchronize();
-            if (G > 1 && k < k_first + nsets) { // the GPU's first strip waits for the allocations on its first stream
+            if (G > 1 && k % G != 0 && k < k_first + nsets) { // a GPU's first strips wait for the allocations on its first stream
                 set_device(gpu_of(k));
                 Event e(true, false);
                 e.record(spread_streams.at(gpu_of(k))[0]);
