@@ -572,15 +572,18 @@ TEST(StripsMultiGpu, AChainSpreadOverTwoGpusGivesTheOneGpuBits) {
     const int n = cuda_usable() ? cuda_device_count() : 0;
     if (n < 2) GTEST_SKIP() << "needs two CUDA devices; this machine has " << n;
     // CUDA chains between host images: strip k on GPU k % 2, each GPU its own streams and buffers;
-    // the last one ends on the host (a CPU node), the others keep their output on GPU 0
+    // each chain ends on the host (a CPU node: the test fetches the last node's output, and one
+    // kept on the device is written by GPU 0 alone)
+    const std::string cpu_copy = "backend = \"cpu\"\ndtype = \"u8\"\n";
     const std::vector<std::pair<std::string, std::string>> cases = {
         {synth(301, 517, 3, "u8") + node("b1", "gauss5x5", "src", "backend = \"cuda\"\n") +
-             node("b2", "gauss5x5", "b1", "backend = \"cuda\"\n") + node("pool", "maxpool2x2", "b2", "backend = \"cuda\"\n"),
-         "pool"},
+             node("b2", "gauss5x5", "b1", "backend = \"cuda\"\n") + node("pool", "maxpool2x2", "b2", "backend = \"cuda\"\n") +
+             node("c", "convert", "pool", cpu_copy),
+         "c"},
         {synth(200, 301, 1, "u8") + node("dct", "dct8x8", "src", "backend = \"cuda\"\n") +
              node("q", "quantize", "dct", "backend = \"cuda\"\n") + node("dq", "dequantize", "q", "backend = \"cuda\"\n") +
-             node("idct", "idct8x8", "dq", "backend = \"cuda\"\n"),
-         "idct"},
+             node("idct", "idct8x8", "dq", "backend = \"cuda\"\n") + node("c", "convert", "idct", cpu_copy),
+         "c"},
         {synth(257, 190, 3, "u16") + node("gray", "grayscale", "src", "backend = \"cuda\"\n") +
              node("blur", "gauss5x5", "gray", "backend = \"cuda\"\n") +
              node("f", "convert", "blur", "backend = \"cpu\"\ndtype = \"f32\"\n"),
@@ -600,4 +603,22 @@ TEST(StripsMultiGpu, AChainSpreadOverTwoGpusGivesTheOneGpuBits) {
             EXPECT_TRUE(s.image.bytes == whole.image.bytes) << "rows " << rows;
         }
     }
+    // a chain whose output stays on the device (kept for the caller): GPU 0 alone, the same bits
+    const std::string kept = synth(64, 200, 1, "u8") + node("b1", "gauss5x5", "src", "backend = \"cuda\"\n");
+    CompileOptions co = in_strips("auto", 16);
+    co.strip_devices = {0, 1};
+    EXPECT_TRUE(run(kept, co, "b1").image.bytes == run(kept, whole_image("cuda"), "b1").image.bytes);
+}
+
+TEST(Strips, AChainFeedingAnotherThroughAnUploadIsReadOnceAndFreedAfterBoth) {
+    // synth (a chain of its own: it is read by two nodes) -> gauss5x5 on the GPU and a CPU pool:
+    // the GPU chain takes synth's rows itself; synth's chain fills no upload buffer for it
+    if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+    std::string text = synth(64, 300, 3, "u8") + node("b", "gauss5x5", "src", "backend = \"cuda\"\n") +
+                       node("c", "convert", "b", "backend = \"cpu\"\ndtype = \"u8\"\n") +
+                       node("p", "maxpool2x2", "src", "backend = \"cpu\"\n");
+    expect_strips_match(text, "c", {1, 16, 64}, "auto");
+    expect_strips_match(text, "p", {1, 16, 64}, "auto");
+    const Result s = run(text, in_strips("auto", 16), "c");
+    EXPECT_EQ(s.report.h2d_bytes, 64.0 * 3 * (300 + 2 * 2 * (300 / 16))); // each strip and its halo rows, once
 }

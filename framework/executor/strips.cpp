@@ -109,11 +109,11 @@ void Executor::Impl::run_chain(int ci) {
     // itself (the transfer into the chain is absorbed), else what the first node would read.
     Buf* src = nullptr;
     const int in_t = hn.inputs.empty() ? -1 : p.input_transfer[head][0];
-    const bool in_absorbed = in_t >= 0 && p.strips.absorbed[std::size_t(in_t)];
+    const bool in_absorbed = in_t >= 0 && p.strips.is_into(in_t);
     if (!hn.inputs.empty()) src = in_absorbed ? &buffers.out(hn.inputs[0].node, hn.inputs[0].port) : &buffers.input(head, 0);
     std::vector<int> out_t; // transfers out of the chain: all absorbed, the chain fills them
     for (std::size_t t = 0; t < p.transfers.size(); ++t)
-        if (p.transfers[t].node == tail) out_t.push_back(int(t));
+        if (p.transfers[t].node == tail && !p.strips.is_into(int(t))) out_t.push_back(int(t)); // not those the next chain takes
 
     // The chain's stream: its CUDA nodes', else the stream of a transfer it makes itself.
     int cs = c.streams[0];
@@ -123,7 +123,7 @@ void Executor::Impl::run_chain(int ci) {
     if (uses_device) set_device(p.device);
     const Stream* s0 = uses_device ? &streams[std::size_t(cs)] : nullptr;
     // Spread over G GPUs: strip k runs on gpus[k % G], alternating between that GPU's two streams.
-    const int G = uses_device ? std::max(1, int(c.gpus.size())) : 1;
+    int G = uses_device ? std::max(1, int(c.gpus.size())) : 1;
     for (int j = 1; j < G; ++j)
         if (!spread_streams.count(c.gpus[std::size_t(j)])) {
             const int d = c.gpus[std::size_t(j)];
@@ -170,6 +170,15 @@ void Executor::Impl::run_chain(int ci) {
             dests.push_back({&d, tr.stream});
         }
     }
+
+    if (G > 1)
+        for (const Dest& d : dests)
+            if (!on_host(d.buf->im)) { // kept on the device (a caller's fetch): one GPU writes it
+                signals.log(1, "strips: " + hn.id + " ... " + tn.id + " runs on GPU " + std::to_string(p.device) +
+                                   " alone: its output stays on that device");
+                G = 1;
+                break;
+            }
 
     // 3. Strip buffers, one set per strip in flight: windows (a carried node keeps at least two,
     // this strip's and the last one's) and copies of inputs from the other side; carried states.

@@ -296,7 +296,7 @@ class Estimate {
         if (absorbed(t)) {
             // inside a chain, or into one: the chain reads the producer's buffer itself (and
             // counts as its reader when it runs); out of a chain: the chain filled it already
-            bool outbound = m_sp.in_chain(tr.node);
+            bool outbound = m_sp.in_chain(tr.node) && !m_sp.is_into(t);
             if (outbound) consumed(src);
             return;
         }
@@ -313,7 +313,9 @@ class Estimate {
         // buffers of the transfers out of it
         if (!tn.outputs.empty()) {
             Buf& own = out(tail, 0);
-            const std::vector<int>& out_t = m_from[tail.index()];
+            std::vector<int> out_t; // those it fills: not the ones another chain takes rows of
+            for (int t : m_from[tail.index()])
+                if (!m_sp.is_into(t)) out_t.push_back(t);
             if (own.remaining > int(out_t.size()) || own.remaining == 0) alloc(own);
             for (int t : out_t) alloc(m_transfers[std::size_t(t)]);
         }
@@ -323,7 +325,7 @@ class Estimate {
         const Node& hn = m_g.nodes[head];
         if (!hn.inputs.empty()) {
             int t = m_p.input_transfer[head][0];
-            if (t >= 0 && absorbed(t)) consumed(out(hn.inputs[0].node, hn.inputs[0].port));
+            if (t >= 0 && m_sp.is_into(t)) consumed(out(hn.inputs[0].node, hn.inputs[0].port));
             else consumed(input(head, 0));
         }
         release_unread(tail);
@@ -578,12 +580,14 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
 
     // 4. transfers the chains make themselves, and each chain's state and streams
     sp.absorbed.assign(p.transfers.size(), 0);
+    sp.into.assign(p.transfers.size(), 0);
     for (std::size_t t = 0; t < p.transfers.size(); ++t) {
         const Transfer& tr = p.transfers[t];
-        if (sp.in_chain(tr.node)) sp.absorbed[t] = 1; // within a chain, or out of its last node
-        else if (tr.consumers.size() == 1 && sp.in_chain(tr.consumers[0].first) &&
-                 sp.chains[std::size_t(sp.chain_of[tr.consumers[0].first])].nodes.front() == tr.consumers[0].first)
-            sp.absorbed[t] = 1; // into a chain, read by it alone
+        if (tr.consumers.size() == 1 && sp.in_chain(tr.consumers[0].first) &&
+            sp.chains[std::size_t(sp.chain_of[tr.consumers[0].first])].nodes.front() == tr.consumers[0].first)
+            sp.absorbed[t] = sp.into[t] = 1; // into a chain, read by it alone (also out of another chain)
+        else if (sp.in_chain(tr.node))
+            sp.absorbed[t] = 1; // within a chain, or out of its last node
     }
     for (StripChain& c : sp.chains) {
         c.carry_bytes.assign(c.nodes.size(), 0);

@@ -119,6 +119,11 @@ struct StripPlan {
     /// (between two of its nodes, into its first node, or out of its last node into the
     /// transfer's buffer); the transfer's own step then copies nothing.
     std::vector<char> absorbed;
+    /// Per transfer: 1 when it is absorbed by the chain it feeds (read by that chain's first node
+    /// alone): that chain copies rows of the producer's own buffer, and when the producer is the
+    /// last node of another chain, that chain does not fill the transfer's buffer.
+    std::vector<char> into;
+    bool is_into(int t) const { return !into.empty() && into[std::size_t(t)]; }
     /// The estimated peak of the run's buffers, host and device, whole-image and as planned.
     std::size_t whole_host_peak = 0, whole_device_peak = 0, host_peak = 0, device_peak = 0;
     std::size_t host_budget = 0, device_budget = 0;
