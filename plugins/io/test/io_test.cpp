@@ -894,3 +894,43 @@ TEST(IoCodecs, DecoderMessagesBecomeOneLine) {
 }
 
 } // namespace
+
+// ---- PNG by rows (issue 16): a decoder kept open between bands ----------------------------------
+
+TEST(IoPngRows, BandsInAnyOrderGiveTheWholeReadsRows) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    for (DType d : {DType::u8, DType::u16})
+        for (int c : {1, 2, 4}) {
+            const Image im = random_image(23, 61, c, d, 7u + std::uint32_t(c));
+            save(im, dir / "a.png");
+            const Image whole = load(dir / "a.png");
+            expect_same(whole, im);
+            // in order with overlaps (a stencil's halos), then backwards, then the same band twice:
+            // the kept rows, a cursor opened again from the top, and one reused without decoding
+            const std::vector<std::pair<int, int>> bands = {{0, 10}, {6, 14}, {16, 30}, {26, 61}, {50, 61}, {40, 55},
+                                                            {0, 3},  {3, 20}, {3, 20}, {20, 21}, {21, 61}};
+            for (auto [y0, y1] : bands) {
+                SCOPED_TRACE(describe(im) + " rows " + std::to_string(y0) + ".." + std::to_string(y1));
+                Image band = Image::make(23, y1 - y0, c, d);
+                pixflow::io::read_rows(dir / "a.png", 61, y0, band.view());
+                const std::size_t rb = std::size_t(23) * c * pixflow::dtype_size(d);
+                EXPECT_TRUE(std::equal(band.bytes.begin(), band.bytes.end(), whole.bytes.begin() + std::ptrdiff_t(y0 * rb)));
+            }
+        }
+}
+
+TEST(IoPngRows, AFileChangedBetweenBandsIsReadAfresh) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    const Image a = random_image(17, 30, 3, DType::u8, 1), b = random_image(17, 30, 3, DType::u8, 2);
+    save(a, dir / "f.png");
+    Image band = Image::make(17, 10, 3, DType::u8);
+    pixflow::io::read_rows(dir / "f.png", 30, 0, band.view()); // a cursor now waits at row 10
+    save(b, dir / "g.png");
+    std::filesystem::rename(dir / "g.png", dir / "f.png"); // another inode under the same name
+    pixflow::io::read_rows(dir / "f.png", 30, 10, band.view());
+    const std::size_t rb = 17 * 3;
+    EXPECT_TRUE(std::equal(band.bytes.begin(), band.bytes.end(), b.bytes.begin() + std::ptrdiff_t(10 * rb)))
+        << "rows of the old file";
+}
