@@ -26,7 +26,7 @@
 # load -> save and load -> gauss5x5 -> maxpool2x2 -> save .npy, --backend cpu --strip-rows 1024,
 # RUNS times each (5); prints each run's wall and per-node times (the --report, summed over
 # strips) and the floor: `dd bs=16M` of the file to /dev/null (the read) and into a new file (a
-# read and a write), the same number of times; checks that load -> save gives the file back.
+# read and a write), the same number of times, each after a `sync`; checks that load -> save gives the file back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIXFLOW=${PIXFLOW:-build/bin/pixflow}
@@ -57,15 +57,18 @@ path = \"$WORK/out2.npy\""; } > "$WORK/chain.toml"
     secs() { sed -n 's/.*copied, \([0-9.e-]*\) s.*/\1/p'; } # dd's own timing
     r=$(dd if="$WORK/in.npy" of=/dev/null bs=16M 2>&1 | secs)
     rm -f "$WORK/dd.bin"
+    sync
     w=$(dd if="$WORK/in.npy" of="$WORK/dd.bin" bs=16M 2>&1 | secs)
     echo "floor: dd read $r s, dd read+write $w s"
   done
   rm -f "$WORK/dd.bin"
   report() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], "wall %.0f ms:" % r["wall_ms"], ", ".join("%s %.0f" % (n["id"], n["ms"]) for n in r["nodes"]))' "$1" "$2"; }
   for k in $(seq "$RUNS"); do
+    sync # no dirty pages of earlier runs: their writeback would land in this run's save
     "$PIXFLOW" run "$WORK/copy.toml" --backend cpu --strip-rows 1024 --report "$WORK/r.json" > /dev/null 2>&1
     report "$WORK/r.json" "load -> save"
     cmp -s "$WORK/in.npy" "$WORK/out.npy" || { echo "error: load -> save did not give the file back" >&2; exit 1; }
+    sync
     "$PIXFLOW" run "$WORK/chain.toml" --backend cpu --strip-rows 1024 --report "$WORK/r.json" > /dev/null 2>&1
     report "$WORK/r.json" "load -> gauss5x5 -> maxpool2x2 -> save"
   done
