@@ -4,7 +4,7 @@
 // and channel count a format stores, strip heights that do not divide the image and 1-row images;
 // `load -> save` in strips gives back the input file byte for byte (an independent check of the
 // band reader and writer); TIFF (strips and tiles) is read by rows too, and TIFF and PNG written by
-// rows (through a spool) decode to the whole run's pixels; truncated files and headers over the pixel limit are clear errors that
+// rows (through an encoder kept open between bands) decode to the whole run's pixels; truncated files and headers over the pixel limit are clear errors that
 // leave no output and no temporary; bytes after the last row are ignored, whole or by rows (the
 // documented choice); the host budget holds with the file nodes inside the chain; formats read or
 // written whole keep load and save out of the chain; an ABI 1.2 access declaration still loads;
@@ -372,7 +372,7 @@ TEST(StreamFormats, TiffAndPngWrittenByRowsDecodeToTheWholeImageRunsPixels) {
                 ASSERT_EQ(r.chains.size(), 1u);
                 EXPECT_EQ(r.chain_ids[0], (std::vector<std::string>{"src", "blur", "out"}));
                 EXPECT_TRUE(pixels(out) == whole) << "the file written by rows decodes to other pixels";
-                for (const std::string& f : files_in(dir.path)) // no spool nor temporary left
+                for (const std::string& f : files_in(dir.path)) // no temporary left
                     EXPECT_TRUE(f.find(".rows") == std::string::npos && f.find("pixflow-tmp") == std::string::npos) << f;
             }
         }
@@ -454,6 +454,43 @@ TEST(StreamFiles, AFailureAfterSaveWroteItsFirstBandRemovesTheTemporary) {
     ASSERT_EQ(before_second_band.size(), 2u) << "save wrote no temporary in the first strip";
     EXPECT_NE(before_second_band[0].find(".out.pixflow-tmp-"), std::string::npos) << before_second_band[0];
     EXPECT_EQ(files_in(dir.path), std::vector<std::string>{"in.npy"}); // rolled back: no output, no temporary
+}
+
+TEST(StreamFiles, AnEncoderLeftByAFailedRunIsClosedAndTheNextRunWritesTheFile) {
+#ifndef PIXFLOW_TEST_WITH_OIIO
+    GTEST_SKIP() << "this build has no OpenImageIO";
+#else
+    pixflow::testing::TempDir dir;
+    for (const char* ext : {".png", ".tif"}) {
+        SCOPED_TRACE(ext);
+        const std::string in = dir / "in.npy", out = dir / ("out" + std::string(ext));
+        make_input(in, {".npy", "u8", 3}, 16, 40);
+        const std::string text = load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out);
+        CompileOptions co;
+        co.backend = "cpu";
+        co.strip_rows = 8;
+        Compiled c = compile(parse_pipeline_text(text, "stream.toml"), reg(), co);
+        Executor ex(c.graph, c.plan);
+        RunOptions o;
+        o.log = [](int, const std::string&) {};
+        const NodeId src = c.graph.find("src");
+        int load_starts = 0;
+        o.on_node = [&](NodeId v, bool started) {
+            if (v == src && started && ++load_starts == 3) fs::resize_file(in, fs::file_size(in) - 1);
+        };
+        EXPECT_THROW(ex.run(o), pixflow::Error); // save's encoder waits at row 16 on a temporary now gone
+        EXPECT_EQ(files_in(dir.path), std::vector<std::string>{"in.npy"});
+        // the next runs, by rows and whole, write the file; the same pixels
+        make_input(in, {".npy", "u8", 3}, 16, 40);
+        run(text, 8);
+        run(load("src", out) + save("o", "src", dir / "rows.npy"), 0);
+        run(text, 0);
+        run(load("src", out) + save("o", "src", dir / "whole.npy"), 0);
+        EXPECT_TRUE(read_file(dir / "rows.npy") == read_file(dir / "whole.npy"));
+        EXPECT_EQ(files_in(dir.path), (std::vector<std::string>{"in.npy", "out" + std::string(ext), "rows.npy", "whole.npy"}));
+        for (const std::string& f : files_in(dir.path)) fs::remove(dir / f);
+    }
+#endif
 }
 
 TEST(StreamFiles, AHeaderOverThePixelLimitIsRefusedBeforeAnythingIsRead) {

@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <system_error>
+#include <tuple>
 #include <vector>
 
 namespace pixflow::io::detail {
@@ -466,54 +467,104 @@ void oiio_write(const std::string& path, const ImageView& src) {
     if (!out->close()) fail_write(path, last_error(out, "OpenImageIO failed to finish it"));
 }
 
-/// Writing by rows through a spool: each band goes, raw and in order, into `path` (the run's
-/// temporary); the last band renames it to `<path>.rows` and encodes it into `path` through
-/// ImageOutput::write_scanlines, a band of at most 4 MiB at a time, then removes the spool. So
-/// memory stays bounded without an encoder kept open between strips (which the carried state,
-/// plain bytes, cannot own), at the price of writing the rows twice. A run that fails before the
-/// last band leaves only the temporary, which the run removes; one that fails in it removes the
-/// spool here.
-void oiio_write_rows(const std::string& path, int height, int row0, const ImageView& src) {
-    write_band(path, "", height, row0, src, top_down, false);
-    if (row0 + src.height < height) return;
-    const std::string spool = path + ".rows";
-    std::error_code ec;
-    std::filesystem::rename(path, spool, ec);
-    if (ec) fail_write(path, "cannot move its rows aside to " + spool + ": " + ec.message());
-    struct Remove {
-        const std::string& p;
-        ~Remove() {
-            std::error_code e;
-            std::filesystem::remove(p, e);
-        }
-    } remove_spool{spool};
-    const std::size_t rb = src.row_bytes();
-    InFile rows(spool);
-    if (rows.size() != std::uint64_t(height) * rb)
-        fail_write(path, "its spool " + spool + " holds " + std::to_string(rows.size()) + " bytes, not " +
-                             std::to_string(std::uint64_t(height) * rb));
-    StderrCapture printed; // libpng prints its errors (see stderr_capture.hpp)
-    auto out = OIIO::ImageOutput::create(path);
-    auto last_error = [&](const char* fallback) {
-        std::string e = merge(out ? out->geterror() : OIIO::geterror(), printed.text(), path);
-        return e.empty() ? std::string(fallback) : e;
-    };
-    if (!out) fail_write(path, last_error("OpenImageIO has no writer for it"), PF_ERR_INVALID);
-    OIIO::ImageSpec spec(src.width, height, src.channels, type_of(src.dtype));
-    spec.attribute("oiio:UnassociatedAlpha", 1);
-    if (!out->open(path, spec)) fail_write(path, last_error("OpenImageIO cannot create it"));
-    const int band = int(std::clamp<std::size_t>((std::size_t(4) << 20) / std::max<std::size_t>(rb, 1), 1, std::size_t(height)));
-    std::vector<unsigned char> buf(std::size_t(band) * rb);
-    for (int y = 0; y < height; y += band) {
-        const int n = std::min(band, height - y);
-        rows.read(buf.data(), std::size_t(n) * rb);
-        if (!out->write_scanlines(y, y + n, 0, type_of(src.dtype), buf.data()))
-            fail_write(path, last_error("OpenImageIO failed to write it"));
-    }
-    if (!out->close()) fail_write(path, last_error("OpenImageIO failed to finish it"));
+/// Writing by rows: an encoder kept open between bands, as the PNG decoder is (above). The first
+/// band creates `path` (the run's temporary) through ImageOutput::open and writes its rows with
+/// write_scanlines; the encoder then waits, keyed by the path (a run's temporary has a name of
+/// its own), for the next band, which must start where it stopped; the band that reaches the
+/// last row closes it. libpng and libtiff write as the rows come (TIFF: a strip at a time), so
+/// memory stays bounded and each row is written once. A run that fails between bands leaves its
+/// encoder waiting, on a temporary that the run removes: every band closes the waiting encoders
+/// whose file is gone (or is another file now), so they do not pile up. A failure while a band
+/// is written closes its encoder at once.
+struct Encoder {
+    std::string path;
+    std::uint64_t dev = 0, ino = 0; ///< the file it writes, to see that it is gone
+    int height = 0, next = 0;       ///< the rows of the image, the next one to write
+    std::unique_ptr<OIIO::ImageOutput> out;
+};
+
+/// The file's device and inode, or {0, 0} when there is no such file.
+std::pair<std::uint64_t, std::uint64_t> inode_of(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {0, 0};
+    return {std::uint64_t(st.st_dev), std::uint64_t(st.st_ino)};
 }
 
-/// TIFF and PNG are written by rows (through the spool); other formats whole.
+class Encoders {
+  public:
+    /// The waiting encoder of `path`, or null.
+    std::unique_ptr<Encoder> take(const std::string& path) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        for (auto it = m_waiting.begin(); it != m_waiting.end(); ++it)
+            if ((*it)->path == path) {
+                std::unique_ptr<Encoder> e = std::move(*it);
+                m_waiting.erase(it);
+                return e;
+            }
+        return nullptr;
+    }
+    void keep(std::unique_ptr<Encoder> e) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_waiting.push_back(std::move(e));
+    }
+    /// The waiting encoders whose file is gone or replaced, for the caller to close.
+    std::vector<std::unique_ptr<Encoder>> take_orphans() {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        std::vector<std::unique_ptr<Encoder>> orphans;
+        for (auto it = m_waiting.begin(); it != m_waiting.end();) {
+            if (inode_of((*it)->path) != std::pair{(*it)->dev, (*it)->ino}) {
+                orphans.push_back(std::move(*it));
+                it = m_waiting.erase(it);
+            } else
+                ++it;
+        }
+        return orphans;
+    }
+
+  private:
+    std::mutex m_mutex;
+    std::vector<std::unique_ptr<Encoder>> m_waiting;
+};
+
+Encoders& encoders() {
+    static auto* e = new Encoders; // never destroyed: OpenImageIO may be gone at exit
+    return *e;
+}
+
+void oiio_write_rows(const std::string& path, int height, int row0, const ImageView& src) {
+    StderrCapture printed; // libpng prints its errors (see stderr_capture.hpp); first: encoders close inside it
+    const std::vector<std::unique_ptr<Encoder>> orphans = encoders().take_orphans();
+    std::unique_ptr<Encoder> e;
+    auto last_error = [&](const char* fallback) {
+        std::string msg = merge(e && e->out ? e->out->geterror() : OIIO::geterror(), printed.text(), path);
+        return msg.empty() ? std::string(fallback) : msg;
+    };
+    if (row0 == 0) {
+        (void)encoders().take(path); // a stale one of the same name (a run that failed): closed here
+        e = std::make_unique<Encoder>();
+        e->path = path;
+        e->height = height;
+        e->out = OIIO::ImageOutput::create(path);
+        if (!e->out) fail_write(path, last_error("OpenImageIO has no writer for it"), PF_ERR_INVALID);
+        OIIO::ImageSpec spec(src.width, height, src.channels, type_of(src.dtype));
+        spec.attribute("oiio:UnassociatedAlpha", 1);
+        if (!e->out->open(path, spec)) fail_write(path, last_error("OpenImageIO cannot create it"));
+        std::tie(e->dev, e->ino) = inode_of(path);
+    } else {
+        e = encoders().take(path);
+        PIXFLOW_INTERNAL_CHECK(e && e->next == row0 && e->height == height,
+                               "io: a band of rows for '" + path + "' from row " + std::to_string(row0) +
+                                   " with no encoder waiting at that row");
+    }
+    if (src.height > 0 && !e->out->write_scanlines(row0, row0 + src.height, 0, type_of(src.dtype), src.data,
+                                                   OIIO::AutoStride, OIIO::stride_t(src.pitch)))
+        fail_write(path, last_error("OpenImageIO failed to write it"));
+    e->next = row0 + src.height;
+    if (e->next < height) return encoders().keep(std::move(e));
+    if (!e->out->close()) fail_write(path, last_error("OpenImageIO failed to finish it"));
+}
+
+/// TIFF and PNG are written by rows (an encoder kept open); other formats whole.
 bool oiio_writes_rows(const std::string& path) {
     const std::string ext = extension_of(path);
     return ext == ".tif" || ext == ".tiff" || ext == ".png";
