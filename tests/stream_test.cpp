@@ -4,11 +4,14 @@
 // and channel count a format stores, strip heights that do not divide the image and 1-row images;
 // `load -> save` in strips gives back the input file byte for byte (an independent check of the
 // band reader and writer); TIFF (strips and tiles) is read by rows too, and TIFF and PNG written by
-// rows (through an encoder kept open between bands) decode to the whole run's pixels; truncated files and headers over the pixel limit are clear errors that
-// leave no output and no temporary; bytes after the last row are ignored, whole or by rows (the
-// documented choice); the host budget holds with the file nodes inside the chain; formats read or
-// written whole keep load and save out of the chain; an ABI 1.2 access declaration still loads;
-// CUDA nodes between a streamed load and save (skipped without a GPU).
+// rows (through an encoder kept open between bands) decode to the whole run's pixels; PNG is read
+// by rows through a decoder kept open between bands (checked against PNGs made here, without
+// OpenImageIO: 8 and 16 bits, gray, RGB, RGBA), an interlaced one is read whole and says why, a
+// truncated one fails naming the row; truncated files and headers over the pixel limit are clear
+// errors that leave no output and no temporary; bytes after the last row are ignored, whole or by
+// rows (the documented choice); the host budget holds with the file nodes inside the chain;
+// formats read or written whole keep load and save out of the chain; an ABI 1.2 access
+// declaration still loads; CUDA nodes between a streamed load and save (skipped without a GPU).
 #include "compile/compile.hpp"
 #include "device/device.hpp"
 #include "executor/executor.hpp"
