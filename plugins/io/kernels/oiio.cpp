@@ -280,7 +280,10 @@ void oiio_read_rows(const std::string& path, const Header& want, int row0, const
 // An interlaced (Adam7) PNG does not decode by rows: it is read whole (oiio_reads_rows), the
 // node's whole_reason says so.
 
-constexpr int k_kept_rows = 64;     // rows a cursor keeps for the next band's halo (at most)
+// rows a cursor keeps for the next band's halo: at most the band, and at most 64 rows or 16 MiB,
+// whichever is more (a halo of 32 rows on each side at any width; 256 rows of a 65536-wide u8 image)
+constexpr int k_kept_rows = 64;
+constexpr std::size_t k_kept_bytes = std::size_t(16) << 20;
 constexpr std::size_t k_idle_cursors = 8;
 
 /// What identifies a file's contents between bands.
@@ -304,7 +307,7 @@ struct PngCursor {
     std::unique_ptr<OIIO::ImageInput> in;
     int next = 0;                    ///< the row the decoder gives next
     int kept0 = 0;                   ///< kept holds rows [kept0, next)
-    std::vector<unsigned char> kept; ///< the last rows given, up to k_kept_rows
+    std::vector<unsigned char> kept; ///< the last rows given (k_kept_rows or k_kept_bytes)
     int failed_at = -1;              ///< under fail_on error or none: the row the decoder gave up at
     std::uint64_t used = 0;          ///< for closing the oldest idle one
 };
@@ -420,7 +423,7 @@ void png_read_rows(const std::string& path, const Header& want, int row0, const 
                      complaints + " (fail_on = \"" + (options.fail_on == FailOn::none ? "none" : "error") + "\")");
     // 3. keep the band's last rows for the next band's halo
     if (end >= c->next) {
-        const int k = std::min(dst.height, k_kept_rows);
+        const int k = int(std::min<std::size_t>(std::size_t(dst.height), std::max<std::size_t>(k_kept_rows, k_kept_bytes / rb)));
         c->kept.resize(std::size_t(k) * rb);
         for (int y = 0; y < k; ++y)
             std::memcpy(c->kept.data() + std::size_t(y) * rb, dst.row<unsigned char>(dst.height - k + y), rb);
