@@ -106,8 +106,11 @@ void OutFile::close() {
 
 namespace {
 
-/// Rows per chunk of a band split over threads: about 4 MiB of rows (measured on this 2-core
-/// machine: 1 to 16 MiB give the same times; under 1 MiB the per-chunk syscalls begin to show).
+/// Rows per chunk of a band split over threads: about 4 MiB of rows. Measured with
+/// `scripts/bench-stream.sh --io` (256 MiB in 16 bands of 16 MiB, the 2-core dev machine, loaded;
+/// load / save ms, two runs each of two rounds): chunks of 64 KiB 52-77 / 206-252, 256 KiB
+/// 40-48 / 157-164, 1 MiB 36-52 / 127-140, 4 MiB 27-57 / 102-128, 16 MiB (a band in one chunk,
+/// one thread) 38-66 / 75-1059 (writeback).
 int chunk_rows(std::size_t row_bytes) {
     return int(std::max<std::size_t>(1, (std::size_t(4) << 20) / std::max<std::size_t>(row_bytes, 1)));
 }
