@@ -6,7 +6,12 @@
 #     plain TBB loop with THREADS threads that computes nothing; it also splits one thread's work
 #     per image into read, decode, encode and write;
 #   - `pixflow run PIPELINE --input DIR --output DIR` (outputs in the input's format);
-# and prints the images/s of each (best of REPEAT rounds, alternating) and batch / limit.
+# and prints the images/s of each (best of REPEAT rounds, alternating) and batch / limit. The
+# batch's wall time is split into the process's start (loading the plugins and their libraries:
+# before run_batch), its setup (the checks, the first compile, the workers: on a GPU the CUDA
+# context and pools) and the images (from its --report: setup_s, images_s); "after its setup" is
+# the rate of the images alone, what a longer batch tends to. The tool's rate excludes its own
+# process start.
 #
 #   scripts/bench-codecs.sh                                  # CPU, 64 x 2048x2048, build/bin/pixflow
 #   BACKEND=cuda scripts/bench-codecs.sh                     # the GPU machine (target: >= 80%)
@@ -89,7 +94,7 @@ read -r -a extra <<< "${BATCH_ARGS:-}"
 summary=()
 for ext in $FORMATS; do
   d=$WORK/in-$SIZE-$PATTERN-$ext
-  best_tool=0 best_batch=0
+  best_tool=0 best_batch=0 best_steady=0
   for r in $(seq 1 "$REPEAT"); do
     rm -rf "$WORK/out-tool" "$WORK/out-batch"
     t=$("$tool" --input "$d" --output "$WORK/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${half[@]}" |
@@ -99,15 +104,24 @@ for ext in $FORMATS; do
       --quiet "${extra[@]}" --report "$WORK/report-$ext.json"
     t1=$(date +%s.%N)
     b=$(awk "BEGIN { print $N / ($t1 - $t0) }")
-    printf '.%s round %d: codec limit %.1f images/s, batch %.1f images/s (load %s)\n' "$ext" "$r" "$t" "$b" "$(load)"
+    # the batch's report splits its own time: setup before the first image, then the images
+    read -r setup images steady < <("${PYTHON:-python3}" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["setup_s"], r["images_s"], r["images_per_s_after_setup"])' "$WORK/report-$ext.json")
+    start=$(awk "BEGIN { print $t1 - $t0 - $setup - $images }")
+    printf '.%s round %d: codec limit %.1f images/s | batch %.1f images/s: process start %.3f s, setup %.3f s, images %.3f s (%.1f images/s) | load %s\n' \
+      "$ext" "$r" "$t" "$b" "$start" "$setup" "$images" "$steady" "$(load)"
     best_tool=$(awk "BEGIN { print ($t > $best_tool) ? $t : $best_tool }")
     best_batch=$(awk "BEGIN { print ($b > $best_batch) ? $b : $best_batch }")
+    best_steady=$(awk "BEGIN { print ($steady > $best_steady) ? $steady : $best_steady }")
   done
   # the parts of one thread's work per image, from a last run of the tool
   "$tool" --input "$d" --output "$WORK/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${half[@]}" | tail -2 |
     sed "s/^/.$ext /"
-  summary+=("$(printf '.%s: codec limit %.1f images/s, batch %.1f images/s, batch / limit %.0f%%' "$ext" "$best_tool" \
-    "$best_batch" "$(awk "BEGIN { print 100 * $best_batch / $best_tool }")")")
+  summary+=("$(printf '.%s: codec limit %.1f images/s; batch %.1f images/s whole (%.0f%% of the limit), %.1f images/s after its setup (%.0f%%)' \
+    "$ext" "$best_tool" "$best_batch" "$(awk "BEGIN { print 100 * $best_batch / $best_tool }")" "$best_steady" \
+    "$(awk "BEGIN { print 100 * $best_steady / $best_tool }")")")
 done
 echo "load average after: $(load)"
 printf '%s\n' "${summary[@]}"

@@ -18,11 +18,15 @@
 // decoding into its own buffer reused from image to image; per image read_image() then
 // write_image(), exactly the calls of the io plugin's load and save. R rounds; the figure is the
 // best round's images/s (the first round also warms the page cache, as a batch rerun on the
-// same inputs finds it).
+// same inputs finds it). --fresh allocates each image's buffer (aligned_alloc) and frees it
+// after, as the batch's Executor does for host buffers.
 //
-// The parts, measured apart after the loop, each over every image on one thread at a time
-// (ms per image, so they add up to one thread's work per image):
-//   read     the file's bytes into memory (plain read(2) of a cached file)
+// The loop's CPU time (user + system, all threads) per image is printed too: on a shared
+// machine it moves less with the load than the wall time does.
+//
+// The parts, measured apart after the loop (--no-parts: not), each over every image on one
+// thread at a time (ms per image, so they add up to one thread's work per image):
+//   read     the file's bytes into memory (plain read(2) of a cached file, into a reused buffer)
 //   decode   read_image() minus read: what decoding adds to reading
 //   encode   write_image() minus write: what encoding adds to writing
 //   write    the encoded bytes (read back from the output) written to a new file with write(2)
@@ -34,6 +38,7 @@
 #include <tbb/parallel_for.h>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,17 +58,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+/// User + system CPU time of the whole process so far, in ms.
+double cpu_ms() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    auto ms = [](const timeval& t) { return double(t.tv_sec) * 1e3 + double(t.tv_usec) * 1e-3; };
+    return ms(u.ru_utime) + ms(u.ru_stime);
+}
+
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr,
                  "codec_limit: %s\nusage: codec_limit --input DIR --output DIR [--ext .ppm] [--out-ext EXT] "
-                 "[--threads N] [--repeat R] [--half]\n",
+                 "[--threads N] [--repeat R] [--half] [--no-parts] [--fresh]\n",
                  why.c_str());
     std::exit(1);
 }
 
-/// The whole file's bytes, by read(2).
-std::vector<char> slurp(const fs::path& p) {
-    std::vector<char> b(fs::file_size(p));
+/// The whole file's bytes into b (its memory reused from call to call), by read(2).
+void slurp(const fs::path& p, std::vector<char>& b) {
+    b.resize(fs::file_size(p));
     int fd = ::open(p.c_str(), O_RDONLY);
     if (fd < 0) usage("cannot open '" + p.string() + "'");
     std::size_t got = 0;
@@ -73,7 +86,6 @@ std::vector<char> slurp(const fs::path& p) {
         got += std::size_t(n);
     }
     ::close(fd);
-    return b;
 }
 
 void spill(const fs::path& p, const std::vector<char>& b) {
@@ -91,13 +103,17 @@ void spill(const fs::path& p, const std::vector<char>& b) {
 /// A decoded image's buffer, kept by a thread from image to image.
 struct Slot {
     std::vector<unsigned char> bytes;
-    ImageView view(const io::Header& h) {
+    static ImageView shape(const io::Header& h) {
         ImageView v;
         v.width = h.width;
         v.height = h.height;
         v.channels = h.channels;
         v.dtype = h.dtype;
         v.pitch = std::int64_t(h.width) * h.channels * std::int64_t(dtype_size(h.dtype));
+        return v;
+    }
+    ImageView view(const io::Header& h) {
+        ImageView v = shape(h);
         bytes.resize(std::size_t(v.pitch) * std::size_t(h.height));
         v.data = bytes.data();
         return v;
@@ -117,7 +133,7 @@ ImageView output_of(ImageView v, bool half) {
 int main(int argc, char** argv) {
     std::string in_dir, out_dir, ext = ".ppm", out_ext;
     int threads = 0, repeat = 3;
-    bool half = false;
+    bool half = false, parts = true, fresh = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -131,6 +147,8 @@ int main(int argc, char** argv) {
         else if (a == "--threads") threads = std::atoi(value().c_str());
         else if (a == "--repeat") repeat = std::max(1, std::atoi(value().c_str()));
         else if (a == "--half") half = true;
+        else if (a == "--no-parts") parts = false;
+        else if (a == "--fresh") fresh = true;
         else usage("unknown argument '" + a + "'");
     }
     if (in_dir.empty() || out_dir.empty()) usage("--input and --output are required");
@@ -149,30 +167,46 @@ int main(int argc, char** argv) {
 
     // The loop, R rounds.
     tbb::enumerable_thread_specific<Slot> slots;
-    double best = 0;
+    double best = 0, best_cpu = 0;
     for (int r = 0; r < repeat; ++r) {
         auto t0 = Clock::now();
+        const double c0 = cpu_ms();
         tbb::parallel_for(std::size_t(0), n, [&](std::size_t i) {
             const std::string in = inputs[i].string();
             io::Header h = io::read_header(in); // shape inference does the same, once per image
+            if (fresh) { // as the batch's Executor does: a buffer of its own per image
+                ImageView v = Slot::shape(h);
+                const std::size_t bytes = std::size_t(v.pitch) * std::size_t(h.height);
+                v.data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+                io::read_image(in, v);
+                io::write_image(outputs[i].string(), output_of(v, half));
+                std::free(v.data);
+                return;
+            }
             ImageView v = slots.local().view(h);
             io::read_image(in, v);
             io::write_image(outputs[i].string(), output_of(v, half));
         });
-        double s = ms_since(t0) / 1e3;
-        std::printf("round %d: %zu images in %.3f s, %.1f images/s\n", r + 1, n, s, double(n) / s);
-        best = std::max(best, double(n) / s);
+        double s = ms_since(t0) / 1e3, cpu = (cpu_ms() - c0) / double(n);
+        std::printf("round %d: %zu images in %.3f s, %.1f images/s, CPU time %.2f ms per image\n", r + 1, n, s,
+                    double(n) / s, cpu);
+        if (double(n) / s > best) best = double(n) / s, best_cpu = cpu;
     }
+    std::printf("codec limit: %.1f images/s, CPU time %.2f ms per image (%zu %s images, %d threads, best of %d "
+                "rounds)\n",
+                best, best_cpu, n, ext.c_str(), threads, repeat);
+    if (!parts) return 0;
 
     // The parts, one thread, every image (sums over the images, reported per image).
     double t_read = 0, t_decode_read = 0, t_encode_write = 0, t_write = 0;
     std::uintmax_t in_bytes = 0, out_bytes = 0;
     Slot slot;
+    std::vector<char> raw, enc;
     const fs::path spare = fs::path(out_dir) / (".codec_limit_spare" + out_ext);
     for (std::size_t i = 0; i < n; ++i) {
         const std::string in = inputs[i].string();
         auto t0 = Clock::now();
-        std::vector<char> raw = slurp(inputs[i]);
+        slurp(inputs[i], raw);
         t_read += ms_since(t0);
         in_bytes += raw.size();
         t0 = Clock::now();
@@ -183,7 +217,7 @@ int main(int argc, char** argv) {
         t0 = Clock::now();
         io::write_image(outputs[i].string(), output_of(v, half));
         t_encode_write += ms_since(t0);
-        std::vector<char> enc = slurp(outputs[i]);
+        slurp(outputs[i], enc);
         out_bytes += enc.size();
         t0 = Clock::now();
         spill(spare, enc);
@@ -193,8 +227,6 @@ int main(int argc, char** argv) {
     const double k = 1.0 / double(n);
     const double read = t_read * k, decode = std::max(0.0, t_decode_read * k - read), write = t_write * k,
                  encode = std::max(0.0, t_encode_write * k - write), total = read + decode + encode + write;
-    std::printf("codec limit: %.1f images/s (%zu %s images, %d threads, best of %d rounds)\n", best, n, ext.c_str(),
-                threads, repeat);
     std::printf("per image, one thread: read %.2f ms (%.0f%%), decode %.2f ms (%.0f%%), encode %.2f ms (%.0f%%), "
                 "write %.2f ms (%.0f%%); %.2f ms in all, %.1f images/s per thread\n",
                 read, 100 * read / total, decode, 100 * decode / total, encode, 100 * encode / total, write,
