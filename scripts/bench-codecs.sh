@@ -17,12 +17,15 @@
 #   BACKEND=cuda scripts/bench-codecs.sh                     # the GPU machine (target: >= 80%)
 #   FORMATS="ppm" N=16 REPEAT=5 scripts/bench-codecs.sh
 #
+#   PIPELINE=copy OUT=/dev/shm/pf scripts/bench-codecs.sh   # load -> save: the batch's own cost
+#
 # Environment: PIXFLOW (build/bin/pixflow), PIPELINE (pipelines/batch-blur-pool.toml, whose
 # outputs are half the input's width and height: the tool encodes the top-left quarter then;
-# HALF=0 for a pipeline that keeps the shape), N (64), SIZE (2048), PATTERN (synth pattern:
+# HALF=0 for a pipeline that keeps the shape; `copy`: load -> save, no compute, HALF=0), N (64), SIZE (2048), PATTERN (synth pattern:
 # shapes), FORMATS ("ppm png jpg"), BACKEND (cpu), THREADS (nproc), REPEAT (3), BATCH_ARGS (more
 # arguments for the batch run, e.g. "--max-in-flight 8"), WORK (/tmp/pixflow-bench-codecs: the
-# inputs are kept for reuse), CXX (g++).
+# inputs are kept for reuse), OUT (where both write their outputs: $WORK; /dev/shm/... keeps the
+# disk's write-back out of the figures), CXX (g++).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIXFLOW=${PIXFLOW:-build/bin/pixflow}
@@ -36,6 +39,7 @@ THREADS=${THREADS:-$(nproc)}
 REPEAT=${REPEAT:-3}
 HALF=${HALF:-1}
 WORK=${WORK:-/tmp/pixflow-bench-codecs}
+OUT=${OUT:-$WORK}
 CXX=${CXX:-g++}
 [ -x "$PIXFLOW" ] || { echo "error: $PIXFLOW is not an executable; set PIXFLOW=<build>/bin/pixflow" >&2; exit 1; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -75,6 +79,10 @@ if [ "$(find "$ppm" -name '*.ppm' | wc -l)" -ne "$N" ]; then
   done
 fi
 printf '[nodes.src]\nop = "load"\npath = "x.ppm"\n\n[nodes.out]\nop = "save"\ninput = "src"\npath = "x.ppm"\n' > "$WORK/convert.toml"
+if [ "$PIPELINE" = copy ]; then
+  PIPELINE=$WORK/convert.toml
+  HALF=0
+fi
 for ext in $FORMATS; do
   d=$WORK/in-$SIZE-$PATTERN-$ext
   [ "$ext" = ppm ] && continue
@@ -96,11 +104,11 @@ for ext in $FORMATS; do
   d=$WORK/in-$SIZE-$PATTERN-$ext
   best_tool=0 best_batch=0 best_steady=0
   for r in $(seq 1 "$REPEAT"); do
-    rm -rf "$WORK/out-tool" "$WORK/out-batch"
-    t=$("$tool" --input "$d" --output "$WORK/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${half[@]}" |
+    rm -rf "$OUT/out-tool" "$OUT/out-batch"
+    t=$("$tool" --input "$d" --output "$OUT/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${half[@]}" |
       sed -n 's/^codec limit: \([0-9.]*\) images.*/\1/p')
     t0=$(date +%s.%N)
-    "$PIXFLOW" run "$PIPELINE" --backend "$BACKEND" --set "out.path=x.$ext" --input "$d" --output "$WORK/out-batch" \
+    "$PIXFLOW" run "$PIPELINE" --backend "$BACKEND" --set "out.path=x.$ext" --input "$d" --output "$OUT/out-batch" \
       --quiet "${extra[@]}" --report "$WORK/report-$ext.json"
     t1=$(date +%s.%N)
     b=$(awk "BEGIN { print $N / ($t1 - $t0) }")
@@ -117,11 +125,12 @@ print(r["setup_s"], r["images_s"], r["images_per_s_after_setup"])' "$WORK/report
     best_steady=$(awk "BEGIN { print ($steady > $best_steady) ? $steady : $best_steady }")
   done
   # the parts of one thread's work per image, from a last run of the tool
-  "$tool" --input "$d" --output "$WORK/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${half[@]}" | tail -2 |
+  "$tool" --input "$d" --output "$OUT/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${half[@]}" | tail -2 |
     sed "s/^/.$ext /"
   summary+=("$(printf '.%s: codec limit %.1f images/s; batch %.1f images/s whole (%.0f%% of the limit), %.1f images/s after its setup (%.0f%%)' \
     "$ext" "$best_tool" "$best_batch" "$(awk "BEGIN { print 100 * $best_batch / $best_tool }")" "$best_steady" \
     "$(awk "BEGIN { print 100 * $best_steady / $best_tool }")")")
 done
+rm -rf "$OUT/out-tool" "$OUT/out-batch"
 echo "load average after: $(load)"
 printf '%s\n' "${summary[@]}"
