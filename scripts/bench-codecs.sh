@@ -2,9 +2,10 @@
 # Issue 18, "Batches at the speed of their codecs": a batch run against the codec limit of its
 # files. For each of PPM, PNG and JPEG: N synthetic SIZE x SIZE RGB images, then
 #   - scripts/bench/codec_limit.cpp (built here with the io plugin's codec sources): the same
-#     files read and decoded, and outputs of the pipeline's output shape encoded and written, by a
-#     plain TBB loop with THREADS threads that computes nothing; it also splits one thread's work
-#     per image into read, decode, encode and write;
+#     files read and decoded, and the batch's own outputs (from a first batch run saving them as
+#     .npy, read before the loop) encoded and written, by a plain TBB loop with THREADS threads that computes
+#     nothing; it also splits one thread's work per image into read, decode, encode and write.
+#     Its outputs must equal the batch's byte for byte (checked);
 #   - `pixflow run PIPELINE --input DIR --output DIR` (outputs in the input's format);
 # and prints the images/s of each (best of REPEAT rounds, alternating) and batch / limit. The
 # batch's wall time is split into the process's start (loading the plugins and their libraries:
@@ -19,9 +20,8 @@
 #
 #   PIPELINE=copy OUT=/dev/shm/pf scripts/bench-codecs.sh   # load -> save: the batch's own cost
 #
-# Environment: PIXFLOW (build/bin/pixflow), PIPELINE (pipelines/batch-blur-pool.toml, whose
-# outputs are half the input's width and height: the tool encodes the top-left quarter then;
-# HALF=0 for a pipeline that keeps the shape; `copy`: load -> save, no compute, HALF=0), N (64), SIZE (2048), PATTERN (synth pattern:
+# Environment: PIXFLOW (build/bin/pixflow), PIPELINE (pipelines/batch-blur-pool.toml; `copy`:
+# load -> save, no compute; any pipeline with one load and one save), N (64), SIZE (2048), PATTERN (synth pattern:
 # shapes), FORMATS ("ppm png jpg"), BACKEND (cpu), THREADS (nproc), REPEAT (3), BATCH_ARGS (more
 # arguments for the batch run, e.g. "--max-in-flight 8"), WORK (/tmp/pixflow-bench-codecs: the
 # inputs are kept for reuse), OUT (where both write their outputs: $WORK; /dev/shm/... keeps the
@@ -37,7 +37,6 @@ FORMATS=${FORMATS:-ppm png jpg}
 BACKEND=${BACKEND:-cpu}
 THREADS=${THREADS:-$(nproc)}
 REPEAT=${REPEAT:-3}
-HALF=${HALF:-1}
 WORK=${WORK:-/tmp/pixflow-bench-codecs}
 OUT=${OUT:-$WORK}
 CXX=${CXX:-g++}
@@ -79,10 +78,7 @@ if [ "$(find "$ppm" -name '*.ppm' | wc -l)" -ne "$N" ]; then
   done
 fi
 printf '[nodes.src]\nop = "load"\npath = "x.ppm"\n\n[nodes.out]\nop = "save"\ninput = "src"\npath = "x.ppm"\n' > "$WORK/convert.toml"
-if [ "$PIPELINE" = copy ]; then
-  PIPELINE=$WORK/convert.toml
-  HALF=0
-fi
+[ "$PIPELINE" = copy ] && PIPELINE=$WORK/convert.toml
 for ext in $FORMATS; do
   d=$WORK/in-$SIZE-$PATTERN-$ext
   [ "$ext" = ppm ] && continue
@@ -96,16 +92,18 @@ done
 echo "machine: $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "pixflow: $PIXFLOW; $PIPELINE; backend $BACKEND; $N x ${SIZE}x${SIZE} RGB; $THREADS threads for the tool"
 echo "load average before: $(load)"
-half=()
-[ "$HALF" = 1 ] && half=(--half)
 read -r -a extra <<< "${BATCH_ARGS:-}"
 summary=()
 for ext in $FORMATS; do
   d=$WORK/in-$SIZE-$PATTERN-$ext
   best_tool=0 best_batch=0 best_steady=0
+  # the images the tool encodes: the batch's own outputs, saved losslessly (.npy)
+  rm -rf "$OUT/ref"
+  "$PIXFLOW" run "$PIPELINE" --backend "$BACKEND" --set "out.path=x.npy" --input "$d" --output "$OUT/ref" --quiet "${extra[@]}"
+  from=(--encode-from "$OUT/ref")
   for r in $(seq 1 "$REPEAT"); do
     rm -rf "$OUT/out-tool" "$OUT/out-batch"
-    t=$("$tool" --input "$d" --output "$OUT/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${half[@]}" |
+    t=$("$tool" --input "$d" --output "$OUT/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${from[@]}" |
       sed -n 's/^codec limit: \([0-9.]*\) images.*/\1/p')
     t0=$(date +%s.%N)
     "$PIXFLOW" run "$PIPELINE" --backend "$BACKEND" --set "out.path=x.$ext" --input "$d" --output "$OUT/out-batch" \
@@ -124,13 +122,17 @@ print(r["setup_s"], r["images_s"], r["images_per_s_after_setup"])' "$WORK/report
     best_batch=$(awk "BEGIN { print ($b > $best_batch) ? $b : $best_batch }")
     best_steady=$(awk "BEGIN { print ($steady > $best_steady) ? $steady : $best_steady }")
   done
+  if ! diff -rq "$OUT/out-tool" "$OUT/out-batch" > /dev/null; then
+    echo "error: the tool's .$ext outputs differ from the batch's: it did not encode what the batch encodes" >&2
+    exit 1
+  fi
   # the parts of one thread's work per image, from a last run of the tool
-  "$tool" --input "$d" --output "$OUT/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${half[@]}" | tail -2 |
+  "$tool" --input "$d" --output "$OUT/out-tool" --ext ".$ext" --threads "$THREADS" --repeat 1 "${from[@]}" | tail -2 |
     sed "s/^/.$ext /"
   summary+=("$(printf '.%s: codec limit %.1f images/s; batch %.1f images/s whole (%.0f%% of the limit), %.1f images/s after its setup (%.0f%%)' \
     "$ext" "$best_tool" "$best_batch" "$(awk "BEGIN { print 100 * $best_batch / $best_tool }")" "$best_steady" \
     "$(awk "BEGIN { print 100 * $best_steady / $best_tool }")")")
 done
-rm -rf "$OUT/out-tool" "$OUT/out-batch"
+rm -rf "$OUT/out-tool" "$OUT/out-batch" "$OUT/ref"
 echo "load average after: $(load)"
 printf '%s\n' "${summary[@]}"
