@@ -94,6 +94,12 @@ Event::~Event() {
 }
 void Event::record(const Stream& s) { CHECK(cudaEventRecord(static_cast<cudaEvent_t>(m_e), st(s))); }
 void Event::synchronize() const { CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(m_e))); }
+bool Event::ready() const {
+    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(m_e));
+    if (e == cudaErrorNotReady) return false;
+    CHECK(e);
+    return true;
+}
 void Event::wait_on(const Stream& s) const {
     CHECK(cudaStreamWaitEvent(st(s), static_cast<cudaEvent_t>(m_e), 0));
 }
@@ -252,6 +258,7 @@ Event& Event::operator=(Event&& o) noexcept {
 Event::~Event() = default;
 void Event::record(const Stream&) { no_cuda(); }
 void Event::synchronize() const {}
+bool Event::ready() const { return true; }
 void Event::wait_on(const Stream&) const { no_cuda(); }
 float Event::elapsed_ms(const Event&, const Event&) { no_cuda(); }
 DeviceBuffer::DeviceBuffer(std::size_t, int) { no_cuda(); }

@@ -58,6 +58,8 @@ class Event {
     ~Event();
     void record(const Stream& s);
     void synchronize() const;
+    /// Whether the work it records has ended (or it was never recorded), without waiting.
+    bool ready() const;
     /// Makes `s` wait for this event (no host blocking).
     void wait_on(const Stream& s) const;
     /// Milliseconds between two recorded, completed events.

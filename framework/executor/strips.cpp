@@ -30,6 +30,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <tuple>
 
 namespace pixflow::host {
@@ -131,10 +132,17 @@ void Executor::Impl::run_chain(int ci) {
             spread_streams.emplace(d, std::move(two));
             set_device(p.device);
         }
-    auto gpu_of = [&](int k) { return G > 1 ? c.gpus[std::size_t(k % G)] : p.device; };
+    // Strip k's buffer set (section 3): k % sets, or, spread over GPUs, whichever set is free
+    // first (strip_set, filled as strips enter the pipeline). Set w lies on GPU gpus[w % G]; the
+    // sets of one GPU alternate between its two streams.
+    std::vector<int> strip_set;
+    auto set_of = [&](int k) { return strip_set.empty() ? k % std::max(1, c.sets * G) : strip_set[std::size_t(k)]; };
+    auto gpu_of_set = [&](int w) { return G > 1 ? c.gpus[std::size_t(w % G)] : p.device; };
+    auto gpu_of = [&](int k) { return gpu_of_set(set_of(k)); };
     auto stream_of = [&](int k) -> const Stream* {
         if (!uses_device) return nullptr;
-        const int j = k % G, alt = (k / G) % 2;
+        const int w = set_of(k);
+        const int j = w % G, alt = G > 1 ? (w / G) % 2 : k % 2;
         if (j > 0) return &spread_streams.at(c.gpus[std::size_t(j)])[std::size_t(alt)];
         return c.streams[1] >= 0 && alt ? &streams[std::size_t(c.streams[1])] : s0;
     };
@@ -292,18 +300,16 @@ void Executor::Impl::run_chain(int ci) {
 
     for (std::size_t i = 0; i < m; ++i) {
         const NodeId v = c.nodes[i];
-        if (dev[i])
+        if (dev[i]) // spread over GPUs: made on the strip's GPU as it enters (below)
             while (timings.strip_start[v].size() < std::size_t(c.count())) {
-                if (G > 1) set_device(gpu_of(int(timings.strip_start[v].size())));
-                timings.strip_start[v].emplace_back(true);
-                timings.strip_end[v].emplace_back(true);
+                timings.strip_start[v].emplace_back(G == 1);
+                timings.strip_end[v].emplace_back(G == 1);
             }
-        if (G > 1) set_device(p.device);
         if (timings.spans) timings.strip_cpu[v].assign(std::size_t(c.count()), {});
         if (timings.spans) timings.node_ran[v] = 1;
     }
     auto window = [&](std::size_t i, int k) {
-        return mb[i].win[std::size_t(k % (carried[i] ? nwin_carried : nsets))];
+        return mb[i].win[std::size_t(carried[i] ? k % nwin_carried : set_of(k))];
     };
     auto count_copy = [&](const pf_image& from, const pf_image& to) {
         if (on_host(from) == on_host(to)) return;
@@ -326,7 +332,7 @@ void Executor::Impl::run_chain(int ci) {
     };
     auto staged = [&](std::size_t i, int k) {
         const StripRows& r = c.strips[std::size_t(k)][i];
-        return rows_of(mb[i].stage[std::size_t(k % nsets)]->im, 0, r.in1 - r.in0);
+        return rows_of(mb[i].stage[std::size_t(set_of(k))]->im, 0, r.in1 - r.in0);
     };
     auto crosses = [&](std::size_t i) { return !g.nodes[c.nodes[i]].inputs.empty() && mb[i].input_dev != bool(dev[i]); };
     auto copy_input = [&](std::size_t i, int k) {
@@ -343,7 +349,7 @@ void Executor::Impl::run_chain(int ci) {
         for (std::size_t i = 1; i < m; ++i)
             if (crosses(i) && !dev[i])
                 for (int w = 0; w < nsets; ++w) {
-                    set_device(gpu_of(w));
+                    set_device(gpu_of_set(w));
                     input_ready[i].emplace_back(true, false);
                 }
     auto wait_for = [](const Stream& s) { // this stream's work so far, not what is queued later
@@ -372,7 +378,7 @@ void Executor::Impl::run_chain(int ci) {
         if (!n.inputs.empty()) {
             if (!crosses(i)) ins.push_back(input_view(i, k));
             else {
-                if (pipelined && i > 0 && !dev[i]) input_ready[i][std::size_t(k % nsets)].synchronize();
+                if (pipelined && i > 0 && !dev[i]) input_ready[i][std::size_t(set_of(k))].synchronize();
                 else {
                     copy_input(i, k);
                     // a CPU node reads the rows now; unpipelined, a host window is rewritten by
@@ -424,7 +430,7 @@ void Executor::Impl::run_chain(int ci) {
         std::vector<Event> set_done;
         if (uses_device) {
             for (int w = 0; w < nsets; ++w) {
-                set_device(gpu_of(w));
+                set_device(gpu_of_set(w));
                 set_done.emplace_back(true, false);
             }
             set_device(p.device);
@@ -432,6 +438,18 @@ void Executor::Impl::run_chain(int ci) {
         std::vector<std::size_t> first_of(std::size_t(c.n_stages) + 1, m);
         for (std::size_t i = m; i-- > 0;) first_of[std::size_t(c.stage[i])] = i;
         int next = k_first;
+        // Spread over GPUs, with no carried node whose rows a later node reads (such a node keeps
+        // its windows by strip number, which needs strips to leave in order): strips take free
+        // sets and leave in any order.
+        bool dynamic = G > 1;
+        for (std::size_t i = 0; i + 1 < m; ++i) dynamic &= !carried[i];
+        std::mutex free_mu;
+        std::vector<int> free_sets;
+        std::vector<char> set_used(std::size_t(nsets), 0);
+        if (dynamic) {
+            strip_set.assign(std::size_t(c.count()), 0);
+            for (int w = 0; w < nsets; ++w) free_sets.push_back(w);
+        }
         auto stage_body = [&](int st, int k) {
             if (signals.cancelled()) return;
             if (uses_device) set_device(gpu_of(k));
@@ -440,12 +458,13 @@ void Executor::Impl::run_chain(int ci) {
                 if (!run_node(i, k)) return;
             if (i1 < m && crosses(i1) && !dev[i1]) { // the next stage's download, now
                 copy_input(i1, k);
-                input_ready[i1][std::size_t(k % nsets)].record(*stream_of(k));
+                input_ready[i1][std::size_t(set_of(k))].record(*stream_of(k));
             }
-            if (i1 == m) {
-                finish_strip(k);
-                if (uses_device) set_done[std::size_t(k % nsets)].record(*stream_of(k));
-            }
+            if (i1 == m) finish_strip(k);
+            // The set's device work ends here for this stage: recorded now, not after the host
+            // stages behind it (the stream would by then hold later strips' work too, and the
+            // set would wait for those). Host stages are done with it when the strip leaves.
+            if (dev[i0]) set_done[std::size_t(set_of(k))].record(*stream_of(k));
         };
         auto filters = tbb::make_filter<void, int>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> int {
             if (next >= k_last || signals.cancelled()) {
@@ -453,20 +472,43 @@ void Executor::Impl::run_chain(int ci) {
                 return 0;
             }
             const int k = next++;
-            if (uses_device && k - nsets >= k_first) set_done[std::size_t(k % nsets)].synchronize();
-            if (G > 1 && k % G != 0 && k < k_first + nsets) { // a GPU's first strips wait for the allocations on its first stream
+            if (dynamic) { // the free set whose device work ended first, so the GPU that is ahead takes it
+                std::lock_guard<std::mutex> lock(free_mu);
+                PIXFLOW_ASSERT(!free_sets.empty(), "a strip entered with every buffer set taken");
+                auto pick = free_sets.begin();
+                for (auto it = free_sets.begin(); it != free_sets.end(); ++it)
+                    if (set_done[std::size_t(*it)].ready()) {
+                        pick = it;
+                        break;
+                    }
+                strip_set[std::size_t(k)] = *pick;
+                free_sets.erase(pick);
+            }
+            const int w = set_of(k);
+            if (uses_device && (dynamic || k - nsets >= k_first)) set_done[std::size_t(w)].synchronize();
+            if (G > 1 && w % G != 0 && !set_used[std::size_t(w)]) { // a set's first strip waits for the allocations on its GPU's first stream
                 set_device(gpu_of(k));
                 Event e(true, false);
                 e.record(spread_streams.at(gpu_of(k))[0]);
                 e.wait_on(*stream_of(k));
+            }
+            set_used[std::size_t(w)] = 1;
+            if (G > 1) { // this strip's timing events, on its GPU
+                set_device(gpu_of(k));
+                for (std::size_t i = 0; i < m; ++i)
+                    if (dev[i]) {
+                        timings.strip_start[c.nodes[i]][std::size_t(k)] = Event(true);
+                        timings.strip_end[c.nodes[i]][std::size_t(k)] = Event(true);
+                    }
             }
             stage_body(0, k);
             return k;
         });
         // A stage of host nodes without a carried state takes several strips at once (the rows
         // of different strips are independent); device stages and carried nodes take them in
-        // order. The last filter is in order, so strips leave in order: when strip k enters,
-        // strip k - nsets has left, and its set is free once its device work has ended.
+        // order. Unless the sets are taken dynamically, the last filter is in order, so strips
+        // leave in order: when strip k enters, strip k - nsets has left, and its set is free once
+        // its device work has ended; dynamically, the last filter gives the strip's set back.
         for (int st = 1; st < c.n_stages; ++st) {
             bool parallel = true;
             for (std::size_t i = first_of[std::size_t(st)]; i < first_of[std::size_t(st) + 1]; ++i)
@@ -477,7 +519,13 @@ void Executor::Impl::run_chain(int ci) {
                                                                return k;
                                                            });
         }
-        tbb::parallel_pipeline(std::size_t(nsets), filters & tbb::make_filter<int, void>(tbb::filter_mode::serial_in_order, [](int) {}));
+        tbb::parallel_pipeline(std::size_t(nsets),
+                               filters & tbb::make_filter<int, void>(dynamic ? tbb::filter_mode::parallel : tbb::filter_mode::serial_in_order,
+                                                                     [&](int k) {
+                                                                         if (!dynamic) return;
+                                                                         std::lock_guard<std::mutex> lock(free_mu);
+                                                                         free_sets.push_back(set_of(k));
+                                                                     }));
         if (signals.cancelled()) return;
     }
 
