@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "compile/compile.hpp"
 #include "device/device.hpp"
+#include "common/assert.hpp"
 #include "executor/buffers.hpp"
 #include "executor/output_files.hpp"
 #include "mpi/placement.hpp"
@@ -128,11 +129,17 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             if (p.on_device(c.nodes[i])) sh.why_not = "node '" + node.id + "' runs on CUDA";
             else if (node.is_sink()) sh.why_not = "node '" + node.id + "' writes a file";
             else if (row_access(node).kind == PF_ACCESS_CARRIED) {
-                if (op_name(node) != "integral") sh.why_not = "carried op " + op_name(node) + " has no combine rule";
-                else if (i + 1 != c.nodes.size()) sh.why_not = "integral '" + node.id + "' is not the chain's last node";
-                else if (node.outputs[0].dtype == PF_U32) sh.scan_type = MPI_UINT32_T;
-                else if (node.outputs[0].dtype == PF_U64) sh.scan_type = MPI_UINT64_T;
-                else sh.why_not = "integral '" + node.id + "' sums in f64, whose bits depend on the order of the sums";
+                // integral's integer sums combine over the ranks at once (exact modulo 2^n);
+                // every other state is relayed rank to rank (the same states as one process)
+                const bool last = i + 1 == c.nodes.size(), integral = op_name(node) == "integral";
+                if (integral && last && node.outputs[0].dtype == PF_U32) sh.scan_type = MPI_UINT32_T;
+                else if (integral && last && node.outputs[0].dtype == PF_U64) sh.scan_type = MPI_UINT64_T;
+                else {
+                    Relay r;
+                    r.node = int(i);
+                    r.bytes = c.carry_bytes[i];
+                    sh.relays.push_back(r);
+                }
             }
         }
         for (const Transfer& t : p.transfers)
@@ -151,6 +158,23 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             rows = (rows + align - 1) / align * align;
         }
         chain_strips(g, c, rows);
+        // a relayed node's rows above a band are the rank above's: a node after it that reads
+        // them again (a stencil's halo) would need them sent too; such a chain is not split
+        for (int r = 1; r < n && sh.why_not.empty(); ++r) {
+            const int k = band_of(c.count(), r, n).first;
+            if (k <= 0 || k >= c.count()) continue;
+            for (const Relay& rl : sh.relays) {
+                const StripRows& at = c.strips[std::size_t(k)][std::size_t(rl.node)];
+                if (at.win0 < at.out0)
+                    sh.why_not = "a node after carried '" + g.nodes[c.nodes[std::size_t(rl.node)]].id +
+                                 "' reads its rows above a band";
+            }
+        }
+        if (!sh.why_not.empty()) {
+            sh.split = false, sh.relays.clear(), sh.scan_type = MPI_DATATYPE_NULL;
+            sh.k0 = 0, sh.k1 = c.count();
+            continue;
+        }
         std::tie(sh.k0, sh.k1) = band_of(c.count(), s.rank(), n);
         const auto readers = g.consumers(tail, 0);
         bool sinks_only = true;
@@ -252,10 +276,80 @@ bool ImageSplit::agree_ok(ChainShare& c, bool ok) {
     return any == 0;
 }
 
+namespace {
+Relay* relay_of(ChainShare& c, int i) {
+    for (Relay& r : c.relays)
+        if (r.node == i) return &r;
+    return nullptr;
+}
+} // namespace
+
+void ImageSplit::receive(ChainShare& c, Relay& r, void* into, bool stop) {
+    if (r.in) return;
+    r.in = true;
+    if (m_s.rank() == 0) return; // the top band starts from zeros, as strip 0 does
+    std::vector<char> msg(r.bytes + 1);
+    MPI_Request req;
+    {
+        std::lock_guard<std::mutex> lock(m_mu);
+        MPI_Irecv(msg.data(), int(msg.size()), MPI_BYTE, m_s.rank() - 1, r.node, c.comm, &req);
+    }
+    wait(req);
+    if (!msg.back() && stop) {
+        m_stopped = true;
+        throw std::runtime_error("stopped: another rank failed (it says why)");
+    }
+    if (into) std::memcpy(into, msg.data(), r.bytes);
+}
+
+void ImageSplit::send(ChainShare& c, Relay& r, const void* from, bool ok) {
+    if (r.out) return;
+    r.out = true;
+    if (m_s.rank() + 1 >= m_s.size()) return;
+    r.msg.assign(r.bytes + 1, 0);
+    if (from && ok) std::memcpy(r.msg.data(), from, r.bytes);
+    r.msg.back() = ok ? 1 : 0;
+    std::lock_guard<std::mutex> lock(m_mu);
+    MPI_Isend(r.msg.data(), int(r.msg.size()), MPI_BYTE, m_s.rank() + 1, r.node, c.comm, &r.req);
+    m_bytes += (long long)r.msg.size();
+}
+
+void ImageSplit::settle(ChainShare& c) {
+    for (Relay& r : c.relays)
+        if (r.req != MPI_REQUEST_NULL) wait(r.req);
+}
+
+void ImageSplit::carry_in(int ci, int i, void* carry, std::size_t bytes) {
+    ChainShare& c = m_chains[std::size_t(ci)];
+    Relay* r = c.split ? relay_of(c, i) : nullptr;
+    if (!r) return;
+    PIXFLOW_ASSERT(bytes == r->bytes, "a carried state of another size than planned");
+    r->carry = carry;
+    receive(c, *r, carry, true);
+}
+
+void ImageSplit::carry_out(int ci, int i, const void* carry, std::size_t bytes) {
+    ChainShare& c = m_chains[std::size_t(ci)];
+    Relay* r = c.split ? relay_of(c, i) : nullptr;
+    if (!r) return;
+    PIXFLOW_ASSERT(bytes == r->bytes, "a carried state of another size than planned");
+    send(c, *r, carry, true);
+}
+
 void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
     ChainShare& c = m_chains[std::size_t(ci)];
     if (!c.split) return;
     c.r0 = r0, c.r1 = r1;
+    // relayed states this rank has not passed on: a rank without strips passes the state above
+    // on as it came; one whose node skipped its last strip sends the state it has
+    for (Relay& r : c.relays) {
+        if (!r.in) {
+            std::vector<char> held(r.bytes, 0);
+            receive(c, r, held.data(), true);
+            send(c, r, held.data(), true);
+        } else send(c, r, r.carry, true);
+    }
+    settle(c);
     if (!agree_ok(c, true)) {
         m_stopped = true;
         throw std::runtime_error("stopped: another rank failed (it says why)");
@@ -346,8 +440,17 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
 }
 
 void ImageSplit::finish(bool ok) {
-    for (ChainShare& c : m_chains)
-        if (c.split && !c.synced && !agree_ok(c, ok && !m_stopped)) m_stopped = m_stopped || ok;
+    for (ChainShare& c : m_chains) {
+        if (!c.split || c.synced) continue;
+        // relays first: the rank above may wait for its send to be received, the rank below
+        // for a state; it gets "failed" instead
+        for (Relay& r : c.relays) {
+            receive(c, r, nullptr, false);
+            send(c, r, nullptr, false);
+        }
+        settle(c);
+        if (!agree_ok(c, ok && !m_stopped)) m_stopped = m_stopped || ok;
+    }
 }
 
 std::vector<std::string> ImageSplit::notes() const {
@@ -360,6 +463,10 @@ std::vector<std::string> ImageSplit::notes() const {
             out.push_back("mpi: " + chain_names(m_g, c) + " runs whole on every rank (" + sh.why_not + ")");
             continue;
         }
+        std::string relayed;
+        for (const Relay& rl : sh.relays)
+            relayed += (relayed.empty() ? "; the state of carried '" : ", '") + m_g.nodes[c.nodes[std::size_t(rl.node)]].id + "'";
+        if (!relayed.empty()) relayed += " passed from rank to rank, each after the one above";
         std::string bands;
         for (int r = 0; r < n; ++r) {
             auto [k0, k1] = band_of(c.count(), r, n);
@@ -373,7 +480,8 @@ std::vector<std::string> ImageSplit::notes() const {
                        : sh.exchange == Exchange::gather ? "gathered at rank 0"
                        : sh.exchange == Exchange::allgather ? "gathered on every rank (whole-image nodes read it)"
                                                             : "read by nothing") +
-                      (sh.scan_type != MPI_DATATYPE_NULL ? "; integral's sums of the bands above added (MPI_Exscan)" : ""));
+                      (sh.scan_type != MPI_DATATYPE_NULL ? "; integral's sums of the bands above added (MPI_Exscan)" : "") +
+                      relayed);
     }
     return out;
 }

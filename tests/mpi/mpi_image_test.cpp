@@ -2,7 +2,8 @@
 // ranks"): `mpiexec --oversubscribe -np 2` and `-np 4` of `pixflow run P.toml` (no --input) on this
 // one machine, each against the same run by one process, which is the reference: the file written
 // must be the same bit for bit, for every kind of access (pointwise, stencil, blocks, the JPEG
-// chain fused and not, integral's carry combined over the ranks) and for the whole-image operators
+// chain fused and not, integral's carry combined over the ranks, carried states such as
+// floyd_steinberg's error row passed from rank to rank) and for the whole-image operators
 // that read a chain's gathered output. The image is 77 x 53, so no band is a whole number of
 // blocks and the ranks' bands differ. Then what goes wrong: a rank that fails before or after the
 // chain stops every rank, says which rank, and leaves no file.
@@ -66,6 +67,7 @@ struct Case {
     /// How the last chain's output is completed, as the note says; empty: not split.
     std::string how = k_written;
     std::string extra; ///< more run arguments (--no-fuse)
+    std::string relayed; ///< the carried nodes whose state passes rank to rank, as the note names them
     static constexpr const char* k_written = "written by every rank at its rows' offset";
     static constexpr const char* k_gathered = "gathered at rank 0";
     static constexpr const char* k_everywhere = "gathered on every rank";
@@ -98,8 +100,15 @@ const std::vector<Case>& cases() {
         {"IntegralU64", node("sat", "integral", "src", "dtype = \"u64\"\n"), "sat", "npy"},
         {"IntegralAfterBlur", node("b", "gauss5x5", "src") + node("sat", "integral", "b", "dtype = \"u32\"\n"), "sat",
          "npy"},
-        // f64 sums depend on their order: not split (the chain runs whole on every rank)
-        {"IntegralF64", node("sat", "integral", "src", "dtype = \"f64\"\n"), "sat", "npy", ""},
+        // f64 sums depend on their order: the running sums pass from rank to rank, in order
+        {"IntegralF64", node("sat", "integral", "src", "dtype = \"f64\"\n"), "sat", "npy", Case::k_written, "",
+         "'sat'"},
+        // integral before other nodes: relayed too (a scan would need every later node's rows again)
+        {"IntegralF64ThenPool", node("sat", "integral", "src", "dtype = \"f64\"\n") + node("p", "maxpool2x2", "sat"),
+         "p", "npy", Case::k_written, "", "'sat'"},
+        {"IntegralU32ThenPool",
+         node("g", "grayscale", "src") + node("sat", "integral", "g", "dtype = \"u32\"\n") + node("p", "maxpool2x2", "sat"),
+         "p", "npy", Case::k_written, "", "'sat'"},
         // formats MPI-IO does not write (PFM stores its rows bottom up; PGM u16 big-endian):
         // gathered at rank 0, which runs save
         {"GaussToPfm",
@@ -112,10 +121,25 @@ const std::vector<Case>& cases() {
          node("g", "grayscale", "src") + node("b", "gauss5x5", "g") +
              node("seg", "chan_vese", "b", "max_iter = 40\ninit = \"checkerboard\"\n"),
          "seg", "pgm", Case::k_everywhere},
-        // floyd_steinberg is carried (strips in order): with no rule to combine its error rows
-        // over ranks yet, its chain (load, grayscale, floyd_steinberg) runs whole on every rank
+        // floyd_steinberg is carried: its error row passes from rank to rank, each rank after
+        // the one above
         {"FloydSteinbergAfterGray", node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g"), "d", "pgm",
-         ""},
+         Case::k_written, "", "'d'"},
+        {"FloydSteinbergRgbAfterBlur", node("b", "gauss5x5", "src") + node("d", "floyd_steinberg", "b"), "d", "ppm",
+         Case::k_written, "", "'d'"},
+        // several strips per band: the rank below waits for the last strip of the one above
+        {"FloydSteinbergStripsOf8", node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g"), "d", "npy",
+         Case::k_written, "--strip-rows 8", "'d'"},
+        {"FloydSteinbergThenPool",
+         node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g") + node("p", "maxpool2x2", "d"), "p", "pgm",
+         Case::k_written, "", "'d'"},
+        // two carried nodes: floyd_steinberg relayed, integral (u32, last) scanned
+        {"FloydSteinbergThenIntegral",
+         node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g") + node("sat", "integral", "d", "dtype = \"u32\"\n"),
+         "sat", "npy", Case::k_written, "", "'d'"},
+        // a stencil after it would read the rank above's rows (its halo): runs whole on every rank
+        {"FloydSteinbergThenBlur",
+         node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g") + node("b", "gauss5x5", "d"), "b", "pgm", ""},
         // a second sink (compare) reads the blur: rank 0 runs both, after a gather
         {"BlurComparedWithItsSource",
          node("g", "grayscale", "src") + node("b", "gauss5x5", "g") +
@@ -151,6 +175,9 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     const std::string over = "runs over " + std::to_string(np) + " ranks";
     EXPECT_EQ(b.err.find(over) != std::string::npos, !c.how.empty()) << b.err;
     if (!c.how.empty()) EXPECT_NE(b.err.find("its output is " + c.how), std::string::npos) << b.err;
+    EXPECT_EQ(b.err.find("the state of carried " + c.relayed + " passed from rank to rank") != std::string::npos,
+              !c.relayed.empty())
+        << b.err;
     // the metrics (compare's) as one process prints them
     auto metrics = [](const std::string& out) {
         std::string m;
@@ -168,7 +195,8 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     ASSERT_EQ(j["ranks"].size(), std::size_t(np));
     // rank 1 sent its rows, unless it wrote them itself
     const long long sent = j["ranks"][1]["bytes_sent"].get<long long>();
-    // (written: the agreement flags, and integral's one row of sums: 77 x 3 x 8 bytes at most)
+    // (written: the agreement flags, and integral's one row of sums or a relayed state: 77 x 3 x 8
+    // bytes at most)
     if (c.how == Case::k_written) EXPECT_LT(sent, 2048) << "rank 1 wrote its rows itself";
     else if (!c.how.empty()) EXPECT_GT(sent, 1024) << "rank 1 sent its rows";
 }
@@ -221,6 +249,39 @@ TEST(MpiImageFaults, OperatorEndingItsRankStopsEveryRankAndWritesNothing) {
     TempDir t;
     // in-process exit() on rank 1 while rank 0 waits to gather: mpirun stops the others
     auto r = run_failing_rank(t, node("b", "gauss5x5", "src") + node("bad", "tp_fault", "b"), "bad", "exit");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("an operator called exit() on rank 1 on "), std::string::npos) << r.err;
+    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+}
+
+TEST(MpiImageFaults, RankFailingInItsBandBeforeARelayedNodeStopsTheRanksBelowAndWritesNothing) {
+    TempDir t;
+    // rank 1 fails in its strip before floyd_steinberg: rank 2, waiting for its error row, gets
+    // "failed" instead and stops; rank 0's row is received all the same
+    auto r = run_failing_rank(t, node("bad", "tp_fault_rows", "src") + node("d", "floyd_steinberg", "bad"), "d");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("runs over 3 ranks"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tp_fault_rows failed on purpose"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("another rank failed"), std::string::npos) << "only the cause is printed:\n" << r.err;
+    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+}
+
+TEST(MpiImageFaults, RankFailingInItsBandAfterARelayedNodeStopsEveryRankAndWritesNothing) {
+    TempDir t;
+    // rank 1 has passed its error row on to rank 2 when it fails
+    auto r = run_failing_rank(t, node("d", "floyd_steinberg", "src") + node("bad", "tp_fault_rows", "d"), "bad");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("runs over 3 ranks"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tp_fault_rows failed on purpose"), std::string::npos) << r.err;
+    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+}
+
+TEST(MpiImageFaults, OperatorEndingItsRankInARelayedChainStopsEveryRankAndWritesNothing) {
+    TempDir t;
+    // exit() on rank 1 while rank 2 waits for its error row: mpirun stops the others
+    auto r = run_failing_rank(t, node("bad", "tp_fault_rows", "src") + node("d", "floyd_steinberg", "bad"), "d", "exit");
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("an operator called exit() on rank 1 on "), std::string::npos) << r.err;
     EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
