@@ -51,6 +51,12 @@ class ChainSplit {
     virtual void carry_in(int /*ci*/, int /*i*/, void* /*carry*/, std::size_t /*bytes*/) {}
     /// ... and after its last strip: the state the strips below start from.
     virtual void carry_out(int /*ci*/, int /*i*/, const void* /*carry*/, std::size_t /*bytes*/) {}
+    /// A whole-image CPU node: the collective to run it split with (its op declared PF_OP_SPLIT,
+    /// abi.h), or nullptr to run it whole here.
+    virtual const pf_collective* collective(NodeId /*v*/) { return nullptr; }
+    /// After a node run with a collective (`ok`: it succeeded): completes its outputs `outs`
+    /// from the other processes' rows. Throws to fail the run.
+    virtual void node_done(NodeId /*v*/, const std::vector<pf_image>& /*outs*/, bool /*ok*/) {}
 };
 
 using pixflow::NodeReport;

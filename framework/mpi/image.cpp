@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -115,6 +116,75 @@ int chain_alignment(const Graph& g, const StripChain& c) {
     return 1;
 }
 
+/// The pf_collective callbacks of a split node: C functions that never throw.
+struct CollectiveCalls {
+    static int32_t allreduce_f64(void* self, int32_t op, double* values, int32_t n) noexcept {
+        auto& ns = *static_cast<NodeShare*>(self);
+        ImageSplit& is = *ns.owner;
+        try {
+            MPI_Request req;
+            if (op == PF_REDUCE_SUM) {
+                // every rank's values, added in rank order on each: the same bits everywhere
+                // (an MPI_SUM may add in another order on each rank)
+                const int size = is.m_s.size();
+                std::vector<double> all(std::size_t(size) * std::size_t(n));
+                {
+                    std::lock_guard<std::mutex> lock(is.m_mu);
+                    MPI_Iallgather(values, n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, ns.comm, &req);
+                    is.m_bytes += (long long)n * 8 * (size - 1);
+                }
+                is.wait(req);
+                for (int k = 0; k < n; ++k) {
+                    double t = 0;
+                    for (int r = 0; r < size; ++r) t += all[std::size_t(r) * std::size_t(n) + std::size_t(k)];
+                    values[k] = t;
+                }
+                return PF_OK;
+            }
+            if (op != PF_REDUCE_MIN && op != PF_REDUCE_MAX) return PF_ERR_RUNTIME;
+            std::vector<double> in(values, values + n);
+            {
+                std::lock_guard<std::mutex> lock(is.m_mu);
+                MPI_Iallreduce(in.data(), values, n, MPI_DOUBLE, op == PF_REDUCE_MIN ? MPI_MIN : MPI_MAX, ns.comm, &req);
+                is.m_bytes += (long long)n * 8;
+            }
+            is.wait(req);
+            return PF_OK;
+        } catch (...) {
+            return PF_ERR_RUNTIME;
+        }
+    }
+    static int32_t exchange_rows(void* self, const void* first, const void* last, void* above, void* below,
+                                 std::size_t bytes) noexcept {
+        auto& ns = *static_cast<NodeShare*>(self);
+        ImageSplit& is = *ns.owner;
+        const int rank = is.m_s.rank(), size = is.m_s.size();
+        if (bytes > std::size_t(INT_MAX)) return PF_ERR_RUNTIME;
+        try {
+            MPI_Request req[4] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+            {
+                std::lock_guard<std::mutex> lock(is.m_mu);
+                // tag 1: a band's first row, going up; tag 2: its last row, going down
+                if (rank > 0) {
+                    MPI_Isend(first, int(bytes), MPI_BYTE, rank - 1, 1, ns.comm, &req[0]);
+                    MPI_Irecv(above, int(bytes), MPI_BYTE, rank - 1, 2, ns.comm, &req[1]);
+                    is.m_bytes += (long long)bytes;
+                }
+                if (rank + 1 < size) {
+                    MPI_Isend(last, int(bytes), MPI_BYTE, rank + 1, 2, ns.comm, &req[2]);
+                    MPI_Irecv(below, int(bytes), MPI_BYTE, rank + 1, 1, ns.comm, &req[3]);
+                    is.m_bytes += (long long)bytes;
+                }
+            }
+            for (MPI_Request& r : req)
+                if (r != MPI_REQUEST_NULL) is.wait(r);
+            return PF_OK;
+        } catch (...) {
+            return PF_ERR_RUNTIME;
+        }
+    }
+};
+
 ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p, int strip_rows)
     : m_s(s), m_g(g), m_p(p) {
     const int n = s.size();
@@ -190,6 +260,34 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
         }
         MPI_Comm_dup(comm, &sh.comm);
     }
+    // whole-image CPU nodes whose op can run split (PF_OP_SPLIT): a band of rows on each rank,
+    // each band at least one row
+    for (NodeId v : g.nodes.ids()) {
+        const Node& node = g.nodes[v];
+        if (!node.op || !(node.op->desc->flags & PF_OP_SPLIT) || p.on_device(v) || p.strips.in_chain(v) ||
+            node.outputs.empty())
+            continue;
+        const int h = node.outputs[0].height;
+        bool same = h >= n;
+        for (const pf_image& o : node.outputs) same &= o.height == h;
+        if (!same) continue;
+        auto ns = std::make_unique<NodeShare>();
+        ns->v = v, ns->owner = this;
+        std::tie(ns->row0, ns->row1) = band_of(h, s.rank(), n);
+        for (std::size_t k = 0; k < node.outputs.size(); ++k) {
+            const auto readers = g.consumers(v, int(k));
+            bool sinks_only = true, to_gpu = false;
+            for (const auto& [u, port] : readers) sinks_only &= g.nodes[u].is_sink();
+            for (const Transfer& t : p.transfers) to_gpu |= t.node == v && t.port == int(k);
+            ns->exchange.push_back(readers.empty() && !to_gpu ? Exchange::none
+                                   : sinks_only && !to_gpu    ? Exchange::gather
+                                                              : Exchange::allgather);
+        }
+        MPI_Comm_dup(comm, &ns->comm);
+        ns->coll = pf_collective{sizeof(pf_collective), ns.get(), s.rank(), n, ns->row0, ns->row1,
+                                 &CollectiveCalls::allreduce_f64, &CollectiveCalls::exchange_rows};
+        m_nodes.push_back(std::move(ns));
+    }
     // MPI-IO only when no sink is left for rank 0 to run (the run skips every sink or none)
     std::size_t sinks = 0, written = 0;
     for (NodeId v : g.nodes.ids()) sinks += g.nodes[v].is_sink();
@@ -242,6 +340,8 @@ std::vector<std::string> ImageSplit::close_files() {
 ImageSplit::~ImageSplit() {
     for (ChainShare& c : m_chains)
         if (c.comm != MPI_COMM_NULL) MPI_Comm_free(&c.comm);
+    for (auto& ns : m_nodes)
+        if (ns->comm != MPI_COMM_NULL) MPI_Comm_free(&ns->comm);
 }
 
 std::pair<int, int> ImageSplit::strips(int ci) {
@@ -403,13 +503,20 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
         return;
     }
 
+    complete_rows(c.comm, c.exchange, out, r0, r1);
+}
+
+void ImageSplit::complete_rows(MPI_Comm comm, Exchange how, const pf_image& out, int r0, int r1) {
+    const std::size_t rb = row_bytes(out), pitch = std::size_t(out.pitch);
+    char* base = static_cast<char*>(out.data);
+    MPI_Request req;
     // every rank's rows: gathered at rank 0, or on every rank
     const int size = m_s.size();
     int mine[2] = {r0, r1 - r0};
     std::vector<int> all(std::size_t(2 * size));
     {
         std::lock_guard<std::mutex> lock(m_mu);
-        MPI_Iallgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, c.comm, &req);
+        MPI_Iallgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm, &req);
     }
     wait(req);
     std::vector<int> displs(static_cast<std::size_t>(size)), counts(static_cast<std::size_t>(size));
@@ -420,16 +527,16 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
         MPI_Type_contiguous(int(rb), MPI_BYTE, &row);
         MPI_Type_create_resized(row, 0, MPI_Aint(pitch), &row_pitched);
         MPI_Type_commit(&row_pitched);
-        if (c.exchange == Exchange::gather) {
+        if (how == Exchange::gather) {
             if (m_s.rank() == 0)
-                MPI_Igatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, 0, c.comm, &req);
+                MPI_Igatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, 0, comm, &req);
             else {
                 MPI_Igatherv(base + std::size_t(r0) * pitch, r1 - r0, row_pitched, nullptr, nullptr, nullptr,
-                             row_pitched, 0, c.comm, &req);
+                             row_pitched, 0, comm, &req);
                 m_bytes += (long long)(r1 - r0) * (long long)rb;
             }
         } else {
-            MPI_Iallgatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, c.comm, &req);
+            MPI_Iallgatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, comm, &req);
             m_bytes += (long long)(r1 - r0) * (long long)rb * (size - 1);
         }
     }
@@ -437,6 +544,31 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
     std::lock_guard<std::mutex> lock(m_mu);
     MPI_Type_free(&row_pitched);
     MPI_Type_free(&row);
+}
+
+const pf_collective* ImageSplit::collective(NodeId v) {
+    for (auto& ns : m_nodes)
+        if (ns->v == v) {
+            ns->started = true;
+            return &ns->coll;
+        }
+    return nullptr;
+}
+
+void ImageSplit::node_done(NodeId v, const std::vector<pf_image>& outs, bool ok) {
+    for (auto& ns : m_nodes) {
+        if (ns->v != v) continue;
+        if (!ok) return; // the run fails; run_image_command ends every rank (the others may wait inside)
+        ns->finished = true;
+        for (std::size_t k = 0; k < outs.size() && k < ns->exchange.size(); ++k)
+            if (ns->exchange[k] != Exchange::none) complete_rows(ns->comm, ns->exchange[k], outs[k], ns->row0, ns->row1);
+    }
+}
+
+bool ImageSplit::split_node_unfinished() const {
+    for (const auto& ns : m_nodes)
+        if (!ns->finished) return true;
+    return false;
 }
 
 void ImageSplit::finish(bool ok) {
@@ -482,6 +614,22 @@ std::vector<std::string> ImageSplit::notes() const {
                                                             : "read by nothing") +
                       (sh.scan_type != MPI_DATATYPE_NULL ? "; integral's sums of the bands above added (MPI_Exscan)" : "") +
                       relayed);
+    }
+    for (const auto& ns : m_nodes) {
+        const Node& node = m_g.nodes[ns->v];
+        std::string bands, outs;
+        const int h = node.outputs[0].height;
+        for (int r = 0; r < n; ++r) {
+            auto [a, b] = band_of(h, r, n);
+            bands += (r ? ", " : "") + std::to_string(a) + ".." + std::to_string(b);
+        }
+        for (std::size_t k = 0; k < ns->exchange.size(); ++k)
+            outs += std::string(k ? ", " : "") + "'" + node.op->desc->outputs[k].name + "' " +
+                    (ns->exchange[k] == Exchange::gather      ? "gathered at rank 0"
+                     : ns->exchange[k] == Exchange::allgather ? "gathered on every rank"
+                                                              : "read by nothing");
+        out.push_back("mpi: node '" + node.id + "' (" + op_name(node) + ") runs split over " + std::to_string(n) +
+                      " ranks, rows " + bands + ", exchanging halo rows and sums with each other; its outputs: " + outs);
     }
     return out;
 }
@@ -552,6 +700,15 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
         split.finish(true);
         written_here = split.close_files();
     } catch (const std::exception& e) {
+        if (!split.stopped() && split.split_node_unfinished()) {
+            // the other ranks may be waiting inside a node run split, where no agreement
+            // reaches them: this rank ends the run (mpirun stops the others, which remove their
+            // temporaries; rank 0 commits nothing)
+            files.rollback();
+            std::fprintf(stderr, "error: %s: %s; stopping every rank\n", s.who().c_str(), e.what());
+            std::fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
         split.finish(false);
         split.close_files();
         if (!split.stopped()) {

@@ -28,6 +28,16 @@
 //            node itself runs rank after rank; what overlaps is everything before it in a
 //            rank's first strip, and the nodes after it. A rank with no strip passes the state
 //            on; a rank that fails sends a "failed" flag instead, which stops the ranks below
+//   split    a whole-image CPU node whose op declared PF_OP_SPLIT (abi.h 1.4: chan_vese) runs
+//   nodes    on every rank, each computing a band of its outputs' rows with a pf_collective
+//            (the executor's collective hook): allreduce_f64 (sums: MPI_Iallgather, then added
+//            in rank order on each rank, so every rank gets the same bits and takes the same
+//            branches; min, max: MPI_Iallreduce) and exchange_rows (MPI_Isend/MPI_Irecv with
+//            the neighbours), on a communicator of the node's own. Its outputs are then
+//            completed as a chain's are (gathered at rank 0 for sinks, on every rank for
+//            other readers). A rank whose run fails while such a node has not finished on it
+//            ends the whole run (MPI_Abort): the others may be waiting inside the node's
+//            collectives, where no agreement reaches them
 //   not split chains with a CUDA node or a transfer out (they run whole on every rank, on the
 //            rank's GPU), chains with a sink, a chain whose node after a relayed carried node
 //            reads rows above a band (its halo would be the rank above's rows)
@@ -46,6 +56,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -71,6 +82,19 @@ struct Relay {
     void* carry = nullptr;     ///< the executor's state buffer (carry_in)
     std::vector<char> msg;     ///< what was sent, alive until the send completes
     MPI_Request req = MPI_REQUEST_NULL;
+};
+
+class ImageSplit;
+
+/// A whole-image node run split over the ranks (image.hpp: split nodes).
+struct NodeShare {
+    host::NodeId v{};
+    int row0 = 0, row1 = 0;          ///< this rank's band of its outputs' rows
+    MPI_Comm comm = MPI_COMM_NULL;
+    pf_collective coll{};            ///< what its op gets; self points here
+    ImageSplit* owner = nullptr;
+    std::vector<Exchange> exchange;  ///< per output: none, gather or allgather
+    bool started = false, finished = false;
 };
 
 /// One chain's share: what the ranks agreed on before the run, and what this rank did.
@@ -116,6 +140,11 @@ class ImageSplit final : public host::ChainSplit {
     void done(int ci, const pf_image& out, int r0, int r1) override;
     void carry_in(int ci, int i, void* carry, std::size_t bytes) override;
     void carry_out(int ci, int i, const void* carry, std::size_t bytes) override;
+    const pf_collective* collective(host::NodeId v) override;
+    void node_done(host::NodeId v, const std::vector<pf_image>& outs, bool ok) override;
+    /// Whether a node run split has not finished here: after this rank failed, the others may
+    /// be waiting inside it, so the run must end with MPI_Abort.
+    bool split_node_unfinished() const;
     /// After the run, on every rank: takes part in the agreement of every split chain this rank
     /// has not reached (`ok` false: this rank failed), so that no rank waits for it.
     void finish(bool ok);
@@ -136,6 +165,10 @@ class ImageSplit final : public host::ChainSplit {
     const std::vector<ChainShare>& shares() const { return m_chains; }
 
   private:
+    friend struct CollectiveCalls;
+    /// Rows [r0, r1) of `out`, this rank's, completed from the others': at rank 0 (gather) or
+    /// on every rank (allgather). Collective over `comm`.
+    void complete_rows(MPI_Comm comm, Exchange how, const pf_image& out, int r0, int r1);
     /// Waits for `req`, testing under the lock with growing sleeps.
     void wait(MPI_Request& req);
     /// The chain's agreement: true when every rank got here without failing.
@@ -152,6 +185,7 @@ class ImageSplit final : public host::ChainSplit {
     const host::Graph& m_g;
     const host::Plan& m_p;
     std::vector<ChainShare> m_chains;
+    std::vector<std::unique_ptr<NodeShare>> m_nodes;
     std::mutex m_mu; ///< MPI_THREAD_SERIALIZED: one thread in MPI at a time
     std::atomic<bool> m_stopped{false};
     bool m_writes_every_sink = false;
