@@ -13,7 +13,8 @@
 #
 #   scripts/bench-mpi-split.sh                  # SIZE=4096, CV_SIZE=512, CV_ITER=100, NPS="2 4"
 #
-# Environment: PIXFLOW (build/bin/pixflow), SIZE, CV_SIZE, CV_ITER, NPS, REPEAT (3), MPIEXEC
+# Environment: PIXFLOW (build/bin/pixflow), SIZE, CV_SIZE, CV_ITER, NPS, REPEAT (3), CASES
+# ("floyd chan_vese"), MPIEXEC
 # (mpiexec), MPIEXEC_FLAGS, WORK (/tmp/pixflow-bench-mpi-split).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,7 +70,7 @@ path = "x.pgm"
 TOML
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-for case in floyd chan_vese; do
+for case in ${CASES:-floyd chan_vese}; do
   declare -A walls=() runs=() ops=()
   for round in $(seq "$REPEAT"); do
     for np in 1 $NPS; do
