@@ -94,6 +94,20 @@ if [ "$mode" = run ]; then
     grep -vE '^(note|warning): ' "$out/bench-$name.txt" | tee -a "$out/bench.txt"
     grep -E ' cuda +[0-9.]+ ' "$out/bench-$name.txt" | sed "s/^/bench $name: /" >> "$out/summary.txt" || true
   done
+  # Issue 16: one large image in strips through a 1 GiB device cap, and (two GPUs or more) one
+  # image spread over two GPUs against one. PIXFLOW_STREAM_BENCH=0 leaves them out.
+  if [ "${PIXFLOW_STREAM_BENCH:-1}" != 0 ]; then
+    echo "== streaming: scripts/bench-stream-gpu.sh"
+    PIXFLOW=$bin/pixflow scripts/bench-stream-gpu.sh > "$out/bench-stream-gpu.txt" 2>&1 || status=1
+    cat "$out/bench-stream-gpu.txt"
+    grep -E 'throughput|copy bandwidth|wall' "$out/bench-stream-gpu.txt" | sed 's/^/stream-gpu: /' >> "$out/summary.txt" || true
+    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+      echo "== two GPUs: scripts/bench-multigpu.sh"
+      PIXFLOW=$bin/pixflow scripts/bench-multigpu.sh > "$out/bench-multigpu.txt" 2>&1 || status=1
+      cat "$out/bench-multigpu.txt"
+      grep -E 'devices|speed-up' "$out/bench-multigpu.txt" | sed 's/^/multigpu: /' >> "$out/summary.txt" || true
+    fi
+  fi
   # The figure to read: "api host overhead: N us per run" (issue 13's target: at most 20 us).
   echo "== embedding API: host overhead of Pipeline::run() (3 x gauss5x5, 256x256 RGB u8, device in and out)"
   "$bin/pixflow_api_bench" 2000 "$out/api-bench.json" 2>&1 | tee "$out/api-bench.txt" || status=1

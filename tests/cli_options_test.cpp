@@ -143,3 +143,22 @@ TEST(CliOptions, MaxPixelsLimitsEveryLoadThatSetsNoLimitOfItsOwn) {
     auto plenty = run_pixflow("run '" + pipeline("") + "' --max-pixels 256");
     EXPECT_EQ(plenty.exit_code, 0) << plenty.err;
 }
+
+TEST(CliOptions, DevicesOnOneImageIsANoteWithoutAGpuAndAnErrorForADeviceThatIsNotThere) {
+    TempDir t;
+    const std::string args = "run pipelines/blur.toml --set src.width=16 --set src.height=8 --set out.path='" +
+                             (t / "b.ppm") + "' --devices ";
+    std::string why;
+    if (!pixflow::host::cuda_usable(&why)) {
+        auto r = run_pixflow(args + "0,1");
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.err.find("note: --devices 0,1 ignored: "), std::string::npos) << r.err;
+        EXPECT_TRUE(std::filesystem::exists(t / "b.ppm"));
+        return;
+    }
+    const int n = pixflow::host::cuda_device_count();
+    auto r = run_pixflow(args + std::to_string(n));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("there is no CUDA device " + std::to_string(n)), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(t / "b.ppm"));
+}

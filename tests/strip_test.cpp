@@ -83,16 +83,26 @@ void expect_strips_match(const std::string& text, const std::string& tail, const
     SCOPED_TRACE(text);
     const Result whole = run(text, whole_image(backend), tail);
     ASSERT_TRUE(whole.chains.empty());
-    for (int r : rows) {
-        SCOPED_TRACE("--strip-rows " + std::to_string(r));
-        const Result s = run(text, in_strips(backend, r), tail);
-        ASSERT_FALSE(s.report.strips.empty()) << "nothing ran in strips";
-        bool tail_streamed = false;
-        for (const auto& n : s.report.nodes) tail_streamed |= n.id == tail && n.strips > 0;
-        EXPECT_TRUE(tail_streamed) << "node '" << tail << "' did not run in strips";
-        ASSERT_EQ(s.image.bytes.size(), whole.image.bytes.size());
-        EXPECT_TRUE(s.image.bytes == whole.image.bytes) << "the strips differ from the whole image";
-    }
+    for (int r : rows)
+        for (bool pipelined : {false, true}) {
+            // pipelined: every node a stage of its own, so the strips flow through the pipeline of
+            // executor/strips.cpp (several strips in flight, each in its own set of buffers)
+            SCOPED_TRACE("--strip-rows " + std::to_string(r) + (pipelined ? ", a stage per node" : ""));
+            CompileOptions co = in_strips(backend, r);
+            co.strip_stage_per_node = pipelined;
+            const Result s = run(text, co, tail);
+            ASSERT_FALSE(s.report.strips.empty()) << "nothing ran in strips";
+            bool tail_streamed = false;
+            for (const auto& n : s.report.nodes) tail_streamed |= n.id == tail && n.strips > 0;
+            EXPECT_TRUE(tail_streamed) << "node '" << tail << "' did not run in strips";
+            for (const StripChain& c : s.chains)
+                if (pipelined && c.count() > 1 && c.nodes.size() > 1) {
+                    EXPECT_EQ(c.n_stages, int(c.nodes.size()));
+                    EXPECT_EQ(c.sets, std::min(3, int(c.nodes.size())));
+                }
+            ASSERT_EQ(s.image.bytes.size(), whole.image.bytes.size());
+            EXPECT_TRUE(s.image.bytes == whole.image.bytes) << "the strips differ from the whole image";
+        }
 }
 
 bool have_gpu() { return cuda_usable(); }
@@ -316,11 +326,51 @@ TEST(Strips, ASinkRunsInStripsInOrderWithItsState) {
     const auto whole = sum_of(whole_image("cpu"));
     EXPECT_GT(whole.first, 0.0);
     EXPECT_EQ(whole.second, 0);
-    for (int rows : {1, 2, 3, 7, 22}) {
-        const auto s = sum_of(in_strips("cpu", rows));
-        EXPECT_EQ(s.first, whole.first) << rows;
-        EXPECT_EQ(s.second, (22 + rows - 1) / rows) << rows; // 22 rows of pool output
+    for (int rows : {1, 2, 3, 7, 22})
+        for (bool pipelined : {false, true}) {
+            CompileOptions co = in_strips("cpu", rows);
+            co.strip_stage_per_node = pipelined;
+            const auto s = sum_of(co);
+            EXPECT_EQ(s.first, whole.first) << rows;
+            EXPECT_EQ(s.second, (22 + rows - 1) / rows) << rows; // 22 rows of pool output
+        }
+}
+
+TEST(StripPipeline, AStripThatFailsStopsThePipelineWithItsError) {
+    // strip 3 of 12 fails in the middle stage while the stage before has moved on: the run ends
+    // with that node's error, and no later strip reaches the sink
+    std::string text = synth(16, 48, 1, "u8") + node("blur", "gauss5x5", "src") +
+                       node("bad", "tp_strip_fault", "blur", "at_strip = 3\n") + node("sum", "tp_row_sum", "bad");
+    for (bool pipelined : {false, true}) {
+        CompileOptions co = in_strips("cpu", 4);
+        co.strip_stage_per_node = pipelined;
+        Compiled c = compile(parse_pipeline_text(text, "fault.toml"), reg(), co);
+        ASSERT_EQ(c.plan.strips.chains.size(), 1u);
+        EXPECT_EQ(c.plan.strips.chains[0].n_stages, pipelined ? 4 : 1);
+        Executor ex(c.graph, c.plan);
+        RunOptions o;
+        o.log = [](int, const std::string&) {};
+        try {
+            ex.run(o);
+            ADD_FAILURE() << "the run did not fail";
+        } catch (const UserError& e) {
+            EXPECT_NE(std::string(e.what()).find("strip 3 failed on purpose"), std::string::npos) << e.what();
+        }
     }
+}
+
+TEST(StripPipeline, EachSetOfBuffersCountsAgainstTheBudget) {
+    // the same chain with a stage per node holds three sets of strip buffers: three times the bytes
+    std::string text = synth(64, 256, 1, "u8") + node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1");
+    CompileOptions one = in_strips("cpu", 16), three = one;
+    three.strip_stage_per_node = true;
+    Compiled a = compile(parse_pipeline_text(text, "sets.toml"), reg(), one);
+    Compiled b = compile(parse_pipeline_text(text, "sets.toml"), reg(), three);
+    ASSERT_EQ(a.plan.strips.chains.size(), 1u);
+    ASSERT_EQ(b.plan.strips.chains.size(), 1u);
+    EXPECT_EQ(a.plan.strips.chains[0].sets, 1);
+    EXPECT_EQ(b.plan.strips.chains[0].sets, 3);
+    EXPECT_EQ(b.plan.strips.chains[0].host_bytes, 3 * a.plan.strips.chains[0].host_bytes);
 }
 
 TEST(Strips, ASourceThatReadsInOrderStartsAChain) {
@@ -514,4 +564,61 @@ TEST(StripsCuda, AGpuChainIsUploadedAndDownloadedOncePerStrip) {
     ASSERT_EQ(s.report.strips.size(), 1u); // synth (CPU) and the CUDA nodes: one chain
     EXPECT_EQ(s.report.h2d_count, 3);       // 48 rows of output in strips of 16
     EXPECT_EQ(s.report.d2h_count, 0);       // the result stays on the device
+}
+
+// ---- one image over several GPUs (--devices 0,1 without --input) ---------------------------------
+
+TEST(StripsMultiGpu, AChainSpreadOverTwoGpusGivesTheOneGpuBits) {
+    const int n = cuda_usable() ? cuda_device_count() : 0;
+    if (n < 2) GTEST_SKIP() << "needs two CUDA devices; this machine has " << n;
+    // CUDA chains between host images: strip k on GPU k % 2, each GPU its own streams and buffers;
+    // each chain ends on the host (a CPU node: the test fetches the last node's output, and one
+    // kept on the device is written by GPU 0 alone)
+    const std::string cpu_copy = "backend = \"cpu\"\ndtype = \"u8\"\n";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {synth(301, 517, 3, "u8") + node("b1", "gauss5x5", "src", "backend = \"cuda\"\n") +
+             node("b2", "gauss5x5", "b1", "backend = \"cuda\"\n") + node("pool", "maxpool2x2", "b2", "backend = \"cuda\"\n") +
+             node("c", "convert", "pool", cpu_copy),
+         "c"},
+        {synth(200, 301, 1, "u8") + node("dct", "dct8x8", "src", "backend = \"cuda\"\n") +
+             node("q", "quantize", "dct", "backend = \"cuda\"\n") + node("dq", "dequantize", "q", "backend = \"cuda\"\n") +
+             node("idct", "idct8x8", "dq", "backend = \"cuda\"\n") + node("c", "convert", "idct", cpu_copy),
+         "c"},
+        {synth(257, 190, 3, "u16") + node("gray", "grayscale", "src", "backend = \"cuda\"\n") +
+             node("blur", "gauss5x5", "gray", "backend = \"cuda\"\n") +
+             node("f", "convert", "blur", "backend = \"cpu\"\ndtype = \"f32\"\n"),
+         "f"},
+    };
+    for (const auto& [text, tail] : cases) {
+        SCOPED_TRACE(text);
+        const Result whole = run(text, whole_image("cuda"), tail);
+        for (int rows : {0, 7, 64}) { // 0: as the planner spreads it (a few strips per GPU)
+            CompileOptions co = in_strips("auto", rows);
+            co.strip_devices = {0, 1};
+            const Result s = run(text, co, tail);
+            bool spread = false;
+            for (const StripChain& c : s.chains) spread |= c.gpus == std::vector<int>{0, 1} && c.count() >= 2;
+            EXPECT_TRUE(spread) << "no chain was spread over GPUs 0 and 1 (rows " << rows << ")";
+            ASSERT_EQ(s.image.bytes.size(), whole.image.bytes.size());
+            EXPECT_TRUE(s.image.bytes == whole.image.bytes) << "rows " << rows;
+        }
+    }
+    // a chain whose output stays on the device (kept for the caller): GPU 0 alone, the same bits
+    const std::string kept = synth(64, 200, 1, "u8") + node("b1", "gauss5x5", "src", "backend = \"cuda\"\n");
+    CompileOptions co = in_strips("auto", 16);
+    co.strip_devices = {0, 1};
+    EXPECT_TRUE(run(kept, co, "b1").image.bytes == run(kept, whole_image("cuda"), "b1").image.bytes);
+}
+
+TEST(Strips, AChainFeedingAnotherThroughAnUploadIsReadOnceAndFreedAfterBoth) {
+    // synth (a chain of its own: it is read by two nodes) -> gauss5x5 on the GPU and a CPU pool:
+    // the GPU chain takes synth's rows itself; synth's chain fills no upload buffer for it
+    if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+    std::string text = synth(64, 300, 3, "u8") + node("b", "gauss5x5", "src", "backend = \"cuda\"\n") +
+                       node("c", "convert", "b", "backend = \"cpu\"\ndtype = \"u8\"\n") +
+                       node("p", "maxpool2x2", "src", "backend = \"cpu\"\n");
+    expect_strips_match(text, "c", {1, 16, 64}, "auto");
+    expect_strips_match(text, "p", {1, 16, 64}, "auto");
+    const Result s = run(text, in_strips("auto", 16), "c");
+    EXPECT_EQ(s.report.h2d_bytes, 64.0 * 3 * (300 + 2 * 2 * (300 / 16))); // each strip and its halo rows, once
 }

@@ -223,4 +223,10 @@ std::vector<NamedPath> pipeline_files(const Graph& g);
 /// symbolic links, and by file identity for hard links), or that is a folder.
 void check_side_outputs(const std::vector<NamedPath>& side, const std::vector<NamedPath>& taken);
 
+namespace batch {
+/// --devices: "all" (every device of `count`) or a list such as "0,1" (each once); "" gives {0}.
+/// Throws UserError naming the option and what is accepted.
+std::vector<int> parse_devices(const std::string& text, int count);
+} // namespace batch
+
 } // namespace pixflow::host

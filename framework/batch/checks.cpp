@@ -108,30 +108,6 @@ void name_outputs(const BatchOptions& opt, BatchPlan& b) {
     if (!errs.empty()) throw UserError(errs);
 }
 
-std::vector<int> parse_devices(const std::string& text, int count) {
-    auto bad = [&](const std::string& msg) -> std::vector<int> {
-        throw UserError(Diagnostic{SourceLoc{"--devices " + text, 0, 0}, "", msg, {}});
-    };
-    std::vector<int> devs;
-    if (text.empty()) return {0};
-    if (text == "all") {
-        for (int d = 0; d < count; ++d) devs.push_back(d);
-        return devs;
-    }
-    std::stringstream ss(text);
-    for (std::string item; std::getline(ss, item, ',');) {
-        char* end = nullptr;
-        long d = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end || d < 0) return bad("'" + item + "' is not a device number; expected all or numbers such as 0,1");
-        if (d >= count)
-            return bad("there is no CUDA device " + item + "; this machine has " + std::to_string(count) +
-                       (count == 1 ? " (device 0)" : " (devices 0 to " + std::to_string(count - 1) + ")"));
-        if (std::find(devs.begin(), devs.end(), int(d)) == devs.end()) devs.push_back(int(d));
-    }
-    if (devs.empty()) return bad("no device given; expected all or numbers such as 0,1");
-    return devs;
-}
-
 /// " (input 'a.png')", " (inputs 'a.png', 'b.png' and 3 more)".
 std::string naming(const BatchPlan& b, const std::vector<std::size_t>& which) {
     std::string s;
@@ -208,6 +184,30 @@ void check_once(const PipelineSpec& spec, const Registry& reg, const BatchOption
 }
 
 } // namespace
+
+std::vector<int> parse_devices(const std::string& text, int count) {
+    auto bad = [&](const std::string& msg) -> std::vector<int> {
+        throw UserError(Diagnostic{SourceLoc{"--devices " + text, 0, 0}, "", msg, {}});
+    };
+    std::vector<int> devs;
+    if (text.empty()) return {0};
+    if (text == "all") {
+        for (int d = 0; d < count; ++d) devs.push_back(d);
+        return devs;
+    }
+    std::stringstream ss(text);
+    for (std::string item; std::getline(ss, item, ',');) {
+        char* end = nullptr;
+        long d = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end || d < 0) return bad("'" + item + "' is not a device number; expected all or numbers such as 0,1");
+        if (d >= count)
+            return bad("there is no CUDA device " + item + "; this machine has " + std::to_string(count) +
+                       (count == 1 ? " (device 0)" : " (devices 0 to " + std::to_string(count - 1) + ")"));
+        if (std::find(devs.begin(), devs.end(), int(d)) == devs.end()) devs.push_back(int(d));
+    }
+    if (devs.empty()) return bad("no device given; expected all or numbers such as 0,1");
+    return devs;
+}
 
 PipelineSpec BatchPlan::spec_for(const PipelineSpec& spec, std::size_t i) const {
     PipelineSpec s = spec;

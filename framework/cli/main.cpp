@@ -67,8 +67,9 @@ void add_run_args(CLI::App* run, RunArgs& a) {
     run->add_option("--max-in-flight", batch.max_in_flight, "Images alive at once with --input (default: 2 x CPU threads)")
         ->check(CLI::Range(1, 1 << 20))
         ->needs(input);
-    run->add_option("--devices", batch.devices, "CUDA devices for --input: all, or a list such as 0,1 (default 0)")
-        ->needs(input);
+    run->add_option("--devices", batch.devices,
+                    "CUDA devices: all, or a list such as 0,1 (default 0); with --input images go to them in turn, "
+                    "on one image each streamed GPU chain spreads its strips over them");
     run->add_flag("--fail-fast", batch.fail_fast, "With --input: start no image after the first failure")->needs(input);
     run->add_flag("--quiet", batch.quiet, "With --input: no progress bar, no summary when all succeeded");
     run->add_option("--trace", batch.trace_path, "Write a Chrome trace-event JSON of the run (Perfetto)");

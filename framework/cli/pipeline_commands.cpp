@@ -103,7 +103,17 @@ int run_command(const Registry& reg, const RunArgs& a) {
         batch.strip_rows = co.strip_rows;
         return run_batch_command(reg, a.pipeline.file, a.pipeline.sets, batch, a.report_path);
     }
-    Compiled c = compile_args(reg, a.pipeline);
+    CompileOptions co = compile_options(a.pipeline);
+    if (!a.batch.devices.empty()) { // one image over several GPUs: its streamed chains' strips
+        std::string why;
+        if (cuda_usable(&why)) {
+            co.strip_devices = batch::parse_devices(a.batch.devices, cuda_device_count());
+            co.device = co.strip_devices.front();
+            if (co.strip_devices.size() == 1) co.strip_devices.clear();
+        } else
+            std::cerr << "note: --devices " << a.batch.devices << " ignored: " << why << "\n";
+    }
+    Compiled c = compile_file(a.pipeline.file, a.pipeline.sets, reg, co);
     const std::string& trace_path = a.batch.trace_path;
     std::vector<NamedPath> side;
     if (!trace_path.empty()) side.push_back({trace_path, "--trace"});

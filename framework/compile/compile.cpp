@@ -120,6 +120,8 @@ StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan
     StripOptions so;
     so.strip_rows = opt.strip_rows;
     so.stream_sinks = opt.stream_sinks;
+    so.stage_per_node = opt.strip_stage_per_node;
+    so.devices = opt.strip_devices;
     if (opt.memory_limit) {
         so.host_budget = opt.memory_limit;
         so.host_from = opt.memory_limit_from.empty() ? "--memory-limit" : opt.memory_limit_from;

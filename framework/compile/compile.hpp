@@ -46,6 +46,12 @@ struct CompileOptions {
     bool strips = true;
     /// false: sinks never join a streamed chain (StripOptions::stream_sinks; one image over MPI ranks).
     bool stream_sinks = true;
+    /// Tests: every node of a streamed chain is a pipeline stage of its own
+    /// (StripOptions::stage_per_node), so CPU chains take the pipelined path too.
+    bool strip_stage_per_node = false;
+    /// --devices on one image: two or more GPUs, the first `device`, over which each streamed chain
+    /// of CUDA nodes spreads its strips (StripOptions::devices).
+    std::vector<int> strip_devices;
 };
 
 /// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read): the default host budget

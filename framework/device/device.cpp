@@ -136,8 +136,29 @@ void pinned_free(void* p) {
 void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,
                    std::size_t row_bytes, int rows, const Stream& s) {
     if (rows == 0 || row_bytes == 0) return;
-    CHECK(cudaMemcpy2DAsync(dst, std::size_t(dst_pitch), src, std::size_t(src_pitch), row_bytes,
-                            std::size_t(rows), cudaMemcpyDefault, st(s)));
+    const cudaError_t e = cudaMemcpy2DAsync(dst, std::size_t(dst_pitch), src, std::size_t(src_pitch), row_bytes,
+                                            std::size_t(rows), cudaMemcpyDefault, st(s));
+    if (e == cudaSuccess) return;
+    auto where = [](const void* p) { // what the driver says the memory is
+        cudaPointerAttributes a{};
+        if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+            cudaGetLastError();
+            return std::string("unknown memory");
+        }
+        const char* kind = a.type == cudaMemoryTypeDevice ? "device" : a.type == cudaMemoryTypeHost ? "pinned host"
+                           : a.type == cudaMemoryTypeManaged                                        ? "managed"
+                                                                                                    : "pageable host";
+        return std::string(kind) + (a.type == cudaMemoryTypeDevice ? " memory of device " + std::to_string(a.device) : " memory");
+    };
+    int current = -1;
+    cudaGetDevice(&current);
+    check_cuda(e,
+               ("cudaMemcpy2DAsync of " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) + " bytes to " +
+                where(dst) + " (pitch " + std::to_string(dst_pitch) + ") from " + where(src) + " (pitch " +
+                std::to_string(src_pitch) + ") on a stream of device " + std::to_string(s.device()) +
+                ", current device " + std::to_string(current))
+                   .c_str(),
+               __FILE__, __LINE__);
 }
 
 void memset_async(void* dst, int value, std::size_t bytes, const Stream& s) {

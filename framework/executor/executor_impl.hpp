@@ -19,6 +19,9 @@
 #include "executor/schedule.hpp"
 #include "executor/timing.hpp"
 
+#include <array>
+#include <map>
+
 namespace pixflow::host {
 
 struct Executor::Impl {
@@ -41,6 +44,9 @@ struct Executor::Impl {
     NodeMap<char> keep, external;    ///< this run's kept outputs and external nodes
     NodeMap<std::vector<pf_image>> in_views, out_views; ///< reused launch arrays
     bool device_done = true;         ///< the last run waited for all of its device work
+    /// Streamed chains spread over several GPUs (StripChain::gpus): two streams on each GPU but
+    /// the plan's own, made at the first run that needs them.
+    std::map<int, std::array<Stream, 2>> spread_streams;
 
     Impl(const Graph& g_, const Plan& p_);
 

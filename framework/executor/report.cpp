@@ -50,6 +50,9 @@ RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const Run
         for (NodeId v : c.nodes) sr.nodes.push_back(g.nodes[v].id);
         sr.count = c.count();
         sr.rows = c.rows;
+        sr.gpus = c.gpus;
+        const std::size_t ci = r.strips.size();
+        if (ci < t.chain_ms.size()) sr.ms = t.chain_ms[ci];
         r.strips.push_back(std::move(sr));
     }
     return r;
@@ -174,7 +177,11 @@ nlohmann::json report_json(const RunReport& r) {
         j["nodes"].push_back(x);
     }
     j["strips"] = nlohmann::json::array();
-    for (const auto& s : r.strips) j["strips"].push_back({{"nodes", s.nodes}, {"count", s.count}, {"rows", s.rows}});
+    for (const auto& s : r.strips) {
+        nlohmann::json x{{"nodes", s.nodes}, {"count", s.count}, {"rows", s.rows}, {"ms", s.ms}};
+        if (!s.gpus.empty()) x["gpus"] = s.gpus;
+        j["strips"].push_back(x);
+    }
     j["peak_host_bytes"] = r.peak_host_bytes;
     j["transfers"] = {{"h2d", {{"count", r.h2d_count}, {"bytes", r.h2d_bytes}}},
                       {"d2h", {{"count", r.d2h_count}, {"bytes", r.d2h_bytes}}}};

@@ -95,7 +95,8 @@ void Executor::Impl::run_transfer(int t) {
     if (!p.strips.absorbed.empty() && p.strips.absorbed[std::size_t(t)]) {
         // a streamed chain copies these rows itself; out of its last node, the chain filled this
         // transfer's buffer, and the transfer only counts as one reader of the node's own
-        if (p.strips.in_chain(tr.node)) buffers.consumed(src, tr.stream, nullptr, keeps(tr.node));
+        // (into a chain: that chain reads the node's own buffer, and counts as its reader itself)
+        if (p.strips.in_chain(tr.node) && !p.strips.is_into(t)) buffers.consumed(src, tr.stream, nullptr, keeps(tr.node));
         return;
     }
     Buf& dst = buffers.transfer(t);

@@ -25,6 +25,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
 
 #include <climits>
 #include <cstring>
@@ -93,6 +94,7 @@ class ChainBuffers {
 
 void Executor::Impl::run_chain(int ci) {
     const StripChain& c = p.strips.chains[std::size_t(ci)];
+    const auto t_start = Clock::now();
     const std::size_t m = c.nodes.size();
     const NodeId head = c.nodes.front(), tail = c.tail();
     const Node& hn = g.nodes[head];
@@ -102,17 +104,16 @@ void Executor::Impl::run_chain(int ci) {
         dev[i] = p.on_device(c.nodes[i]);
         carried[i] = row_access(g.nodes[c.nodes[i]]).kind == PF_ACCESS_CARRIED;
     }
-    const int nsets = c.streams[1] >= 0 ? 2 : 1;
 
     // 1. The chain's whole input: the producer's own buffer when the chain moves its rows across
     // itself (the transfer into the chain is absorbed), else what the first node would read.
     Buf* src = nullptr;
     const int in_t = hn.inputs.empty() ? -1 : p.input_transfer[head][0];
-    const bool in_absorbed = in_t >= 0 && p.strips.absorbed[std::size_t(in_t)];
+    const bool in_absorbed = in_t >= 0 && p.strips.is_into(in_t);
     if (!hn.inputs.empty()) src = in_absorbed ? &buffers.out(hn.inputs[0].node, hn.inputs[0].port) : &buffers.input(head, 0);
     std::vector<int> out_t; // transfers out of the chain: all absorbed, the chain fills them
     for (std::size_t t = 0; t < p.transfers.size(); ++t)
-        if (p.transfers[t].node == tail) out_t.push_back(int(t));
+        if (p.transfers[t].node == tail && !p.strips.is_into(int(t))) out_t.push_back(int(t)); // not those the next chain takes
 
     // The chain's stream: its CUDA nodes', else the stream of a transfer it makes itself.
     int cs = c.streams[0];
@@ -121,9 +122,21 @@ void Executor::Impl::run_chain(int ci) {
     const bool uses_device = cs >= 0;
     if (uses_device) set_device(p.device);
     const Stream* s0 = uses_device ? &streams[std::size_t(cs)] : nullptr;
+    // Spread over G GPUs: strip k runs on gpus[k % G], alternating between that GPU's two streams.
+    int G = uses_device ? std::max(1, int(c.gpus.size())) : 1;
+    for (int j = 1; j < G; ++j)
+        if (!spread_streams.count(c.gpus[std::size_t(j)])) {
+            const int d = c.gpus[std::size_t(j)];
+            std::array<Stream, 2> two{Stream(d), Stream(d)};
+            spread_streams.emplace(d, std::move(two));
+            set_device(p.device);
+        }
+    auto gpu_of = [&](int k) { return G > 1 ? c.gpus[std::size_t(k % G)] : p.device; };
     auto stream_of = [&](int k) -> const Stream* {
         if (!uses_device) return nullptr;
-        return nsets == 2 && k % 2 ? &streams[std::size_t(c.streams[1])] : s0;
+        const int j = k % G, alt = (k / G) % 2;
+        if (j > 0) return &spread_streams.at(c.gpus[std::size_t(j)])[std::size_t(alt)];
+        return c.streams[1] >= 0 && alt ? &streams[std::size_t(c.streams[1])] : s0;
     };
     if (src && uses_device) { // a device input made on another stream: ours waits for it on the device
         NodeId u = hn.inputs[0].node;
@@ -134,6 +147,7 @@ void Executor::Impl::run_chain(int ci) {
     // 2. The chain's whole outputs: the last node's own buffer when it is read in place (or kept,
     // or caller memory), and the buffer of every transfer out of it.
     ChainBuffers temp(buffers, cs);
+    std::vector<std::unique_ptr<Buf>> spread_owned; // their Bufs (the memory: spread_bufs)
     struct Dest {
         Buf* buf;
         int stream; ///< for a copy from a host window to the device: the transfer's stream
@@ -157,10 +171,69 @@ void Executor::Impl::run_chain(int ci) {
         }
     }
 
-    // 3. Strip buffers: windows, copies of inputs from the other side, carried states.
+    if (G > 1)
+        for (const Dest& d : dests)
+            if (!on_host(d.buf->im)) { // kept on the device (a caller's fetch): one GPU writes it
+                signals.log(1, "strips: " + hn.id + " ... " + tn.id + " runs on GPU " + std::to_string(p.device) +
+                                   " alone: its output stays on that device");
+                G = 1;
+                break;
+            }
+
+    // 3. Strip buffers, one set per strip in flight: windows (a carried node keeps at least two,
+    // this strip's and the last one's) and copies of inputs from the other side; carried states.
+    // A set is on one GPU: set w on gpus[w % G], with `sets` sets on each.
+    const int nsets = std::max(1, c.sets) * G;
+    const int nwin_carried = std::max(2, nsets);
+    const bool two_streams = c.streams[1] >= 0;
+    const bool pipelined = (c.n_stages > 1 || G > 1) && c.count() > 1;
+    struct SpreadBuffers { // device buffers on the GPUs but the plan's own, freed in their order
+        std::vector<std::tuple<void*, const Stream*, long long>> bufs;
+        DeviceMemoryCounter* counter = nullptr;
+        int home = 0;
+        ~SpreadBuffers() {
+            for (auto& [ptr, st, bytes] : bufs) try {
+                    set_device(st->device());
+                    device_free_async(ptr, *st);
+                    counter->add(-bytes);
+                } catch (...) {
+                }
+            if (!bufs.empty()) try {
+                    set_device(home);
+                } catch (...) {
+                }
+        }
+    } spread_bufs{{}, &buffers.device_memory(), p.device};
+    struct SpreadJoin { // on every way out: the other GPUs' work ends before their buffers go
+        std::vector<const Stream*> streams;
+        ~SpreadJoin() {
+            for (const Stream* st : streams) try {
+                    st->synchronize();
+                } catch (...) {
+                }
+        }
+    } spread_join;
+    for (int j = 1; j < G; ++j)
+        for (const Stream& st : spread_streams.at(c.gpus[std::size_t(j)])) spread_join.streams.push_back(&st);
+    auto alloc_on = [&](const pf_image& shape, bool device, bool pinned, int w) -> Buf* {
+        if (!device || G == 1 || w % G == 0) return temp.alloc(shape, device, pinned);
+        const Stream& st = spread_streams.at(c.gpus[std::size_t(w % G)])[0];
+        set_device(st.device());
+        auto b = std::make_unique<Buf>();
+        b->im = shape;
+        b->im.device = st.device();
+        b->im.pitch = std::int64_t((row_bytes(shape) + 255) / 256 * 256);
+        const long long bytes = (long long)(b->im.pitch) * shape.height;
+        b->im.data = device_alloc_async(std::size_t(std::max(1LL, bytes)), st);
+        spread_bufs.bufs.emplace_back(b->im.data, &st, bytes);
+        buffers.device_memory().add(bytes);
+        b->mem = Mem::device;
+        set_device(p.device);
+        spread_owned.push_back(std::move(b));
+        return spread_owned.back().get();
+    };
     struct Member {
-        Buf* win[2] = {nullptr, nullptr};
-        Buf* stage[2] = {nullptr, nullptr};
+        std::vector<Buf*> win, stage;
         Buf* carry = nullptr;
         bool input_dev = false; ///< where its input rows come from
     };
@@ -171,14 +244,14 @@ void Executor::Impl::run_chain(int ci) {
         if (!n.outputs.empty() && c.max_window[i] > 0) {
             pf_image shape = n.outputs[0];
             shape.height = c.max_window[i];
-            for (int w = 0; w < (carried[i] ? 2 : nsets); ++w) mb[i].win[w] = temp.alloc(shape, dev[i], pinned);
+            for (int w = 0; w < (carried[i] ? nwin_carried : nsets); ++w) mb[i].win.push_back(alloc_on(shape, dev[i], pinned, w));
         }
         if (!n.inputs.empty()) {
             mb[i].input_dev = i > 0 ? bool(dev[i - 1]) : !on_host(src->im);
             if (mb[i].input_dev != bool(dev[i]) && c.max_input[i] > 0) {
                 pf_image shape = g.nodes[n.inputs[0].node].outputs[std::size_t(n.inputs[0].port)];
                 shape.height = c.max_input[i];
-                for (int w = 0; w < nsets; ++w) mb[i].stage[w] = temp.alloc(shape, dev[i], pinned);
+                for (int w = 0; w < nsets; ++w) mb[i].stage.push_back(alloc_on(shape, dev[i], pinned, w));
             }
         }
         if (c.carry_bytes[i]) {
@@ -190,7 +263,7 @@ void Executor::Impl::run_chain(int ci) {
         }
     }
     Event fork;
-    if (nsets == 2) { // the second stream starts after the allocations on the first
+    if (two_streams) { // the second stream starts after the allocations on the first
         fork = Event(true, false);
         fork.record(*s0);
         fork.wait_on(streams[std::size_t(c.streams[1])]);
@@ -207,19 +280,23 @@ void Executor::Impl::run_chain(int ci) {
             } catch (...) {
             }
         }
-    } join{s0, nsets == 2 ? &streams[std::size_t(c.streams[1])] : nullptr};
+    } join{s0, two_streams ? &streams[std::size_t(c.streams[1])] : nullptr};
 
     for (std::size_t i = 0; i < m; ++i) {
         const NodeId v = c.nodes[i];
         if (dev[i])
             while (timings.strip_start[v].size() < std::size_t(c.count())) {
+                if (G > 1) set_device(gpu_of(int(timings.strip_start[v].size())));
                 timings.strip_start[v].emplace_back(true);
                 timings.strip_end[v].emplace_back(true);
             }
+        if (G > 1) set_device(p.device);
         if (timings.spans) timings.strip_cpu[v].assign(std::size_t(c.count()), {});
         if (timings.spans) timings.node_ran[v] = 1;
     }
-    auto window = [&](std::size_t i, int k) { return mb[i].win[carried[i] ? k % 2 : (nsets == 2 ? k % 2 : 0)]; };
+    auto window = [&](std::size_t i, int k) {
+        return mb[i].win[std::size_t(k % (carried[i] ? nwin_carried : nsets))];
+    };
     auto count_copy = [&](const pf_image& from, const pf_image& to) {
         if (on_host(from) == on_host(to)) return;
         long long bytes = (long long)(row_bytes(from) * std::size_t(from.height));
@@ -228,59 +305,94 @@ void Executor::Impl::run_chain(int ci) {
     };
 
     // 4. The strips: all of them, or this process's range when the chain is split (ChainSplit).
-    std::vector<pf_image> ins, outs;
     int k_first = 0, k_last = c.count();
     if (opt->split) std::tie(k_first, k_last) = opt->split->strips(ci);
-    for (int k = k_first; k < k_last; ++k) {
-        if (signals.cancelled()) return;
-        const Stream* s = stream_of(k);
-        const int set = nsets == 2 ? k % 2 : 0;
-        for (std::size_t i = 0; i < m; ++i) {
-            const NodeId v = c.nodes[i];
-            const Node& n = g.nodes[v];
-            const StripRows& r = c.strips[std::size_t(k)][i];
-            // a carried node: the rows read again come from its last window
-            if (carried[i] && k > k_first) {
-                const StripRows& q = c.strips[std::size_t(k - 1)][i];
-                const int kept1 = std::min(r.out0, q.win1);
-                if (r.win0 < kept1)
-                    copy_rows(rows_of(window(i, k)->im, 0, kept1 - r.win0),
-                              rows_of(window(i, k - 1)->im, r.win0 - q.win0, kept1 - r.win0), s);
-            }
-            if (opt->split && mb[i].carry && k == k_first) opt->split->carry_in(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
-            const bool has_out = !n.outputs.empty();
-            if (has_out ? r.out1 <= r.out0 : r.in1 <= r.in0) continue; // nothing new in this strip
-            ins.clear();
-            outs.clear();
-            if (!n.inputs.empty()) {
-                const pf_image& from = i == 0 ? src->im : window(i - 1, k)->im;
-                const int origin = i == 0 ? 0 : c.strips[std::size_t(k)][i - 1].win0;
-                pf_image view = rows_of(from, r.in0 - origin, r.in1 - r.in0);
-                if (mb[i].input_dev != bool(dev[i])) {
-                    pf_image to = rows_of(mb[i].stage[set]->im, 0, r.in1 - r.in0);
-                    copy_rows(to, view, s);
-                    count_copy(view, to);
-                    // a CPU node reads the rows now; a host window is rewritten by the next strip
-                    if (!dev[i] || i > 0) s->synchronize();
-                    view = to;
+    //
+    // Node i's input rows in strip k: a view into its producer's rows; when the producer lies on
+    // the other side of the bus, a copy of them in the node's staging buffer of the strip's set.
+    auto input_view = [&](std::size_t i, int k) {
+        const StripRows& r = c.strips[std::size_t(k)][i];
+        const pf_image& from = i == 0 ? src->im : window(i - 1, k)->im;
+        const int origin = i == 0 ? 0 : c.strips[std::size_t(k)][i - 1].win0;
+        return rows_of(from, r.in0 - origin, r.in1 - r.in0);
+    };
+    auto staged = [&](std::size_t i, int k) {
+        const StripRows& r = c.strips[std::size_t(k)][i];
+        return rows_of(mb[i].stage[std::size_t(k % nsets)]->im, 0, r.in1 - r.in0);
+    };
+    auto crosses = [&](std::size_t i) { return !g.nodes[c.nodes[i]].inputs.empty() && mb[i].input_dev != bool(dev[i]); };
+    auto copy_input = [&](std::size_t i, int k) {
+        const pf_image view = input_view(i, k), to = staged(i, k);
+        if (to.height <= 0) return;
+        copy_rows(to, view, stream_of(k));
+        count_copy(view, to);
+    };
+    // Pipelined, a host node's input rows on the device are downloaded by the stage before it,
+    // right after that stage's work (so the download is not queued behind later strips), and the
+    // host stage waits for this event only.
+    std::vector<std::vector<Event>> input_ready(m);
+    if (pipelined)
+        for (std::size_t i = 1; i < m; ++i)
+            if (crosses(i) && !dev[i])
+                for (int w = 0; w < nsets; ++w) {
+                    set_device(gpu_of(w));
+                    input_ready[i].emplace_back(true, false);
                 }
-                ins.push_back(view);
-            }
-            if (has_out) outs.push_back(rows_of(window(i, k)->im, r.out0 - r.win0, r.out1 - r.out0));
-            const int hin = n.inputs.empty() ? 0 : g.nodes[n.inputs[0].node].outputs[std::size_t(n.inputs[0].port)].height;
-            const int hout = has_out ? n.outputs[0].height : hin;
-            pf_strip strip{sizeof(pf_strip), k, c.count(), r.in0, hin, r.out0, hout,
-                           mb[i].carry ? mb[i].carry->im.data : nullptr, c.carry_bytes[i]};
-            Launch l{v, n, files.params(g, v), ins, outs, dev[i] ? s : nullptr, backend_name(p.backend[v]), &strip};
-            if (opt->on_node) opt->on_node(v, true);
-            const bool ok = launch(l, signals, buffers.device_memory(), timings);
-            if (opt->on_node) opt->on_node(v, false);
-            if (!ok) return;
-            if (opt->split && mb[i].carry && k == k_last - 1) opt->split->carry_out(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
+    auto wait_for = [](const Stream& s) { // this stream's work so far, not what is queued later
+        Event e(true, false);
+        e.record(s);
+        e.synchronize();
+    };
+
+    // Node i in strip k; false when the run failed.
+    auto run_node = [&](std::size_t i, int k) -> bool {
+        const NodeId v = c.nodes[i];
+        const Node& n = g.nodes[v];
+        const StripRows& r = c.strips[std::size_t(k)][i];
+        const Stream* s = stream_of(k);
+        // a carried node: the rows read again come from its last window
+        if (carried[i] && k > k_first) {
+            const StripRows& q = c.strips[std::size_t(k - 1)][i];
+            const int kept1 = std::min(r.out0, q.win1);
+            if (r.win0 < kept1)
+                copy_rows(rows_of(window(i, k)->im, 0, kept1 - r.win0),
+                          rows_of(window(i, k - 1)->im, r.win0 - q.win0, kept1 - r.win0), s);
         }
-        // the strip's own rows of the chain's output, into the whole outputs
+        if (opt->split && mb[i].carry && k == k_first) opt->split->carry_in(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
+        const bool has_out = !n.outputs.empty();
+        if (has_out ? r.out1 <= r.out0 : r.in1 <= r.in0) return true; // nothing new in this strip
+        std::vector<pf_image> ins, outs;
+        if (!n.inputs.empty()) {
+            if (!crosses(i)) ins.push_back(input_view(i, k));
+            else {
+                if (pipelined && i > 0 && !dev[i]) input_ready[i][std::size_t(k % nsets)].synchronize();
+                else {
+                    copy_input(i, k);
+                    // a CPU node reads the rows now; unpipelined, a host window is rewritten by
+                    // the next strip (pipelined, the strip's set is not reused before it ends)
+                    if (!dev[i]) wait_for(*s);
+                    else if (i > 0 && !pipelined) s->synchronize();
+                }
+                ins.push_back(staged(i, k));
+            }
+        }
+        if (has_out) outs.push_back(rows_of(window(i, k)->im, r.out0 - r.win0, r.out1 - r.out0));
+        const int hin = n.inputs.empty() ? 0 : g.nodes[n.inputs[0].node].outputs[std::size_t(n.inputs[0].port)].height;
+        const int hout = has_out ? n.outputs[0].height : hin;
+        pf_strip strip{sizeof(pf_strip), k, c.count(), r.in0, hin, r.out0, hout,
+                       mb[i].carry ? mb[i].carry->im.data : nullptr, c.carry_bytes[i]};
+        Launch l{v, n, files.params(g, v), ins, outs, dev[i] ? s : nullptr, backend_name(p.backend[v]), &strip};
+        if (opt->on_node) opt->on_node(v, true);
+        const bool ok = launch(l, signals, buffers.device_memory(), timings);
+        if (opt->on_node) opt->on_node(v, false);
+        if (ok && opt->split && mb[i].carry && k == k_last - 1) opt->split->carry_out(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
+        return ok;
+    };
+    // The strip's own rows of the chain's output, into the whole outputs.
+    auto finish_strip = [&](int k) {
         const StripRows& r = c.strips[std::size_t(k)][m - 1];
-        if (dests.empty() || r.use1 <= r.use0) continue;
+        if (dests.empty() || r.use1 <= r.use0) return;
+        const Stream* s = stream_of(k);
         const pf_image from = rows_of(window(m - 1, k)->im, r.use0 - r.win0, r.use1 - r.use0);
         for (const Dest& d : dests) {
             const pf_image to = rows_of(d.buf->im, r.use0, r.use1 - r.use0);
@@ -289,6 +401,69 @@ void Executor::Impl::run_chain(int ci) {
             count_copy(from, to);
             if (!dev[m - 1] && !on_host(to)) ds->synchronize(); // the host window is rewritten next strip
         }
+    };
+
+    if (!pipelined) {
+        for (int k = k_first; k < k_last; ++k) {
+            if (signals.cancelled()) return;
+            for (std::size_t i = 0; i < m; ++i)
+                if (!run_node(i, k)) return;
+            finish_strip(k);
+        }
+    } else {
+        // A pipeline of the stages (runs of nodes on one side of the bus), one TBB filter each,
+        // serial and in order: strip k enters stage s + 1 when stage s is done with it, while
+        // stage s takes strip k + 1. At most `nsets` strips are in flight, each in its own set of
+        // buffers; a set is taken again once the device work of its last strip has ended.
+        std::vector<Event> set_done;
+        if (uses_device) {
+            for (int w = 0; w < nsets; ++w) {
+                set_device(gpu_of(w));
+                set_done.emplace_back(true, false);
+            }
+            set_device(p.device);
+        }
+        std::vector<std::size_t> first_of(std::size_t(c.n_stages) + 1, m);
+        for (std::size_t i = m; i-- > 0;) first_of[std::size_t(c.stage[i])] = i;
+        int next = k_first;
+        auto stage_body = [&](int st, int k) {
+            if (signals.cancelled()) return;
+            if (uses_device) set_device(gpu_of(k));
+            const std::size_t i0 = first_of[std::size_t(st)], i1 = first_of[std::size_t(st) + 1];
+            for (std::size_t i = i0; i < i1; ++i)
+                if (!run_node(i, k)) return;
+            if (i1 < m && crosses(i1) && !dev[i1]) { // the next stage's download, now
+                copy_input(i1, k);
+                input_ready[i1][std::size_t(k % nsets)].record(*stream_of(k));
+            }
+            if (i1 == m) {
+                finish_strip(k);
+                if (uses_device) set_done[std::size_t(k % nsets)].record(*stream_of(k));
+            }
+        };
+        auto filters = tbb::make_filter<void, int>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> int {
+            if (next >= k_last || signals.cancelled()) {
+                fc.stop();
+                return 0;
+            }
+            const int k = next++;
+            if (uses_device && k - nsets >= k_first) set_done[std::size_t(k % nsets)].synchronize();
+            if (G > 1 && k % G != 0 && k < k_first + nsets) { // a GPU's first strips wait for the allocations on its first stream
+                set_device(gpu_of(k));
+                Event e(true, false);
+                e.record(spread_streams.at(gpu_of(k))[0]);
+                e.wait_on(*stream_of(k));
+            }
+            stage_body(0, k);
+            return k;
+        });
+        for (int st = 1; st < c.n_stages; ++st)
+            filters = filters & tbb::make_filter<int, int>(tbb::filter_mode::serial_in_order, [&, st](int k) {
+                          stage_body(st, k);
+                          return k;
+                      });
+        tbb::parallel_pipeline(std::size_t(nsets), filters & tbb::make_filter<int, void>(tbb::filter_mode::serial_in_order, [](int) {}));
+        if (signals.cancelled()) return;
     }
 
     if (opt->split) {
@@ -301,7 +476,16 @@ void Executor::Impl::run_chain(int ci) {
 
     // 5. The end: one stream again; the last node's end event orders its readers; the host waits
     // when host memory took part (a download must land, an uploaded buffer may be freed).
-    if (nsets == 2) {
+    for (int j = 1; j < G; ++j) // every GPU's work ends before s0's: its end event covers them
+        for (const Stream& st : spread_streams.at(c.gpus[std::size_t(j)])) {
+            set_device(st.device());
+            Event e(true, false);
+            e.record(st);
+            set_device(p.device);
+            e.wait_on(*s0);
+        }
+    if (G > 1) set_device(p.device);
+    if (two_streams) {
         join.s1 = nullptr;
         Event e(true, false);
         e.record(streams[std::size_t(c.streams[1])]);
@@ -318,6 +502,7 @@ void Executor::Impl::run_chain(int ci) {
             if (p.transfers[std::size_t(t)].stream != cs) streams[std::size_t(p.transfers[std::size_t(t)].stream)].synchronize();
     }
     for (NodeId v : c.nodes) timings.launched[v] = 1;
+    if (std::size_t(ci) < timings.chain_ms.size()) timings.chain_ms[std::size_t(ci)] = ms_since(t_start);
     if (src) {
         NodeId u = hn.inputs[0].node;
         const bool keep = in_t >= 0 && !in_absorbed ? opt->keep_buffers : keeps(u);

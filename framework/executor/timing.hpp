@@ -47,6 +47,8 @@ struct Timings {
         std::thread::id thread;
     };
     NodeMap<std::vector<CpuStrip>> strip_cpu;
+    /// Per streamed chain: the host time from its first strip to its outputs in place.
+    std::vector<double> chain_ms;
 };
 
 } // namespace pixflow::host

@@ -296,7 +296,7 @@ class Estimate {
         if (absorbed(t)) {
             // inside a chain, or into one: the chain reads the producer's buffer itself (and
             // counts as its reader when it runs); out of a chain: the chain filled it already
-            bool outbound = m_sp.in_chain(tr.node);
+            bool outbound = m_sp.in_chain(tr.node) && !m_sp.is_into(t);
             if (outbound) consumed(src);
             return;
         }
@@ -313,7 +313,9 @@ class Estimate {
         // buffers of the transfers out of it
         if (!tn.outputs.empty()) {
             Buf& own = out(tail, 0);
-            const std::vector<int>& out_t = m_from[tail.index()];
+            std::vector<int> out_t; // those it fills: not the ones another chain takes rows of
+            for (int t : m_from[tail.index()])
+                if (!m_sp.is_into(t)) out_t.push_back(t);
             if (own.remaining > int(out_t.size()) || own.remaining == 0) alloc(own);
             for (int t : out_t) alloc(m_transfers[std::size_t(t)]);
         }
@@ -323,7 +325,7 @@ class Estimate {
         const Node& hn = m_g.nodes[head];
         if (!hn.inputs.empty()) {
             int t = m_p.input_transfer[head][0];
-            if (t >= 0 && absorbed(t)) consumed(out(hn.inputs[0].node, hn.inputs[0].port));
+            if (t >= 0 && m_sp.is_into(t)) consumed(out(hn.inputs[0].node, hn.inputs[0].port));
             else consumed(input(head, 0));
         }
         release_unread(tail);
@@ -338,28 +340,31 @@ class Estimate {
     std::size_t m_live[2] = {0, 0};
 };
 
-/// The strip buffers of chain c as the executor makes them: per node its output window (two for
-/// a carried node), a copy of its input when that lies on the other side, its carried state;
-/// twice the device part when its strips alternate between two streams.
+/// The strip buffers of chain c as the executor makes them: per node, for each of its buffer sets,
+/// its output window (at least two for a carried node) and a copy of its input when that lies on
+/// the other side; once, its carried state.
 void strip_bytes(const Graph& g, const Plan& p, StripChain& c) {
     c.host_bytes = c.device_bytes = 0;
+    const std::size_t sets = std::size_t(std::max(1, c.sets));
+    const std::size_t host_sets = sets * std::max<std::size_t>(1, c.gpus.size());
     for (std::size_t i = 0; i < c.nodes.size(); ++i) {
         const Node& n = g.nodes[c.nodes[i]];
         bool dev = p.on_device(c.nodes[i]);
         std::size_t& side = dev ? c.device_bytes : c.host_bytes;
         RowAccess a = row_access(n);
+        const std::size_t n_sets = dev ? sets : host_sets;
         if (!n.outputs.empty())
-            side += buffer_bytes(n.outputs[0], dev, std::size_t(c.max_window[i])) * (a.kind == PF_ACCESS_CARRIED ? 2 : 1);
+            side += buffer_bytes(n.outputs[0], dev, std::size_t(c.max_window[i])) *
+                    (a.kind == PF_ACCESS_CARRIED ? std::max<std::size_t>(2, n_sets) : n_sets);
         if (!n.inputs.empty()) {
             const Node& u = g.nodes[n.inputs[0].node];
             bool src_dev = i > 0 ? p.on_device(c.nodes[i - 1]) : p.on_device(n.inputs[0].node);
             if (i == 0 && p.input_transfer[c.nodes[0]][0] >= 0) src_dev = !dev; // whole input across
             if (src_dev != dev)
-                side += buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i]));
+                side += buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i])) * n_sets;
         }
         side += c.carry_bytes[i];
     }
-    if (c.streams[1] >= 0) c.device_bytes *= 2;
 }
 
 std::string chain_text(const Graph& g, const StripChain& c) {
@@ -488,6 +493,24 @@ void chain_strips(const Graph& g, StripChain& c, int rows) {
     }
 }
 
+/// Whether chain c can spread its strips over several GPUs: its whole input and its output are on
+/// the host (each GPU uploads and downloads its own strips), and no CUDA node carries a state
+/// from strip to strip (it would have to travel between the GPUs).
+bool spreadable(const Graph& g, const Plan& p, const StripChain& c, const StripOptions& opt) {
+    for (NodeId v : c.nodes)
+        if (p.on_device(v) && row_access(g.nodes[v]).kind == PF_ACCESS_CARRIED) return false;
+    const Node& hn = g.nodes[c.nodes.front()];
+    if (!hn.inputs.empty() && p.on_device(hn.inputs[0].node)) return false;
+    const NodeId tail = c.tail();
+    if (std::find(opt.read_by_caller.begin(), opt.read_by_caller.end(), tail) != opt.read_by_caller.end()) return false;
+    for (std::size_t port = 0; port < g.nodes[tail].outputs.size(); ++port)
+        for (const auto& [reader, input] : g.consumers(tail, int(port))) {
+            (void)input;
+            if (p.on_device(reader)) return false;
+        }
+    return true;
+}
+
 void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     StripPlan& sp = p.strips;
     sp = StripPlan{};
@@ -500,7 +523,10 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     whole.run(budget);
     sp.whole_host_peak = sp.host_peak = whole.peak[0];
     sp.whole_device_peak = sp.device_peak = whole.peak[1];
-    if (!whole.over && opt.strip_rows <= 0) return;
+    bool any_cuda = false;
+    for (NodeId v : g.nodes.ids()) any_cuda |= p.on_device(v);
+    const bool spread = opt.devices.size() > 1 && any_cuda; // one image over several GPUs
+    if (!whole.over && opt.strip_rows <= 0 && !spread) return;
 
     // 2. the chains
     const std::size_t N = g.nodes.size();
@@ -537,8 +563,10 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     // (two nodes or more, or a CUDA node: one CPU node between whole images saves none)
     std::vector<StripChain> active;
     for (StripChain& c : chains) {
-        bool helps = c.nodes.size() >= 2;
-        for (NodeId v : c.nodes) helps |= p.on_device(v);
+        bool helps = c.nodes.size() >= 2, cuda = false;
+        for (NodeId v : c.nodes) cuda |= p.on_device(v);
+        helps |= cuda;
+        if (!whole.over && opt.strip_rows <= 0) helps = cuda; // streamed only to spread it over the GPUs
         if (opt.strip_rows > 0 || helps) active.push_back(std::move(c));
     }
     if (active.empty()) {
@@ -552,12 +580,14 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
 
     // 4. transfers the chains make themselves, and each chain's state and streams
     sp.absorbed.assign(p.transfers.size(), 0);
+    sp.into.assign(p.transfers.size(), 0);
     for (std::size_t t = 0; t < p.transfers.size(); ++t) {
         const Transfer& tr = p.transfers[t];
-        if (sp.in_chain(tr.node)) sp.absorbed[t] = 1; // within a chain, or out of its last node
-        else if (tr.consumers.size() == 1 && sp.in_chain(tr.consumers[0].first) &&
-                 sp.chains[std::size_t(sp.chain_of[tr.consumers[0].first])].nodes.front() == tr.consumers[0].first)
-            sp.absorbed[t] = 1; // into a chain, read by it alone
+        if (tr.consumers.size() == 1 && sp.in_chain(tr.consumers[0].first) &&
+            sp.chains[std::size_t(sp.chain_of[tr.consumers[0].first])].nodes.front() == tr.consumers[0].first)
+            sp.absorbed[t] = sp.into[t] = 1; // into a chain, read by it alone (also out of another chain)
+        else if (sp.in_chain(tr.node))
+            sp.absorbed[t] = 1; // within a chain, or out of its last node
     }
     for (StripChain& c : sp.chains) {
         c.carry_bytes.assign(c.nodes.size(), 0);
@@ -577,6 +607,16 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
             else all_cuda = false;
         }
         if (last_cuda >= 0) c.streams[0] = p.stream[c.nodes[std::size_t(last_cuda)]];
+        // stages and buffer sets (before the rows: the sets count against the budget)
+        c.stage.assign(c.nodes.size(), 0);
+        for (std::size_t i = 1; i < c.nodes.size(); ++i)
+            c.stage[i] = c.stage[i - 1] + (opt.stage_per_node || p.on_device(c.nodes[i]) != p.on_device(c.nodes[i - 1]));
+        c.n_stages = c.stage.back() + 1;
+        c.sets = c.n_stages > 1 ? std::min(c.n_stages, 3) : all_cuda && !c.ordered ? 2 : 1;
+        if (spread && last_cuda >= 0 && spreadable(g, p, c, opt)) {
+            c.gpus = opt.devices;
+            c.sets = std::max(c.sets, 2); // each GPU: strip k+1's upload overlaps strip k's kernels
+        }
     }
 
     // 5. rows per strip: as asked, or the tallest strips whose buffers fit beside the whole
@@ -611,19 +651,25 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
                     int mid = lo + (hi - lo) / 2;
                     (fits(mid) ? lo : hi) = mid;
                 }
+            if (!c.gpus.empty()) { // a few strips per GPU at least, so that each has work in flight
+                const int per = (height + 4 * int(c.gpus.size()) - 1) / (4 * int(c.gpus.size()));
+                lo = std::min(lo, std::max(per, align));
+            }
             int rows = lo >= align ? lo / align * align : lo;
             chain_strips(g, c, rows);
             strip_bytes(g, p, c);
         }
     }
     for (StripChain& c : sp.chains) {
-        bool all_cuda = true;
-        for (NodeId v : c.nodes) all_cuda &= p.on_device(v);
-        if (all_cuda && !c.ordered && c.count() > 1) {
-            // two streams, strips alternating: strip k+1's upload overlaps strip k's kernels
-            c.streams[1] = p.n_streams++;
+        if (c.count() == 1) { // nothing to overlap, nothing to spread
+            c.sets = 1;
+            c.gpus.clear();
             strip_bytes(g, p, c);
         }
+        bool carried_on_device = false;
+        for (NodeId v : c.nodes) carried_on_device |= p.on_device(v) && row_access(g.nodes[v]).kind == PF_ACCESS_CARRIED;
+        if (c.sets > 1 && c.streams[0] >= 0 && !carried_on_device)
+            c.streams[1] = p.n_streams++; // strips alternate: strip k+1's upload overlaps strip k's kernels
     }
 
     // 6. the estimate as planned; a run that still does not fit is an error now
@@ -641,9 +687,12 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
                                                    " memory; the budget is " +
                                                    bytes_text(double(whole.over->device ? opt.device_budget
                                                                                         : opt.host_budget));
+        if (opt.strip_rows <= 0 && !whole.over) why = "spread over " + std::to_string(opt.devices.size()) + " GPUs";
+        std::string gpus;
+        for (int d : c.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(d);
         p.notes.push_back("strips: " + chain_text(g, c) + " runs in " + std::to_string(c.count()) +
                           (c.count() == 1 ? " strip of " : " strips of ") + std::to_string(c.rows) + " rows (" + why +
-                          ")");
+                          ")" + (gpus.empty() ? "" : ", over GPUs " + gpus));
     }
 }
 

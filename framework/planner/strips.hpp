@@ -65,6 +65,13 @@ struct StripOptions {
     /// (mpi/image.hpp) needs it: each rank computes a band of the chain, the bands are completed
     /// by an exchange, and a sink writing in order from strip 0 cannot be split.
     bool stream_sinks = true;
+    /// Tests: every node of a chain is a stage of its own (see StripChain::stage), so that chains
+    /// of CPU nodes run through the pipelined path too.
+    bool stage_per_node = false;
+    /// --devices with two or more GPUs on one image: every chain of CUDA nodes whose input and
+    /// output lie on the host spreads its strips over these devices (the plan's device first),
+    /// strip k on devices[k % n], and is streamed even when it fits.
+    std::vector<int> devices;
 };
 
 /// The rows of one node of a chain in one strip, in rows of its whole images; [x0, x1) ranges.
@@ -87,6 +94,18 @@ struct StripChain {
     std::vector<int> last_block; ///< per node: blocks: index of its last block (see strips.cpp)
     bool ordered = false;       ///< a carried node: strips one after the other, on one stream
     int streams[2] = {-1, -1};  ///< CUDA: the stream(s) its strips alternate on
+    /// Stages: runs of consecutive nodes on the same side of the bus (per node: its stage). With
+    /// more than one, the strips flow through the stages as a pipeline: the host reads strip k+2
+    /// while the device computes strip k+1 and the host writes strip k (executor/strips.cpp).
+    std::vector<int> stage;
+    int n_stages = 1;
+    /// Buffer sets: strips in flight at once, each with its own windows and input copies (a
+    /// carried node keeps at least two windows). 2 for a chain of CUDA nodes only whose strips
+    /// alternate between two streams, up to 3 for a pipeline of stages, else 1.
+    int sets = 1;
+    /// The GPUs its strips are spread over, strip k on gpus[k % n] (each with its own streams and
+    /// `sets` sets of device buffers; the host holds sets x n); empty: the plan's device alone.
+    std::vector<int> gpus;
     std::size_t host_bytes = 0, device_bytes = 0; ///< its strip buffers, as estimated
     int count() const { return int(strips.size()); }
     NodeId tail() const { return nodes.back(); }
@@ -100,6 +119,11 @@ struct StripPlan {
     /// (between two of its nodes, into its first node, or out of its last node into the
     /// transfer's buffer); the transfer's own step then copies nothing.
     std::vector<char> absorbed;
+    /// Per transfer: 1 when it is absorbed by the chain it feeds (read by that chain's first node
+    /// alone): that chain copies rows of the producer's own buffer, and when the producer is the
+    /// last node of another chain, that chain does not fill the transfer's buffer.
+    std::vector<char> into;
+    bool is_into(int t) const { return !into.empty() && into[std::size_t(t)]; }
     /// The estimated peak of the run's buffers, host and device, whole-image and as planned.
     std::size_t whole_host_peak = 0, whole_device_peak = 0, host_peak = 0, device_peak = 0;
     std::size_t host_budget = 0, device_budget = 0;

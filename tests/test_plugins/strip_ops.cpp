@@ -3,7 +3,7 @@
 // carries a state across them, and a source that makes its rows in order only (as a streaming
 // reader of a compressed file does). tp_row_sum adds up every sample weighted by its row in the whole
 // image, so a strip handed at the wrong row, twice, out of order or not at all changes the sum;
-// the sum goes to the report when the last strip is done.
+// the sum goes to the report when the last strip is done. tp_strip_fault fails in one strip.
 #include <pixflow/operator.hpp>
 
 #include <cstdint>
@@ -75,4 +75,24 @@ struct TpOrderedSource {
     }
 };
 
-PIXFLOW_PLUGIN("strip_ops", "0.0.1", TpRowSum, TpOrderedSource)
+/// A pointwise copy that fails in one strip (tests of a failure in the middle of a pipeline).
+struct TpStripFault {
+    struct Params {
+        int at_strip = 0;
+    };
+    static Schema schema() {
+        return Schema("tp_strip_fault", "test op: copies its input; strip `at_strip` fails")
+            .access(pointwise())
+            .input("in", dtypes({DType::u8}), channels(1, 4))
+            .output("out", dtypes({DType::u8}), channels(1, 4))
+            .param(&Params::at_strip, "at_strip", range(0, 1 << 20), "the strip that fails");
+    }
+    static void run_cpu(Context& ctx, const Params& p) {
+        const ImageView in = ctx.input(), out = ctx.output();
+        if (ctx.strip().index == p.at_strip) throw Error("strip " + std::to_string(p.at_strip) + " failed on purpose");
+        for (int y = 0; y < in.height; ++y)
+            std::memcpy(out.row<std::uint8_t>(y), in.row<std::uint8_t>(y), in.row_samples());
+    }
+};
+
+PIXFLOW_PLUGIN("strip_ops", "0.0.1", TpRowSum, TpOrderedSource, TpStripFault)
