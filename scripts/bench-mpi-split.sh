@@ -9,7 +9,8 @@
 #             -> .pgm: split, halo rows and sums per iteration (mask compared: share of equal pixels)
 # Prints per run the median wall time of the command (mpiexec's start included), rank 0's run
 # (the report's wall_ms), the operator's time on rank 0 (its band), and per rank the payload
-# bytes sent and its run time (pixflow's note "mpi: rank R sent N bytes, ran T ms").
+# bytes sent, its run time and how long it waited for the relayed state (pixflow's note "mpi:
+# rank R sent N bytes, ran T ms, of which W ms waiting for carried states from the rank above").
 #
 #   scripts/bench-mpi-split.sh                  # SIZE=4096, CV_SIZE=512, CV_ITER=100, NPS="2 4"
 #
@@ -100,8 +101,9 @@ print('mask %.4f%% equal' % (100.0 * sum(x == y for x, y in zip(a, b)) / n))")
     rw=$(echo "${runs[$np]}" | tr ' ' '\n' | grep . | median)
     ow=$(echo "${ops[$np]}" | tr ' ' '\n' | grep . | median)
     echo "$case -np $np: medians: process ${w} s, rank 0's run ${rw} s, its '$case' ${ow} s; $same (rounds: ${walls[$np]})"
-    sent=$( (grep -o 'rank [0-9]* sent [0-9]* bytes, ran [0-9.]* ms' "$WORK/err-$case-$np" || true) |
-      awk '{ printf "%s%s: %s B in %.2f s", (NR > 1 ? ", " : ""), $2, $4, $7 / 1000 }')
+    sent=$( (grep -o 'rank [0-9]* sent [0-9]* bytes, ran [0-9.]* ms.*' "$WORK/err-$case-$np" || true) |
+      awk '{ printf "%s%s: %s B in %.2f s", (NR > 1 ? ", " : ""), $2, $4, $7 / 1000
+             if ($11 != "") printf " (%.3f s waiting for the rank above)", $11 / 1000 }')
     [ -n "$sent" ] && echo "    last run, per rank: sent, in its run of: $sent"
   done
   unset walls runs ops

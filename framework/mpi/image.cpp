@@ -394,7 +394,9 @@ void ImageSplit::receive(ChainShare& c, Relay& r, void* into, bool stop) {
         std::lock_guard<std::mutex> lock(m_mu);
         MPI_Irecv(msg.data(), int(msg.size()), MPI_BYTE, m_s.rank() - 1, r.node, c.comm, &req);
     }
+    const auto t0 = std::chrono::steady_clock::now();
     wait(req);
+    m_relay_wait_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
     if (!msg.back() && stop) {
         m_stopped = true;
         throw std::runtime_error("stopped: another rank failed (it says why)");
@@ -723,18 +725,19 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
     }
 
     // 4. what each rank did, at rank 0: the report's `ranks`, and the files committed
-    long long mine[2] = {split.bytes_sent(), (long long)(ms * 1000)};
-    std::vector<long long> all(std::size_t(2 * s.size()));
+    long long mine[3] = {split.bytes_sent(), (long long)(ms * 1000), split.relay_wait_us()};
+    std::vector<long long> all(std::size_t(3 * s.size()));
     MPI_Request req;
-    MPI_Igather(mine, 2, MPI_LONG_LONG, all.data(), 2, MPI_LONG_LONG, 0, comm, &req);
+    MPI_Igather(mine, 3, MPI_LONG_LONG, all.data(), 3, MPI_LONG_LONG, 0, comm, &req);
     wait_gently(req);
     int code = 0;
     if (root) {
         try {
             nlohmann::json ranks = nlohmann::json::array();
             for (int k = 0; k < s.size(); ++k)
-                ranks.push_back({{"rank", k}, {"bytes_sent", all[std::size_t(2 * k)]},
-                                 {"ms", double(all[std::size_t(2 * k + 1)]) / 1000}});
+                ranks.push_back({{"rank", k}, {"bytes_sent", all[std::size_t(3 * k)]},
+                                 {"ms", double(all[std::size_t(3 * k + 1)]) / 1000},
+                                 {"relay_wait_ms", double(all[std::size_t(3 * k + 2)]) / 1000}});
             if (!a.batch.trace_path.empty()) files.stage_text(a.batch.trace_path, trace.text());
             if (!a.report_path.empty()) {
                 nlohmann::json j = nlohmann::json::parse(r.to_json());
@@ -748,9 +751,15 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
             for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
             for (const auto& f : written_here) std::printf("wrote %s\n", f.c_str());
             if (a.profile) std::cout << r.table();
-            for (int k = 0; k < s.size(); ++k)
-                std::fprintf(stderr, "note: mpi: rank %d sent %lld bytes, ran %.1f ms\n", k, all[std::size_t(2 * k)],
-                             double(all[std::size_t(2 * k + 1)]) / 1000);
+            for (int k = 0; k < s.size(); ++k) {
+                const long long wait_us = all[std::size_t(3 * k + 2)];
+                std::fprintf(stderr, "note: mpi: rank %d sent %lld bytes, ran %.1f ms", k, all[std::size_t(3 * k)],
+                             double(all[std::size_t(3 * k + 1)]) / 1000);
+                if (wait_us > 0)
+                    std::fprintf(stderr, ", of which %.1f ms waiting for carried states from the rank above",
+                                 double(wait_us) / 1000);
+                std::fprintf(stderr, "\n");
+            }
         } catch (const std::exception& e) {
             std::fprintf(stderr, "error: %s\n", e.what());
             code = 2;

@@ -162,6 +162,8 @@ class ImageSplit final : public host::ChainSplit {
     std::vector<std::string> notes() const;
     /// Payload bytes this rank sent (rows, scanned rows, agreement flags).
     long long bytes_sent() const { return m_bytes; }
+    /// Microseconds this rank waited for relayed carried states (the serial part of a chain).
+    long long relay_wait_us() const { return m_relay_wait_us; }
     const std::vector<ChainShare>& shares() const { return m_chains; }
 
   private:
@@ -190,6 +192,7 @@ class ImageSplit final : public host::ChainSplit {
     std::atomic<bool> m_stopped{false};
     bool m_writes_every_sink = false;
     long long m_bytes = 0;
+    std::atomic<long long> m_relay_wait_us{0};
 };
 
 /// `pixflow run P.toml` (no --input) in one rank of an mpirun of more than one rank.

@@ -195,6 +195,9 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
         << "no temporary left";
     auto j = nlohmann::json::parse(slurp(t / "r.json"));
     ASSERT_EQ(j["ranks"].size(), std::size_t(np));
+    // only a rank below another waits for a relayed state
+    EXPECT_EQ(j["ranks"][0]["relay_wait_ms"].get<double>(), 0.0);
+    if (c.relayed.empty()) EXPECT_EQ(j["ranks"][np - 1]["relay_wait_ms"].get<double>(), 0.0);
     // rank 1 sent its rows, unless it wrote them itself
     const long long sent = j["ranks"][1]["bytes_sent"].get<long long>();
     // (written: the agreement flags, and integral's one row of sums or a relayed state: 77 x 3 x 8
