@@ -19,9 +19,61 @@
 # Environment: PIXFLOW (build/bin/pixflow), SIZE (32768), LIMIT (256M: the process itself, with its
 # plugins and libraries, is about 135 MiB, so that the peak RSS stays under 512 MiB), CROP (4096), WORK (scratch
 # folder: /tmp/pixflow-bench-stream, deleted at the end unless KEEP=1).
+#
+#   scripts/bench-stream.sh --io                  # host throughput of load and save by rows (below)
+#
+# --io: a SIZE x SIZE gray u8 .npy (IOSIZE, 16384: 256 MiB, in the page cache once made) through
+# load -> save and load -> gauss5x5 -> maxpool2x2 -> save .npy, --backend cpu --strip-rows 1024,
+# RUNS times each (5); prints each run's wall and per-node times (the --report, summed over
+# strips) and the floor: `dd bs=16M` of the file to /dev/null (the read) and into a new file (a
+# read and a write), the same number of times, each after a `sync`; checks that load -> save gives the file back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIXFLOW=${PIXFLOW:-build/bin/pixflow}
+if [ "${1:-}" = --io ]; then
+  IOSIZE=${IOSIZE:-16384}
+  RUNS=${RUNS:-5}
+  WORK=${WORK:-/tmp/pixflow-bench-stream-io}
+  mkdir -p "$WORK"
+  [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
+  export PIXFLOW_PLUGIN_PATH=
+  node() { printf '[nodes.%s]\nop = "%s"\n%s\n' "$1" "$2" "$3"; }
+  { node src synth "pattern = \"noise\"
+width = $IOSIZE
+height = $IOSIZE
+channels = 1
+dtype = \"u8\"
+seed = 3"; node out save "input = \"src\"
+path = \"$WORK/in.npy\""; } > "$WORK/make.toml"
+  { node src load "path = \"$WORK/in.npy\""; node out save "input = \"src\"
+path = \"$WORK/out.npy\""; } > "$WORK/copy.toml"
+  { node src load "path = \"$WORK/in.npy\""; node blur gauss5x5 'input = "src"'; node pool maxpool2x2 'input = "blur"'
+    node out save "input = \"pool\"
+path = \"$WORK/out2.npy\""; } > "$WORK/chain.toml"
+  "$PIXFLOW" run "$WORK/make.toml" --backend cpu --strip-rows 1024 > /dev/null 2>&1
+  cat "$WORK/in.npy" > /dev/null # into the page cache
+  echo "input: $(stat -c %s "$WORK/in.npy") bytes; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  for k in $(seq "$RUNS"); do
+    secs() { sed -n 's/.*copied, \([0-9.e-]*\) s.*/\1/p'; } # dd's own timing
+    r=$(dd if="$WORK/in.npy" of=/dev/null bs=16M 2>&1 | secs)
+    rm -f "$WORK/dd.bin"
+    sync
+    w=$(dd if="$WORK/in.npy" of="$WORK/dd.bin" bs=16M 2>&1 | secs)
+    echo "floor: dd read $r s, dd read+write $w s"
+  done
+  rm -f "$WORK/dd.bin"
+  report() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], "wall %.0f ms:" % r["wall_ms"], ", ".join("%s %.0f" % (n["id"], n["ms"]) for n in r["nodes"]))' "$1" "$2"; }
+  for k in $(seq "$RUNS"); do
+    sync # no dirty pages of earlier runs: their writeback would land in this run's save
+    "$PIXFLOW" run "$WORK/copy.toml" --backend cpu --strip-rows 1024 --report "$WORK/r.json" > /dev/null 2>&1
+    report "$WORK/r.json" "load -> save"
+    cmp -s "$WORK/in.npy" "$WORK/out.npy" || { echo "error: load -> save did not give the file back" >&2; exit 1; }
+    sync
+    "$PIXFLOW" run "$WORK/chain.toml" --backend cpu --strip-rows 1024 --report "$WORK/r.json" > /dev/null 2>&1
+    report "$WORK/r.json" "load -> gauss5x5 -> maxpool2x2 -> save"
+  done
+  exit 0
+fi
 SIZE=${SIZE:-32768}
 LIMIT=${LIMIT:-256M}
 CROP=${CROP:-4096}

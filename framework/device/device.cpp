@@ -127,7 +127,10 @@ void device_free_async(void* p, const Stream& s) {
 }
 void* pinned_alloc(std::size_t bytes) {
     void* p = nullptr;
-    CHECK(cudaMallocHost(&p, std::max<std::size_t>(bytes, 1)));
+    // portable: pinned for every device's context, not only the current one's (a buffer that
+    // strips spread over several GPUs copy from is pinned for each of them, else each copy is
+    // staged like pageable memory and the GPUs' copies queue behind each other)
+    CHECK(cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable));
     return p;
 }
 void pinned_free(void* p) {

@@ -160,7 +160,8 @@ void Executor::Impl::run_chain(int ci) {
             Buffers::set_external(own, into->second);
             dests.push_back({&own, cs});
         } else if (own.remaining > int(out_t.size()) || keeps(tail)) {
-            buffers.alloc(own, tn.outputs[0], dev[m - 1], c.streams[0], false);
+            // pinned when it feeds an upload, as a whole-image node's output is (Buffers)
+            buffers.alloc(own, tn.outputs[0], dev[m - 1], c.streams[0], !dev[m - 1] && buffers.feeds_upload(tail, 0));
             dests.push_back({&own, cs});
         }
         for (int t : out_t) {

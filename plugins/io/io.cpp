@@ -3,7 +3,7 @@
 // as the pipeline needs.
 //
 // Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM; TIFF
-// read, TIFF and PNG written), load is a pointwise source (it reads any band of rows on its own, as synth makes
+// and PNG (not interlaced) read, TIFF and PNG written), load is a pointwise source (it reads any band of rows on its own, as synth makes
 // one) and save a carried sink (its bands in order, the first creating the file; its state counts
 // the rows written); whole_reason makes a node of any other format whole-image.
 #include "kernels/codecs.hpp"
@@ -34,7 +34,7 @@ struct Load {
 
     static Schema schema() {
         return Schema("load", "read an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO; in "
-                              "strips, .npy .pgm .ppm .pfm .tif are read by rows, the others whole")
+                              "strips, .npy .pgm .ppm .pfm .tif .png (not interlaced) are read by rows, the others whole")
             .flags(PF_OP_SOURCE)
             .access(pixflow::pointwise())
             .output("out", all_dtypes(), channels(1, 4),

@@ -60,10 +60,14 @@ struct Codec {
     void (*read_rows)(const std::string& path, const Header& want, int row0, const ImageView& dst,
                       const ReadOptions& options) = nullptr;
     void (*write_rows)(const std::string& path, int height, int row0, const ImageView& src) = nullptr;
-    /// Optional, with read_rows: whether this file is read by rows (OpenImageIO: TIFF only).
+    /// Optional, with read_rows: whether this file is read by rows (OpenImageIO: TIFF, and PNG
+    /// unless interlaced).
     bool (*reads_rows)(const std::string& path) = nullptr;
     /// Optional, with write_rows: whether this file is written by rows (OpenImageIO: TIFF, PNG).
     bool (*writes_rows)(const std::string& path) = nullptr;
+    /// Optional, with reads_rows: why this file is read whole when reads_rows says so, where the
+    /// format has a reason of its own ("" otherwise: OpenImageIO's interlaced PNG).
+    std::string (*whole_why)(const std::string& path) = nullptr;
 };
 
 // The rows, one per format file; codecs.cpp orders them into the table.

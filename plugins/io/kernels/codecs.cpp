@@ -207,8 +207,9 @@ void write_image(const std::string& path, const ImageView& src) {
 std::string whole_read_reason(const std::string& path) {
     const Codec& c = reader_of(path);
     if (c.read_rows && (!c.reads_rows || c.reads_rows(path))) return "";
-    return "reads " + extension_of(path) + " files whole (" + c.name + "); .npy, .pgm/.ppm, .pfm" +
-           (fallback() ? " and .tif" : "") + " are read by rows";
+    const std::string why = c.whole_why ? c.whole_why(path) : std::string();
+    return (why.empty() ? "reads " + extension_of(path) + " files whole (" + c.name + ")" : why) +
+           "; .npy, .pgm/.ppm, .pfm" + (fallback() ? ", .tif and .png (not interlaced)" : "") + " are read by rows";
 }
 
 std::string whole_write_reason(const std::string& path) {
@@ -223,7 +224,9 @@ void read_rows(const std::string& path, int height, int row0, const ImageView& d
                            "io: read_rows needs a host band within the image");
     check_pixel_limit(path, dst.width, height, options.max_pixels);
     const Codec& c = reader_of(path);
-    PIXFLOW_INTERNAL_CHECK(c.read_rows && (!c.reads_rows || c.reads_rows(path)), "io: read_rows of a format read whole");
+    // not reads_rows: a file that changed since planning (a PNG now interlaced) is still read,
+    // by the codec's own means
+    PIXFLOW_INTERNAL_CHECK(c.read_rows, "io: read_rows of a format read whole");
     c.read_rows(path, Header{dst.width, height, dst.channels, dst.dtype}, row0, dst, options);
 }
 

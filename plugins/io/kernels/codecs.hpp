@@ -88,8 +88,9 @@ void write_image(const std::string& path, const ImageView& src);
 // ---- by rows (issue 16: images larger than memory) ----------------------------------------------
 //
 // .npy, binary PGM/PPM and PFM are read and written by bands of full-width rows; through
-// OpenImageIO, TIFF is read by bands and TIFF and PNG are written by bands (spooled raw into the
-// temporary, encoded at the last band); other formats only whole. A band read checks the header against the whole image (and the file's size against
+// OpenImageIO, TIFF and PNG (not interlaced; through a decoder kept open between bands) are read
+// by bands and TIFF and PNG are written by bands (through an encoder kept open between bands);
+// other formats only whole. A band read checks the header against the whole image (and the file's size against
 // the header: a file shorter than its rows is an error naming the bytes, never rows of zeros);
 // bytes after the last row are ignored, as by NumPy and Netpbm readers (a Netpbm file may hold
 // several images), the same whole or by rows. Bands are written in order from the top; the first

@@ -32,6 +32,8 @@ class InFile {
 
     const std::string& path() const { return m_path; }
     std::uint64_t size() const { return m_size; }
+    /// The file descriptor, for read_band's preads (which leave the stream's position alone).
+    int fd() const;
     std::uint64_t tell() const { return m_pos; }
     /// Next byte, or -1 at the end of the file.
     int get();
@@ -70,6 +72,14 @@ class OutFile {
     std::string m_path;
     std::FILE* m_file = nullptr;
 };
+
+/// Reads the rows of dst (dst.height rows of dst.row_bytes() each) from `f`, where they lie one
+/// after the other from byte `offset`: top to bottom, or bottom to top when `reversed` (the
+/// file's first row is dst's last: PFM). Samples of `swap_size` bytes are byte-swapped (0: none).
+/// A large band is split into chunks of rows of about 4 MiB, each read by its own pread, in
+/// parallel (TBB), straight into dst's rows; swapping and reversing are done in place, chunk by
+/// chunk. A file that ends early is a "truncated" error naming it.
+void read_band(const InFile& f, std::uint64_t offset, const ImageView& dst, bool reversed, std::size_t swap_size);
 
 /// Reverses the bytes of each of `n` samples of `size` bytes, in place.
 void byteswap_samples(void* data, std::size_t n, std::size_t size);

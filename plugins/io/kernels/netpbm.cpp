@@ -96,14 +96,8 @@ Header pnm_read_header(InFile& f) {
 }
 
 void pnm_read_rows(InFile& f, const Header& h, int row0, const ImageView& dst) {
-    const std::size_t row_bytes = dst.row_bytes();
-    f.seek(f.tell() + std::uint64_t(row0) * row_bytes); // the header checked the size
-    for (int y = 0; y < dst.height; ++y) {
-        void* row = dst.row<unsigned char>(y);
-        f.read(row, row_bytes);
-        if (h.dtype == DType::u16 && host_is_little_endian)
-            byteswap_samples(row, dst.row_samples(), 2);
-    }
+    read_band(f, f.tell() + std::uint64_t(row0) * dst.row_bytes(), dst, false,
+              h.dtype == DType::u16 && host_is_little_endian ? 2 : 0);
 }
 
 std::string pnm_header_text(int width, int height, int channels, DType dtype) {
@@ -147,12 +141,7 @@ void pfm_read_rows(InFile& f, const Header& h, int row0, const ImageView& dst) {
     pfm_header(f, le);
     const bool swap = le != host_is_little_endian;
     // rows are stored bottom to top: the band's lowest row comes first
-    f.seek(f.tell() + std::uint64_t(h.height - row0 - dst.height) * dst.row_bytes());
-    for (int k = 0; k < dst.height; ++k) {
-        void* row = dst.row<unsigned char>(dst.height - 1 - k);
-        f.read(row, dst.row_bytes());
-        if (swap) byteswap_samples(row, dst.row_samples(), 4);
-    }
+    read_band(f, f.tell() + std::uint64_t(h.height - row0 - dst.height) * dst.row_bytes(), dst, true, swap ? 4 : 0);
 }
 
 std::string pfm_header_text(int width, int height, int channels, DType) {

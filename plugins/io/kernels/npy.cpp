@@ -218,12 +218,7 @@ void npy_read_rows(InFile& f, const Header& h, int row0, const ImageView& dst) {
     f.seek(0); // the byte order is in the header: parse it again
     NpyInfo info = parse_header(f);
     const bool swap = info.little_endian != host_is_little_endian;
-    f.seek(f.tell() + std::uint64_t(row0) * dst.row_bytes()); // parse_header checked the size
-    for (int y = 0; y < dst.height; ++y) {
-        void* row = dst.row<unsigned char>(y);
-        f.read(row, dst.row_bytes());
-        if (swap) byteswap_samples(row, dst.row_samples(), dtype_size(h.dtype));
-    }
+    read_band(f, f.tell() + std::uint64_t(row0) * dst.row_bytes(), dst, false, swap ? dtype_size(h.dtype) : 0);
 }
 
 std::string npy_header_text(int width, int height, int channels, DType dtype) {

@@ -23,13 +23,17 @@
 
 #include <OpenImageIO/imageio.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <system_error>
+#include <tuple>
 #include <vector>
 
 namespace pixflow::io::detail {
@@ -94,42 +98,51 @@ std::string merge(const std::string& oiio, const std::string& printed, const std
 
 /// One file open in OpenImageIO, with every complaint of its decoder kept for the message:
 /// the input's errors, and what the libraries print on stderr while it is open.
+/// Opens `path` in OpenImageIO (alpha unassociated), or fails with the decoder's complaints and
+/// what it printed into `capture`.
+std::unique_ptr<OIIO::ImageInput> open_input(const std::string& path, const ReadOptions& options,
+                                             const StderrCapture& capture) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) fail_read(path, "no such file");
+    allow_in_oiio(options.max_pixels);
+    OIIO::ImageSpec config;
+    config.attribute("oiio:UnassociatedAlpha", 1);
+    auto in = OIIO::ImageInput::open(path, &config);
+    if (in) return in;
+    std::string e = merge(OIIO::geterror(), capture.text(), path);
+    if (e.find("limits:imagesize_MB") != std::string::npos) {
+        // OpenImageIO's own check (some readers make it inside open): say it in
+        // pixflow's terms, since its advice (an OpenImageIO attribute) is not the user's.
+        const std::size_t cut = e.find(". Possible corrupt");
+        fail_read(path, "its header claims more pixels than max_pixels = " + std::to_string(options.max_pixels) +
+                            " allows (OpenImageIO: " + e.substr(0, cut) + "); " + raise_hint);
+    }
+    fail_read(path, e.empty() ? std::string("OpenImageIO cannot open it") : e);
+}
+
+/// The complaints of `in` and the text `capture` took from `*printed` on, as one line ("" when
+/// none); `*printed` moves to the end of the text.
+std::string complaints_of(OIIO::ImageInput& in, const StderrCapture& capture, std::size_t* printed,
+                          const std::string& path) {
+    std::string text = in.has_error() ? in.geterror() : std::string();
+    const std::string global = OIIO::geterror();
+    if (!global.empty()) text += "\n" + global;
+    const std::string said = capture.text().substr(std::min(*printed, capture.text().size()));
+    *printed = capture.text().size();
+    return merge(text, said, path);
+}
+
 class Input {
   public:
-    Input(const std::string& path, const ReadOptions& options) : m_path(path) {
-        std::error_code ec;
-        if (!std::filesystem::exists(path, ec)) fail_read(path, "no such file");
-        allow_in_oiio(options.max_pixels);
-        OIIO::ImageSpec config;
-        config.attribute("oiio:UnassociatedAlpha", 1);
-        m_in = OIIO::ImageInput::open(path, &config);
-        if (!m_in) {
-            std::string e = merge(OIIO::geterror(), m_capture.text(), path);
-            if (e.find("limits:imagesize_MB") != std::string::npos) {
-                // OpenImageIO's own check (some readers make it inside open): say it in
-                // pixflow's terms, since its advice (an OpenImageIO attribute) is not the user's.
-                const std::size_t cut = e.find(". Possible corrupt");
-                fail_read(path, "its header claims more pixels than max_pixels = " +
-                                    std::to_string(options.max_pixels) + " allows (OpenImageIO: " +
-                                    e.substr(0, cut) + "); " + raise_hint);
-            }
-            fail_read(path, e.empty() ? std::string("OpenImageIO cannot open it") : e);
-        }
-    }
+    Input(const std::string& path, const ReadOptions& options)
+        : m_path(path), m_in(open_input(path, options, m_capture)) {}
     ~Input() { m_in.reset(); } // inside the capture: a reader's destructor may still complain
 
     const OIIO::ImageSpec& spec() const { return m_in->spec(); }
     OIIO::ImageInput& get() { return *m_in; }
 
     /// The complaints since the last call, as one line ("" when none).
-    std::string complaints() {
-        std::string text = m_in->has_error() ? m_in->geterror() : std::string();
-        const std::string global = OIIO::geterror();
-        if (!global.empty()) text += "\n" + global;
-        const std::string printed = m_capture.text().substr(m_printed);
-        m_printed = m_capture.text().size();
-        return merge(text, printed, m_path);
-    }
+    std::string complaints() { return complaints_of(*m_in, m_capture, &m_printed, m_path); }
 
   private:
     StderrCapture m_capture; // first: it outlives the input
@@ -210,8 +223,12 @@ void oiio_read(const std::string& path, const Header& want, const ImageView& dst
 /// tiles that hold them, from a file opened for this band alone; a tiled file's tile rows go
 /// through a buffer of their own, at most two tile rows more than the band). Limits, the header check and
 /// fail_on as for the whole image; libtiff's complaint about a missing strip is a warning.
+void png_read_rows(const std::string& path, const Header& want, int row0, const ImageView& dst,
+                   const ReadOptions& options);
+
 void oiio_read_rows(const std::string& path, const Header& want, int row0, const ImageView& dst,
                     const ReadOptions& options) {
+    if (extension_of(path) == ".png") return png_read_rows(path, want, row0, dst, options);
     Input in(path, options);
     expect_header(path, want, header_from(path, in.spec(), options));
     if (options.fail_on != FailOn::warning)
@@ -245,11 +262,190 @@ void oiio_read_rows(const std::string& path, const Header& want, int row0, const
                      complaints + " (fail_on = \"" + (options.fail_on == FailOn::none ? "none" : "error") + "\")");
 }
 
-/// TIFF is read by bands; PNG is not (its rows decode in order only: a band read from a file
-/// opened again would decode every row above it).
+// ---- PNG by rows: a decoder kept open between bands -----------------------------------------
+//
+// A PNG's rows decode in order only (one zlib stream, each row filtered against the one above),
+// so a band read from a file opened again would decode every row above it. The carried state is
+// plain bytes that nothing destroys, so the open decoder cannot live there; it lives here, in a
+// cursor: an OpenImageIO input at its next row, with the last rows it gave (a stencil's next band
+// starts a few rows above where the previous one ended: its halo). A band takes, from the idle
+// cursors of the same file (same path, inode, size and modification time, same header), one whose
+// kept rows reach down to the band's first row, or opens a new one at row 0; it gives the cursor
+// back after its rows, and the band that reaches the last row closes it. Any cursor of the file
+// serves any band at or below its kept rows, so correctness never depends on which node or run
+// took it: bands out of order, or of two runs at once, only cost a decode from the top. Cursors
+// left by a run that failed between bands are closed when more than k_idle_cursors wait (the
+// oldest first).
+//
+// An interlaced (Adam7) PNG does not decode by rows: it is read whole (oiio_reads_rows), the
+// node's whole_reason says so.
+
+// rows a cursor keeps for the next band's halo: at most the band, and at most 64 rows or 16 MiB,
+// whichever is more (a halo of 32 rows on each side at any width; 256 rows of a 65536-wide u8 image)
+constexpr int k_kept_rows = 64;
+constexpr std::size_t k_kept_bytes = std::size_t(16) << 20;
+constexpr std::size_t k_idle_cursors = 8;
+
+/// What identifies a file's contents between bands.
+struct FileId {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0;
+    bool operator==(const FileId&) const = default;
+};
+
+FileId file_id(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail_read(path, std::string("cannot stat it: ") + std::strerror(errno));
+    return FileId{std::uint64_t(st.st_dev), std::uint64_t(st.st_ino), std::uint64_t(st.st_size),
+                  std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+struct PngCursor {
+    std::string path;
+    FileId id;
+    Header header;
+    std::unique_ptr<OIIO::ImageInput> in;
+    int next = 0;                    ///< the row the decoder gives next
+    int kept0 = 0;                   ///< kept holds rows [kept0, next)
+    std::vector<unsigned char> kept; ///< the last rows given (k_kept_rows or k_kept_bytes)
+    int failed_at = -1;              ///< under fail_on error or none: the row the decoder gave up at
+    std::uint64_t used = 0;          ///< for closing the oldest idle one
+};
+
+/// The idle cursors of the process. A cursor is closed inside a StderrCapture of its caller.
+class PngCursors {
+  public:
+    /// An idle cursor of this file whose rows reach down to row0, or null.
+    std::unique_ptr<PngCursor> take(const std::string& path, const FileId& id, const Header& h, int row0) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        auto best = m_idle.end();
+        for (auto it = m_idle.begin(); it != m_idle.end(); ++it) {
+            const PngCursor& c = **it;
+            if (c.path != path || !(c.id == id) || c.header.width != h.width || c.header.height != h.height ||
+                c.header.channels != h.channels || c.header.dtype != h.dtype || c.kept0 > row0)
+                continue;
+            if (best == m_idle.end() || c.next > (*best)->next) best = it;
+        }
+        if (best == m_idle.end()) return nullptr;
+        std::unique_ptr<PngCursor> c = std::move(*best);
+        m_idle.erase(best);
+        return c;
+    }
+    /// Keeps `c` for the next band; returns the oldest idle cursor when too many wait (to be
+    /// closed by the caller), else null.
+    std::unique_ptr<PngCursor> give_back(std::unique_ptr<PngCursor> c) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        c->used = ++m_clock;
+        m_idle.push_back(std::move(c));
+        if (m_idle.size() <= k_idle_cursors) return nullptr;
+        auto oldest = std::min_element(m_idle.begin(), m_idle.end(),
+                                       [](const auto& a, const auto& b) { return a->used < b->used; });
+        std::unique_ptr<PngCursor> out = std::move(*oldest);
+        m_idle.erase(oldest);
+        return out;
+    }
+
+  private:
+    std::mutex m_mutex;
+    std::vector<std::unique_ptr<PngCursor>> m_idle;
+    std::uint64_t m_clock = 0;
+};
+
+PngCursors& png_cursors() {
+    static auto* cursors = new PngCursors; // never destroyed: OpenImageIO may be gone at exit
+    return *cursors;
+}
+
+/// Whether `path` is a PNG whose IHDR says interlaced (Adam7): byte 28 of the file.
+bool png_is_interlaced(const std::string& path) {
+    std::FILE* fp = std::fopen(path.c_str(), "rb");
+    if (!fp) return false;
+    unsigned char b[29] = {};
+    const std::size_t n = std::fread(b, 1, sizeof b, fp);
+    std::fclose(fp);
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    return n == sizeof b && std::memcmp(b, sig, 8) == 0 && std::memcmp(b + 12, "IHDR", 4) == 0 && b[28] == 1;
+}
+
+/// Rows [row0, row0 + dst.height) of a PNG, through a cursor (above). A row the decoder cannot
+/// give (a truncated or corrupt stream) is an error naming it, unless fail_on = none: then it and
+/// the rows below are 0, and the complaint is reported once per band that has such rows.
+/// Warnings (libpng's, printed) are judged by fail_on as for the whole image.
+void png_read_rows(const std::string& path, const Header& want, int row0, const ImageView& dst,
+                   const ReadOptions& options) {
+    StderrCapture capture; // first: the cursor is opened, used and closed inside it
+    std::size_t printed = 0;
+    const FileId id = file_id(path);
+    std::unique_ptr<PngCursor> c = png_cursors().take(path, id, want, row0);
+    if (!c) {
+        c = std::make_unique<PngCursor>();
+        c->path = path;
+        c->id = id;
+        c->header = want;
+        c->in = open_input(path, options, capture);
+        expect_header(path, want, header_from(path, c->in->spec(), options));
+    }
+    const std::size_t rb = dst.row_bytes();
+    const int end = row0 + dst.height;
+    if (options.fail_on != FailOn::warning)
+        for (int y = 0; y < dst.height; ++y) std::memset(dst.row<unsigned char>(y), 0, rb);
+    // 1. the rows the cursor kept (the halo above the previous band's end)
+    for (int y = row0; y < std::min(end, c->next); ++y)
+        std::memcpy(dst.row<unsigned char>(y - row0), c->kept.data() + std::size_t(y - c->kept0) * rb, rb);
+    // 2. the rest from the decoder, one row at a time so that a failure names its row; rows above
+    //    the band (a cursor opened for a band that does not start at 0) go through a scratch row
+    std::vector<unsigned char> scratch(c->next < row0 ? rb : 0);
+    std::string complaints;
+    const OIIO::TypeDesc type = type_of(want.dtype);
+    for (int y = c->next; y < end && c->failed_at < 0; ++y) {
+        void* row = y >= row0 ? dst.row<unsigned char>(y - row0) : scratch.data();
+        if (!c->in->read_scanlines(0, 0, c->in->spec().y + y, c->in->spec().y + y + 1, 0, 0, want.channels, type, row,
+                                   OIIO::AutoStride, OIIO::AutoStride)) {
+            std::string why = complaints_of(*c->in, capture, &printed, path);
+            if (why.empty()) why = "OpenImageIO failed to decode it";
+            if (options.fail_on != FailOn::none)
+                fail_read(path, "row " + std::to_string(y) + " of " + std::to_string(want.height) +
+                                    " cannot be decoded: " + why +
+                                    "; the decoder gave up (fail_on = \"none\" loads what it decoded)");
+            std::memset(row, 0, rb);
+            c->failed_at = y;
+            complaints = why;
+        }
+    }
+    if (complaints.empty()) complaints = complaints_of(*c->in, capture, &printed, path);
+    if (!complaints.empty() && c->failed_at < 0 && options.fail_on == FailOn::warning)
+        fail_complaints(path, "rows from " + std::to_string(row0) + ": " + complaints, false);
+    if (c->failed_at >= 0 && c->failed_at < end && complaints.empty())
+        complaints = "rows from " + std::to_string(c->failed_at) + " are 0";
+    if (!complaints.empty() && options.warn)
+        options.warn("'" + path + "': rows from " + std::to_string(row0) +
+                     (c->failed_at >= 0 && c->failed_at < end ? " partly decoded: " : " decoded despite: ") +
+                     complaints + " (fail_on = \"" + (options.fail_on == FailOn::none ? "none" : "error") + "\")");
+    // 3. keep the band's last rows for the next band's halo
+    if (end >= c->next) {
+        const int k = int(std::min<std::size_t>(std::size_t(dst.height), std::max<std::size_t>(k_kept_rows, k_kept_bytes / rb)));
+        c->kept.resize(std::size_t(k) * rb);
+        for (int y = 0; y < k; ++y)
+            std::memcpy(c->kept.data() + std::size_t(y) * rb, dst.row<unsigned char>(dst.height - k + y), rb);
+        c->kept0 = end - k;
+        c->next = end;
+    }
+    if (end >= want.height) return; // the last band: the cursor closes here, inside the capture
+    std::unique_ptr<PngCursor> oldest = png_cursors().give_back(std::move(c));
+}
+
+/// TIFF is read by bands from the file opened again, PNG by a decoder kept open (above), unless
+/// interlaced.
 bool oiio_reads_rows(const std::string& path) {
     const std::string ext = extension_of(path);
-    return ext == ".tif" || ext == ".tiff";
+    return ext == ".tif" || ext == ".tiff" || (ext == ".png" && !png_is_interlaced(path));
+}
+
+/// The format's own reason to read `path` whole, where it has one.
+std::string oiio_whole_why(const std::string& path) {
+    if (extension_of(path) == ".png" && png_is_interlaced(path))
+        return "reads interlaced (Adam7) .png files whole: their rows do not decode in order";
+    return "";
 }
 
 bool oiio_can_write(const std::string& path) {
@@ -274,54 +470,104 @@ void oiio_write(const std::string& path, const ImageView& src) {
     if (!out->close()) fail_write(path, last_error(out, "OpenImageIO failed to finish it"));
 }
 
-/// Writing by rows through a spool: each band goes, raw and in order, into `path` (the run's
-/// temporary); the last band renames it to `<path>.rows` and encodes it into `path` through
-/// ImageOutput::write_scanlines, a band of at most 4 MiB at a time, then removes the spool. So
-/// memory stays bounded without an encoder kept open between strips (which the carried state,
-/// plain bytes, cannot own), at the price of writing the rows twice. A run that fails before the
-/// last band leaves only the temporary, which the run removes; one that fails in it removes the
-/// spool here.
-void oiio_write_rows(const std::string& path, int height, int row0, const ImageView& src) {
-    write_band(path, "", height, row0, src, top_down, false);
-    if (row0 + src.height < height) return;
-    const std::string spool = path + ".rows";
-    std::error_code ec;
-    std::filesystem::rename(path, spool, ec);
-    if (ec) fail_write(path, "cannot move its rows aside to " + spool + ": " + ec.message());
-    struct Remove {
-        const std::string& p;
-        ~Remove() {
-            std::error_code e;
-            std::filesystem::remove(p, e);
-        }
-    } remove_spool{spool};
-    const std::size_t rb = src.row_bytes();
-    InFile rows(spool);
-    if (rows.size() != std::uint64_t(height) * rb)
-        fail_write(path, "its spool " + spool + " holds " + std::to_string(rows.size()) + " bytes, not " +
-                             std::to_string(std::uint64_t(height) * rb));
-    StderrCapture printed; // libpng prints its errors (see stderr_capture.hpp)
-    auto out = OIIO::ImageOutput::create(path);
-    auto last_error = [&](const char* fallback) {
-        std::string e = merge(out ? out->geterror() : OIIO::geterror(), printed.text(), path);
-        return e.empty() ? std::string(fallback) : e;
-    };
-    if (!out) fail_write(path, last_error("OpenImageIO has no writer for it"), PF_ERR_INVALID);
-    OIIO::ImageSpec spec(src.width, height, src.channels, type_of(src.dtype));
-    spec.attribute("oiio:UnassociatedAlpha", 1);
-    if (!out->open(path, spec)) fail_write(path, last_error("OpenImageIO cannot create it"));
-    const int band = int(std::clamp<std::size_t>((std::size_t(4) << 20) / std::max<std::size_t>(rb, 1), 1, std::size_t(height)));
-    std::vector<unsigned char> buf(std::size_t(band) * rb);
-    for (int y = 0; y < height; y += band) {
-        const int n = std::min(band, height - y);
-        rows.read(buf.data(), std::size_t(n) * rb);
-        if (!out->write_scanlines(y, y + n, 0, type_of(src.dtype), buf.data()))
-            fail_write(path, last_error("OpenImageIO failed to write it"));
-    }
-    if (!out->close()) fail_write(path, last_error("OpenImageIO failed to finish it"));
+/// Writing by rows: an encoder kept open between bands, as the PNG decoder is (above). The first
+/// band creates `path` (the run's temporary) through ImageOutput::open and writes its rows with
+/// write_scanlines; the encoder then waits, keyed by the path (a run's temporary has a name of
+/// its own), for the next band, which must start where it stopped; the band that reaches the
+/// last row closes it. libpng and libtiff write as the rows come (TIFF: a strip at a time), so
+/// memory stays bounded and each row is written once. A run that fails between bands leaves its
+/// encoder waiting, on a temporary that the run removes: every band closes the waiting encoders
+/// whose file is gone (or is another file now), so they do not pile up. A failure while a band
+/// is written closes its encoder at once.
+struct Encoder {
+    std::string path;
+    std::uint64_t dev = 0, ino = 0; ///< the file it writes, to see that it is gone
+    int height = 0, next = 0;       ///< the rows of the image, the next one to write
+    std::unique_ptr<OIIO::ImageOutput> out;
+};
+
+/// The file's device and inode, or {0, 0} when there is no such file.
+std::pair<std::uint64_t, std::uint64_t> inode_of(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {0, 0};
+    return {std::uint64_t(st.st_dev), std::uint64_t(st.st_ino)};
 }
 
-/// TIFF and PNG are written by rows (through the spool); other formats whole.
+class Encoders {
+  public:
+    /// The waiting encoder of `path`, or null.
+    std::unique_ptr<Encoder> take(const std::string& path) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        for (auto it = m_waiting.begin(); it != m_waiting.end(); ++it)
+            if ((*it)->path == path) {
+                std::unique_ptr<Encoder> e = std::move(*it);
+                m_waiting.erase(it);
+                return e;
+            }
+        return nullptr;
+    }
+    void keep(std::unique_ptr<Encoder> e) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_waiting.push_back(std::move(e));
+    }
+    /// The waiting encoders whose file is gone or replaced, for the caller to close.
+    std::vector<std::unique_ptr<Encoder>> take_orphans() {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        std::vector<std::unique_ptr<Encoder>> orphans;
+        for (auto it = m_waiting.begin(); it != m_waiting.end();) {
+            if (inode_of((*it)->path) != std::pair{(*it)->dev, (*it)->ino}) {
+                orphans.push_back(std::move(*it));
+                it = m_waiting.erase(it);
+            } else
+                ++it;
+        }
+        return orphans;
+    }
+
+  private:
+    std::mutex m_mutex;
+    std::vector<std::unique_ptr<Encoder>> m_waiting;
+};
+
+Encoders& encoders() {
+    static auto* e = new Encoders; // never destroyed: OpenImageIO may be gone at exit
+    return *e;
+}
+
+void oiio_write_rows(const std::string& path, int height, int row0, const ImageView& src) {
+    StderrCapture printed; // libpng prints its errors (see stderr_capture.hpp); first: encoders close inside it
+    const std::vector<std::unique_ptr<Encoder>> orphans = encoders().take_orphans();
+    std::unique_ptr<Encoder> e;
+    auto last_error = [&](const char* fallback) {
+        std::string msg = merge(e && e->out ? e->out->geterror() : OIIO::geterror(), printed.text(), path);
+        return msg.empty() ? std::string(fallback) : msg;
+    };
+    if (row0 == 0) {
+        (void)encoders().take(path); // a stale one of the same name (a run that failed): closed here
+        e = std::make_unique<Encoder>();
+        e->path = path;
+        e->height = height;
+        e->out = OIIO::ImageOutput::create(path);
+        if (!e->out) fail_write(path, last_error("OpenImageIO has no writer for it"), PF_ERR_INVALID);
+        OIIO::ImageSpec spec(src.width, height, src.channels, type_of(src.dtype));
+        spec.attribute("oiio:UnassociatedAlpha", 1);
+        if (!e->out->open(path, spec)) fail_write(path, last_error("OpenImageIO cannot create it"));
+        std::tie(e->dev, e->ino) = inode_of(path);
+    } else {
+        e = encoders().take(path);
+        PIXFLOW_INTERNAL_CHECK(e && e->next == row0 && e->height == height,
+                               "io: a band of rows for '" + path + "' from row " + std::to_string(row0) +
+                                   " with no encoder waiting at that row");
+    }
+    if (src.height > 0 && !e->out->write_scanlines(row0, row0 + src.height, 0, type_of(src.dtype), src.data,
+                                                   OIIO::AutoStride, OIIO::stride_t(src.pitch)))
+        fail_write(path, last_error("OpenImageIO failed to write it"));
+    e->next = row0 + src.height;
+    if (e->next < height) return encoders().keep(std::move(e));
+    if (!e->out->close()) fail_write(path, last_error("OpenImageIO failed to finish it"));
+}
+
+/// TIFF and PNG are written by rows (an encoder kept open); other formats whole.
 bool oiio_writes_rows(const std::string& path) {
     const std::string ext = extension_of(path);
     return ext == ".tif" || ext == ".tiff" || ext == ".png";
@@ -359,6 +605,7 @@ constexpr Codec oiio_codec{.name = "OpenImageIO",
                            .read_rows = &oiio_read_rows,
                            .write_rows = &oiio_write_rows,
                            .reads_rows = &oiio_reads_rows,
-                           .writes_rows = &oiio_writes_rows};
+                           .writes_rows = &oiio_writes_rows,
+                           .whole_why = &oiio_whole_why};
 
 } // namespace pixflow::io::detail

@@ -894,3 +894,122 @@ TEST(IoCodecs, DecoderMessagesBecomeOneLine) {
 }
 
 } // namespace
+
+// ---- PNG by rows (issue 16): a decoder kept open between bands ----------------------------------
+
+TEST(IoPngRows, BandsInAnyOrderGiveTheWholeReadsRows) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    for (DType d : {DType::u8, DType::u16})
+        for (int c : {1, 2, 4}) {
+            const Image im = random_image(23, 61, c, d, 7u + std::uint32_t(c));
+            save(im, dir / "a.png");
+            const Image whole = load(dir / "a.png");
+            expect_same(whole, im);
+            // in order with overlaps (a stencil's halos), then backwards, then the same band twice:
+            // the kept rows, a cursor opened again from the top, and one reused without decoding
+            const std::vector<std::pair<int, int>> bands = {{0, 10}, {6, 14}, {16, 30}, {26, 61}, {50, 61}, {40, 55},
+                                                            {0, 3},  {3, 20}, {3, 20}, {20, 21}, {21, 61}};
+            for (auto [y0, y1] : bands) {
+                SCOPED_TRACE(describe(im) + " rows " + std::to_string(y0) + ".." + std::to_string(y1));
+                Image band = Image::make(23, y1 - y0, c, d);
+                pixflow::io::read_rows(dir / "a.png", 61, y0, band.view());
+                const std::size_t rb = std::size_t(23) * c * pixflow::dtype_size(d);
+                EXPECT_TRUE(std::equal(band.bytes.begin(), band.bytes.end(), whole.bytes.begin() + std::ptrdiff_t(y0 * rb)));
+            }
+        }
+}
+
+TEST(IoPngRows, AFileChangedBetweenBandsIsReadAfresh) {
+    REQUIRE_OIIO();
+    TempDir dir;
+    const Image a = random_image(17, 30, 3, DType::u8, 1), b = random_image(17, 30, 3, DType::u8, 2);
+    save(a, dir / "f.png");
+    Image band = Image::make(17, 10, 3, DType::u8);
+    pixflow::io::read_rows(dir / "f.png", 30, 0, band.view()); // a cursor now waits at row 10
+    save(b, dir / "g.png");
+    std::filesystem::rename(dir / "g.png", dir / "f.png"); // another inode under the same name
+    pixflow::io::read_rows(dir / "f.png", 30, 10, band.view());
+    const std::size_t rb = 17 * 3;
+    EXPECT_TRUE(std::equal(band.bytes.begin(), band.bytes.end(), b.bytes.begin() + std::ptrdiff_t(10 * rb)))
+        << "rows of the old file";
+}
+
+// ---- large bands: split over threads (file.cpp's read_band / write_band, chunks of 4 MiB) -------
+
+TEST(IoLargeBands, FilesOfSeveralChunksHoldTheLayoutOfEachFormatAndReadBackByAnyBand) {
+    TempDir dir;
+    struct Big {
+        const char* name;
+        int w, h, c;
+        DType d;
+    };
+    // 10 to 12 MiB each: three chunks, the last one short
+    for (const Big& b : {Big{"a.npy", 2048, 1900, 3, DType::u8}, Big{"a.pgm", 2048, 2600, 1, DType::u16},
+                         Big{"a.pfm", 1024, 1000, 3, DType::f32}}) {
+        SCOPED_TRACE(b.name);
+        const Image im = random_image(b.w, b.h, b.c, b.d, 11);
+        const std::string path = dir / b.name;
+        save(im, path);
+        // the file against a layout made here: header, then rows (PGM: big-endian; PFM: bottom up)
+        const std::size_t rb = std::size_t(b.w) * b.c * pixflow::dtype_size(b.d);
+        std::string body(im.bytes.size(), '\0');
+        for (int y = 0; y < b.h; ++y) {
+            const int fy = std::string(b.name) == "a.pfm" ? b.h - 1 - y : y;
+            std::memcpy(body.data() + std::size_t(fy) * rb, im.bytes.data() + std::size_t(y) * rb, rb);
+        }
+        if (b.d == DType::u16)
+            for (std::size_t k = 0; k + 1 < body.size(); k += 2) std::swap(body[k], body[k + 1]);
+        const std::string file = read_file(path);
+        ASSERT_GE(file.size(), body.size());
+        EXPECT_TRUE(file.substr(file.size() - body.size()) == body) << "the rows are not where the format puts them";
+        expect_same(load(path), im);
+        // bands that cut chunks anywhere, into a padded view (rows 40 bytes apart more than needed)
+        for (auto [y0, y1] : {std::pair{0, b.h}, std::pair{3, b.h - 2}, std::pair{b.h / 2, b.h / 2 + 1}}) {
+            SCOPED_TRACE(std::to_string(y0) + ".." + std::to_string(y1));
+            std::vector<unsigned char> buf((rb + 40) * std::size_t(y1 - y0));
+            pixflow::ImageView v;
+            v.width = b.w;
+            v.height = y1 - y0;
+            v.channels = b.c;
+            v.dtype = b.d;
+            v.pitch = std::int64_t(rb + 40);
+            v.data = buf.data();
+            pixflow::io::read_rows(path, b.h, y0, v);
+            bool same = true;
+            for (int y = y0; y < y1 && same; ++y)
+                same = std::memcmp(v.row<unsigned char>(y - y0), im.bytes.data() + std::size_t(y) * rb, rb) == 0;
+            EXPECT_TRUE(same);
+            Image packed = Image::make(b.w, y1 - y0, b.c, b.d);
+            pixflow::io::read_rows(path, b.h, y0, packed.view());
+            EXPECT_TRUE(std::equal(packed.bytes.begin(), packed.bytes.end(), im.bytes.begin() + std::ptrdiff_t(y0 * rb)));
+        }
+        // by bands of a padded source, written in order: the same file
+        const std::string again = dir / (std::string("b") + (b.name + 1));
+        for (int y0 = 0; y0 < b.h; y0 += 777) {
+            const int n = std::min(777, b.h - y0);
+            std::vector<unsigned char> buf((rb + 40) * std::size_t(n));
+            pixflow::ImageView v;
+            v.width = b.w;
+            v.height = n;
+            v.channels = b.c;
+            v.dtype = b.d;
+            v.pitch = std::int64_t(rb + 40);
+            v.data = buf.data();
+            for (int y = 0; y < n; ++y)
+                std::memcpy(v.row<unsigned char>(y), im.bytes.data() + std::size_t(y0 + y) * rb, rb);
+            pixflow::io::write_rows(again, b.h, y0, v);
+        }
+        EXPECT_TRUE(read_file(again) == file);
+    }
+}
+
+TEST(IoLargeBands, AFileCutInsideALaterChunkIsTruncated) {
+    TempDir dir;
+    const Image im = random_image(4096, 3000, 1, DType::u8, 5); // 12 MiB: three chunks
+    save(im, dir / "a.npy");
+    std::filesystem::resize_file(dir / "a.npy", std::filesystem::file_size(dir / "a.npy") - 100);
+    const std::string e = error_of([&] { load(dir / "a.npy"); });
+    EXPECT_NE(e.find("cannot read '" + dir / "a.npy" + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+}
