@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <chrono>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -227,6 +230,45 @@ TEST(Batch, NeverMoreImagesInFlightThanTheBound) {
     EXPECT_GE(most.load(), 1);
     EXPECT_EQ(r.max_in_flight_seen, most.load());
     EXPECT_EQ(changes.load(), 24) << "one admission and one completion per image";
+}
+
+TEST(Batch, ReportSplitsItsWallTimeIntoSetupBeforeTheFirstImageAndTheImages) {
+    TempDir t;
+    std::string p = blur_pipeline(t);
+    for (int k = 0; k < 6; ++k) write_ppm(t.path / ("in/i" + std::to_string(k) + ".ppm"), 40, 30, unsigned(k));
+    PipelineSpec spec = parse_pipeline_file(p);
+    BatchOptions o;
+    o.inputs = {t / "in"};
+    o.output_dir = t / "out";
+    o.max_in_flight = 2;
+    o.quiet = true;
+    using Clock = std::chrono::steady_clock;
+    std::mutex mu;
+    std::optional<Clock::time_point> first_admitted;
+    Clock::time_point last_change;
+    o.on_in_flight = [&](int) {
+        std::lock_guard lk(mu);
+        if (!first_admitted) first_admitted = Clock::now();
+        last_change = Clock::now();
+    };
+    const auto before = Clock::now();
+    BatchReport r = run_batch(spec, registry(), o);
+    const auto after = Clock::now();
+    auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    ASSERT_EQ(r.ok, 6);
+    ASSERT_TRUE(first_admitted);
+    EXPECT_GT(r.setup_s, 0.0);
+    EXPECT_GT(r.images_s, 0.0);
+    EXPECT_NEAR(r.setup_s + r.images_s, r.wall_s, 1e-9);
+    // Setup ends before the first image is admitted; the images run from then to the end.
+    EXPECT_LE(r.setup_s, secs(*first_admitted - before));
+    EXPECT_GE(r.images_s, secs(last_change - *first_admitted));
+    EXPECT_LE(r.wall_s, secs(after - before));
+    EXPECT_DOUBLE_EQ(r.images_per_s_after_setup(), 6 / r.images_s);
+    nlohmann::json j = r.to_json();
+    EXPECT_DOUBLE_EQ(j.at("setup_s").get<double>(), r.setup_s);
+    EXPECT_DOUBLE_EQ(j.at("images_s").get<double>(), r.images_s);
+    EXPECT_DOUBLE_EQ(j.at("images_per_s_after_setup").get<double>(), r.images_per_s_after_setup());
 }
 
 TEST(Batch, TraceParsesAndHasASpanPerNodePerImageWithinTheBound) {

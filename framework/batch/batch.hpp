@@ -150,7 +150,15 @@ struct BatchReport {
     std::size_t peak_host_reserved = 0, peak_device_reserved = 0;
     int waited_for_memory = 0;
 
+    /// Where wall_s went: setup_s before the first image (phases 1 to 5: the checks and the first
+    /// compile, the workers with their CUDA contexts and device pools, the output folders),
+    /// images_s running the images (phase 6). The process's own start (loading the plugins and
+    /// the libraries they link) comes before run_batch and is in neither.
+    double setup_s = 0, images_s = 0;
+
     double images_per_s() const { return wall_s > 0 ? double(ok + failed) / wall_s : 0; }
+    /// The rate of phase 6 alone: what a longer batch of such images tends to.
+    double images_per_s_after_setup() const { return images_s > 0 ? double(ok + failed) / images_s : 0; }
     nlohmann::json to_json() const;
     /// 0 when every image succeeded, else 2. The images' outputs are committed image by image, so
     /// a report or trace that cannot be written at the end (after the up-front checks) is a

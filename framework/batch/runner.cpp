@@ -145,8 +145,8 @@ void run_images(const PipelineSpec& spec, const Registry& reg, const BatchOption
                                tbb::make_filter<std::size_t, void>(tbb::filter_mode::serial_out_of_order, account));
 }
 
-/// 7. The totals and what the workers hold.
-void finish(const batch::Workers* workers, Clock::time_point t_start, BatchReport& report) {
+/// 7. The totals and what the workers hold; `t_images` is when phase 6 began.
+void finish(const batch::Workers* workers, Clock::time_point t_start, Clock::time_point t_images, BatchReport& report) {
     for (const auto& im : report.images) {
         report.ok += im.status == ImageResult::Status::ok;
         report.failed += im.status == ImageResult::Status::failed;
@@ -162,7 +162,10 @@ void finish(const batch::Workers* workers, Clock::time_point t_start, BatchRepor
                 }
             }
         }
-    report.wall_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+    auto t_end = Clock::now();
+    report.wall_s = std::chrono::duration<double>(t_end - t_start).count();
+    report.setup_s = std::chrono::duration<double>(t_images - t_start).count();
+    report.images_s = std::chrono::duration<double>(t_end - t_images).count();
 }
 
 /// The --trace and --report files, refused up front when they would overwrite a file of the batch,
@@ -211,6 +214,9 @@ nlohmann::json BatchReport::to_json() const {
     j["skipped"] = skipped;
     j["wall_s"] = wall_s;
     j["images_per_s"] = images_per_s();
+    j["setup_s"] = setup_s;
+    j["images_s"] = images_s;
+    j["images_per_s_after_setup"] = images_per_s_after_setup();
     j["max_in_flight"] = max_in_flight;
     j["max_in_flight_seen"] = max_in_flight_seen;
     j["workers"] = workers;
@@ -315,6 +321,7 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     for (const auto& n : report.notes) bar.print("note: " + n);
     report.images.resize(b.inputs.size());
     for (std::size_t i = 0; i < b.inputs.size(); ++i) report.images[i].input = b.inputs[i].path.string();
+    const auto t_images = Clock::now();
     if (workers) {
         // In-process an operator's exit() would end the batch with the code it chose: make it a
         // failure, with the unfinished outputs removed.
@@ -331,7 +338,7 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
         batch::run_images_isolated(opt, b, spec, report.max_in_flight, report, bar, trace.get()); // 6
     }
     bar.finish();
-    finish(workers.get(), t_start, report); // 7
+    finish(workers.get(), t_start, t_images, report); // 7
     std::string trace_text = trace ? trace->text() : "";
     if (!opt.distribution || opt.distribution->end(report, trace_text)) write_batch_side_outputs(opt, trace_text, report);
     folders.rollback(); // removes only the folders that stayed empty, once every process is done

@@ -75,6 +75,7 @@ void Executor::Impl::start(const RunOptions& o) {
                    "keep_buffers needs every node's whole output, but the plan streams chains in strips");
     std::fill(timings.strips.begin(), timings.strips.end(), 0);
     timings.chain_ms.assign(p.strips.chains.size(), 0.0);
+    timings.chain_setup_ms.assign(p.strips.chains.size(), 0.0);
     for (const StripChain& c : p.strips.chains)
         for (NodeId v : c.nodes) timings.cpu_ms[v] = 0; // the sum of its strips
     std::fill(keep.begin(), keep.end(), char(0));

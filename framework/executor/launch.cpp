@@ -17,7 +17,10 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
     int32_t status;
     t.launched[l.v] = 1;
     const std::size_t k = l.strip ? std::size_t(l.strip->index) : 0;
-    if (l.strip) ++t.strips[l.v];
+    if (l.strip) {
+        std::lock_guard<std::mutex> lock(t.strip_mu); // strips of one node may run at once
+        ++t.strips[l.v];
+    }
     if (l.stream) {
         Event& start = l.strip ? t.strip_start[l.v][k] : t.start[l.v];
         Event& end = l.strip ? t.strip_end[l.v][k] : t.end[l.v];
@@ -28,7 +31,10 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
         auto t0 = Clock::now();
         status = d.run_cpu(&a);
         const double ms = ms_since(t0);
-        if (l.strip) t.cpu_ms[l.v] += ms;
+        if (l.strip) {
+            std::lock_guard<std::mutex> lock(t.strip_mu);
+            t.cpu_ms[l.v] += ms;
+        }
         else t.cpu_ms[l.v] = ms;
         if (t.spans) {
             auto t1 = Clock::now();

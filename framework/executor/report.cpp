@@ -52,7 +52,7 @@ RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const Run
         sr.rows = c.rows;
         sr.gpus = c.gpus;
         const std::size_t ci = r.strips.size();
-        if (ci < t.chain_ms.size()) sr.ms = t.chain_ms[ci];
+        if (ci < t.chain_ms.size()) sr.ms = t.chain_ms[ci], sr.setup_ms = t.chain_setup_ms[ci];
         r.strips.push_back(std::move(sr));
     }
     return r;
@@ -178,7 +178,7 @@ nlohmann::json report_json(const RunReport& r) {
     }
     j["strips"] = nlohmann::json::array();
     for (const auto& s : r.strips) {
-        nlohmann::json x{{"nodes", s.nodes}, {"count", s.count}, {"rows", s.rows}, {"ms", s.ms}};
+        nlohmann::json x{{"nodes", s.nodes}, {"count", s.count}, {"rows", s.rows}, {"ms", s.ms}, {"setup_ms", s.setup_ms}};
         if (!s.gpus.empty()) x["gpus"] = s.gpus;
         j["strips"].push_back(x);
     }

@@ -241,12 +241,18 @@ void Executor::Impl::run_chain(int ci) {
     std::vector<Member> mb(m);
     for (std::size_t i = 0; i < m; ++i) {
         const Node& n = g.nodes[c.nodes[i]];
-        const bool pinned = uses_device && !dev[i];
+        // host memory the device copies to or from is pinned: a window the next node uploads or
+        // that goes to a device output, and an input copy a download fills
+        bool to_device = i + 1 < m ? bool(dev[i + 1]) : false;
+        if (i + 1 == m)
+            for (const Dest& d : dests) to_device |= !on_host(d.buf->im);
         if (!n.outputs.empty() && c.max_window[i] > 0) {
             pf_image shape = n.outputs[0];
             shape.height = c.max_window[i];
-            for (int w = 0; w < (carried[i] ? nwin_carried : nsets); ++w) mb[i].win.push_back(alloc_on(shape, dev[i], pinned, w));
+            const bool pin = uses_device && !dev[i] && to_device;
+            for (int w = 0; w < (carried[i] ? nwin_carried : nsets); ++w) mb[i].win.push_back(alloc_on(shape, dev[i], pin, w));
         }
+        const bool pinned = uses_device && !dev[i];
         if (!n.inputs.empty()) {
             mb[i].input_dev = i > 0 ? bool(dev[i - 1]) : !on_host(src->im);
             if (mb[i].input_dev != bool(dev[i]) && c.max_input[i] > 0) {
@@ -263,6 +269,7 @@ void Executor::Impl::run_chain(int ci) {
             else std::memset(mb[i].carry->im.data, 0, c.carry_bytes[i]);
         }
     }
+    timings.chain_setup_ms[std::size_t(ci)] = ms_since(t_start); // allocations (pinning host memory is slow)
     Event fork;
     if (two_streams) { // the second stream starts after the allocations on the first
         fork = Event(true, false);
@@ -458,11 +465,20 @@ void Executor::Impl::run_chain(int ci) {
             stage_body(0, k);
             return k;
         });
-        for (int st = 1; st < c.n_stages; ++st)
-            filters = filters & tbb::make_filter<int, int>(tbb::filter_mode::serial_in_order, [&, st](int k) {
-                          stage_body(st, k);
-                          return k;
-                      });
+        // A stage of host nodes without a carried state takes several strips at once (the rows
+        // of different strips are independent); device stages and carried nodes take them in
+        // order. The last filter is in order, so strips leave in order: when strip k enters,
+        // strip k - nsets has left, and its set is free once its device work has ended.
+        for (int st = 1; st < c.n_stages; ++st) {
+            bool parallel = true;
+            for (std::size_t i = first_of[std::size_t(st)]; i < first_of[std::size_t(st) + 1]; ++i)
+                parallel &= !dev[i] && !carried[i];
+            filters = filters & tbb::make_filter<int, int>(parallel ? tbb::filter_mode::parallel : tbb::filter_mode::serial_in_order,
+                                                           [&, st](int k) {
+                                                               stage_body(st, k);
+                                                               return k;
+                                                           });
+        }
         tbb::parallel_pipeline(std::size_t(nsets), filters & tbb::make_filter<int, void>(tbb::filter_mode::serial_in_order, [](int) {}));
         if (signals.cancelled()) return;
     }
@@ -503,7 +519,7 @@ void Executor::Impl::run_chain(int ci) {
             if (p.transfers[std::size_t(t)].stream != cs) streams[std::size_t(p.transfers[std::size_t(t)].stream)].synchronize();
     }
     for (NodeId v : c.nodes) timings.launched[v] = 1;
-    if (std::size_t(ci) < timings.chain_ms.size()) timings.chain_ms[std::size_t(ci)] = ms_since(t_start);
+    timings.chain_ms[std::size_t(ci)] = ms_since(t_start);
     if (src) {
         NodeId u = hn.inputs[0].node;
         const bool keep = in_t >= 0 && !in_absorbed ? opt->keep_buffers : keeps(u);

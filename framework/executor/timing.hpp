@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -41,14 +42,16 @@ struct Timings {
     // per strip the events around a CUDA launch (kept across runs, grown as needed) or, with
     // spans, a CPU launch's wall times and thread. cpu_ms sums the strips.
     NodeMap<int> strips;
+    std::mutex strip_mu; ///< strips and cpu_ms of a node whose strips run at once (a parallel stage)
     NodeMap<std::vector<Event>> strip_start, strip_end;
     struct CpuStrip {
         Clock::time_point t0, t1;
         std::thread::id thread;
     };
     NodeMap<std::vector<CpuStrip>> strip_cpu;
-    /// Per streamed chain: the host time from its first strip to its outputs in place.
-    std::vector<double> chain_ms;
+    /// Per streamed chain: the host time of its step, and of the part before its first strip
+    /// (its strip buffers allocated: pinning host memory and growing the device pool).
+    std::vector<double> chain_ms, chain_setup_ms;
 };
 
 } // namespace pixflow::host

@@ -612,7 +612,10 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
         for (std::size_t i = 1; i < c.nodes.size(); ++i)
             c.stage[i] = c.stage[i - 1] + (opt.stage_per_node || p.on_device(c.nodes[i]) != p.on_device(c.nodes[i - 1]));
         c.n_stages = c.stage.back() + 1;
-        c.sets = c.n_stages > 1 ? std::min(c.n_stages, 3) : all_cuda && !c.ordered ? 2 : 1;
+        // 3 sets where the host and the device take part: one strip on its way up, one in the
+        // kernels, one on its way down (and read by the host)
+        const bool both_sides = last_cuda >= 0 && !all_cuda;
+        c.sets = c.n_stages > 1 ? (both_sides ? 3 : std::min(c.n_stages, 3)) : all_cuda && !c.ordered ? 2 : 1;
         if (spread && last_cuda >= 0 && spreadable(g, p, c, opt)) {
             c.gpus = opt.devices;
             c.sets = std::max(c.sets, 2); // each GPU: strip k+1's upload overlaps strip k's kernels

@@ -25,7 +25,8 @@ struct StripReport {
     std::vector<std::string> nodes;         ///< in data-flow order
     int count = 0;                          ///< strips
     int rows = 0;                           ///< rows of the last node's output per strip
-    double ms = 0;                          ///< host time of the chain, first strip to outputs in place
+    double ms = 0;                          ///< host time of the chain's step (with setup_ms)
+    double setup_ms = 0;                    ///< of which before its first strip: its buffers allocated
     std::vector<int> gpus;                  ///< the GPUs its strips were spread over (--devices); empty: one
 };
 
