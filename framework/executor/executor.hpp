@@ -45,6 +45,18 @@ class ChainSplit {
     /// After this process's strips of chain `ci`: `out` (the chain's whole output, on the host;
     /// data null when nothing holds it) has its rows [r0, r1). Throws to fail the run.
     virtual void done(int ci, const pf_image& out, int r0, int r1) = 0;
+    /// Carried node `i` of chain `ci`, before this process's first strip of it: `carry` (its
+    /// state, `bytes` bytes on the host, zero-filled) may be given the state that the strips
+    /// above, run by another process, left. Throws to fail the run.
+    virtual void carry_in(int /*ci*/, int /*i*/, void* /*carry*/, std::size_t /*bytes*/) {}
+    /// ... and after its last strip: the state the strips below start from.
+    virtual void carry_out(int /*ci*/, int /*i*/, const void* /*carry*/, std::size_t /*bytes*/) {}
+    /// A whole-image CPU node: the collective to run it split with (its op declared PF_OP_SPLIT,
+    /// abi.h), or nullptr to run it whole here.
+    virtual const pf_collective* collective(NodeId /*v*/) { return nullptr; }
+    /// After a node run with a collective (`ok`: it succeeded): completes its outputs `outs`
+    /// from the other processes' rows. Throws to fail the run.
+    virtual void node_done(NodeId /*v*/, const std::vector<pf_image>& /*outs*/, bool /*ok*/) {}
 };
 
 using pixflow::NodeReport;

@@ -13,7 +13,7 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
     char err[2048] = {0};
     pf_run_args a{sizeof(pf_run_args), l.params, d.n_params, l.inputs.data(), int32_t(l.inputs.size()),
                   l.outputs.data(), int32_t(l.outputs.size()), l.stream ? l.stream->get() : nullptr,
-                  host.table(), err, sizeof err, l.strip};
+                  host.table(), err, sizeof err, l.strip, l.collective};
     int32_t status;
     t.launched[l.v] = 1;
     const std::size_t k = l.strip ? std::size_t(l.strip->index) : 0;

@@ -20,6 +20,7 @@ struct Launch {
     const Stream* stream;               ///< the node's stream on CUDA; nullptr on the CPU
     const char* backend;                ///< "cpu" or "cuda", for messages
     const pf_strip* strip = nullptr;    ///< a strip of a streamed chain: timed per strip
+    const pf_collective* collective = nullptr; ///< a node run split over processes (ChainSplit)
 };
 
 /// "<op> on <backend>": how a failing node is named while running.

@@ -36,7 +36,10 @@ bool Executor::Impl::launch_node(NodeId v) {
     bool dev = p.on_device(v);
     Launch l{v, n, files.params(g, v), ins, outs, dev ? &streams[std::size_t(p.stream[v])] : nullptr,
              backend_name(p.backend[v])};
-    return launch(l, signals, buffers.device_memory(), timings);
+    l.collective = opt && opt->split && !dev ? opt->split->collective(v) : nullptr; // opt: none in bench
+    const bool ok = launch(l, signals, buffers.device_memory(), timings);
+    if (l.collective) opt->split->node_done(v, outs, ok);
+    return ok;
 }
 
 void Executor::Impl::run_node(NodeId v) {

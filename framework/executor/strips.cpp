@@ -372,6 +372,7 @@ void Executor::Impl::run_chain(int ci) {
                 copy_rows(rows_of(window(i, k)->im, 0, kept1 - r.win0),
                           rows_of(window(i, k - 1)->im, r.win0 - q.win0, kept1 - r.win0), s);
         }
+        if (opt->split && mb[i].carry && k == k_first) opt->split->carry_in(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
         const bool has_out = !n.outputs.empty();
         if (has_out ? r.out1 <= r.out0 : r.in1 <= r.in0) return true; // nothing new in this strip
         std::vector<pf_image> ins, outs;
@@ -398,6 +399,7 @@ void Executor::Impl::run_chain(int ci) {
         if (opt->on_node) opt->on_node(v, true);
         const bool ok = launch(l, signals, buffers.device_memory(), timings);
         if (opt->on_node) opt->on_node(v, false);
+        if (ok && opt->split && mb[i].carry && k == k_last - 1) opt->split->carry_out(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
         return ok;
     };
     // The strip's own rows of the chain's output, into the whole outputs.

@@ -168,7 +168,7 @@ std::string check_param(const pf_param_desc& p, const std::string& where) {
     return "";
 }
 
-std::string check_op(const pf_op_desc& op, int index) {
+std::string check_op(const pf_op_desc& op, int index, std::uint32_t abi_minor) {
     std::string where = "operator #" + std::to_string(index);
     if (auto e = struct_size_problem(op.struct_size, sizeof(pf_op_desc), "pf_op_desc"); !e.empty())
         return where + ": " + e;
@@ -176,8 +176,9 @@ std::string check_op(const pf_op_desc& op, int index) {
     if (auto e = string_problem(op.name, L::name_bytes, Text::name); !e.empty()) return where + ": its name " + e;
     std::string w = "operator '" + std::string(op.name) + "'";
     if (auto e = string_problem(op.doc, L::doc_bytes, Text::line); !e.empty()) return w + ": its doc " + e;
-    constexpr std::uint32_t known = PF_OP_SOURCE | PF_OP_SINK | PF_OP_FUSED;
+    constexpr std::uint32_t known = PF_OP_SOURCE | PF_OP_SINK | PF_OP_FUSED | PF_OP_SPLIT;
     if (op.flags & ~known) return w + ": unknown flags " + dtype_mask_text(op.flags & ~known);
+    if ((op.flags & PF_OP_SPLIT) && abi_minor < 4) return w + ": PF_OP_SPLIT needs ABI 1.4";
     if (auto e = count_problem(op.n_inputs, L::ports, op.inputs, "inputs"); !e.empty()) return w + ": " + e;
     if (auto e = count_problem(op.n_outputs, L::ports, op.outputs, "outputs"); !e.empty()) return w + ": " + e;
     if (auto e = count_problem(op.n_params, L::params, op.params, "parameters"); !e.empty()) return w + ": " + e;
@@ -314,7 +315,7 @@ std::string check_plugin_descriptor(const pf_plugin_desc* d) {
 
     std::set<std::string_view> names;
     for (int k = 0; k < d->n_ops; ++k) {
-        if (auto e = check_op(d->ops[k], k); !e.empty()) return e;
+        if (auto e = check_op(d->ops[k], k, d->abi_minor); !e.empty()) return e;
         if (!names.insert(d->ops[k].name).second)
             return "declares operator '" + std::string(d->ops[k].name) + "' twice";
     }

@@ -9,7 +9,8 @@
 //    docs, choices, plugin name and version are one line of UTF-8 text;
 //  - every count is within its bound and every array with a count > 0 is non-NULL;
 //  - array elements have the struct_size of this ABI (the host indexes arrays with its sizeof);
-//  - flags and dtype/channel masks have only known bits and masks are not empty;
+//  - flags and dtype/channel masks have only known bits and masks are not empty; PF_OP_SPLIT
+//    only from ABI 1.4 on;
 //  - parameters: known type, ranges ordered (no NaN), defaults of the declared type and inside
 //    the range or among the choices; path flags only on strings;
 //  - names unique among an op's ports, its parameters, and the plugin's operators;

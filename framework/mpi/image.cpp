@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "compile/compile.hpp"
 #include "device/device.hpp"
+#include "common/assert.hpp"
 #include "executor/buffers.hpp"
 #include "executor/output_files.hpp"
 #include "mpi/placement.hpp"
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -114,6 +116,75 @@ int chain_alignment(const Graph& g, const StripChain& c) {
     return 1;
 }
 
+/// The pf_collective callbacks of a split node: C functions that never throw.
+struct CollectiveCalls {
+    static int32_t allreduce_f64(void* self, int32_t op, double* values, int32_t n) noexcept {
+        auto& ns = *static_cast<NodeShare*>(self);
+        ImageSplit& is = *ns.owner;
+        try {
+            MPI_Request req;
+            if (op == PF_REDUCE_SUM) {
+                // every rank's values, added in rank order on each: the same bits everywhere
+                // (an MPI_SUM may add in another order on each rank)
+                const int size = is.m_s.size();
+                std::vector<double> all(std::size_t(size) * std::size_t(n));
+                {
+                    std::lock_guard<std::mutex> lock(is.m_mu);
+                    MPI_Iallgather(values, n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, ns.comm, &req);
+                    is.m_bytes += (long long)n * 8 * (size - 1);
+                }
+                is.wait(req);
+                for (int k = 0; k < n; ++k) {
+                    double t = 0;
+                    for (int r = 0; r < size; ++r) t += all[std::size_t(r) * std::size_t(n) + std::size_t(k)];
+                    values[k] = t;
+                }
+                return PF_OK;
+            }
+            if (op != PF_REDUCE_MIN && op != PF_REDUCE_MAX) return PF_ERR_RUNTIME;
+            std::vector<double> in(values, values + n);
+            {
+                std::lock_guard<std::mutex> lock(is.m_mu);
+                MPI_Iallreduce(in.data(), values, n, MPI_DOUBLE, op == PF_REDUCE_MIN ? MPI_MIN : MPI_MAX, ns.comm, &req);
+                is.m_bytes += (long long)n * 8;
+            }
+            is.wait(req);
+            return PF_OK;
+        } catch (...) {
+            return PF_ERR_RUNTIME;
+        }
+    }
+    static int32_t exchange_rows(void* self, const void* first, const void* last, void* above, void* below,
+                                 std::size_t bytes) noexcept {
+        auto& ns = *static_cast<NodeShare*>(self);
+        ImageSplit& is = *ns.owner;
+        const int rank = is.m_s.rank(), size = is.m_s.size();
+        if (bytes > std::size_t(INT_MAX)) return PF_ERR_RUNTIME;
+        try {
+            MPI_Request req[4] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+            {
+                std::lock_guard<std::mutex> lock(is.m_mu);
+                // tag 1: a band's first row, going up; tag 2: its last row, going down
+                if (rank > 0) {
+                    MPI_Isend(first, int(bytes), MPI_BYTE, rank - 1, 1, ns.comm, &req[0]);
+                    MPI_Irecv(above, int(bytes), MPI_BYTE, rank - 1, 2, ns.comm, &req[1]);
+                    is.m_bytes += (long long)bytes;
+                }
+                if (rank + 1 < size) {
+                    MPI_Isend(last, int(bytes), MPI_BYTE, rank + 1, 2, ns.comm, &req[2]);
+                    MPI_Irecv(below, int(bytes), MPI_BYTE, rank + 1, 1, ns.comm, &req[3]);
+                    is.m_bytes += (long long)bytes;
+                }
+            }
+            for (MPI_Request& r : req)
+                if (r != MPI_REQUEST_NULL) is.wait(r);
+            return PF_OK;
+        } catch (...) {
+            return PF_ERR_RUNTIME;
+        }
+    }
+};
+
 ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p, int strip_rows)
     : m_s(s), m_g(g), m_p(p) {
     const int n = s.size();
@@ -128,11 +199,17 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             if (p.on_device(c.nodes[i])) sh.why_not = "node '" + node.id + "' runs on CUDA";
             else if (node.is_sink()) sh.why_not = "node '" + node.id + "' writes a file";
             else if (row_access(node).kind == PF_ACCESS_CARRIED) {
-                if (op_name(node) != "integral") sh.why_not = "carried op " + op_name(node) + " has no combine rule";
-                else if (i + 1 != c.nodes.size()) sh.why_not = "integral '" + node.id + "' is not the chain's last node";
-                else if (node.outputs[0].dtype == PF_U32) sh.scan_type = MPI_UINT32_T;
-                else if (node.outputs[0].dtype == PF_U64) sh.scan_type = MPI_UINT64_T;
-                else sh.why_not = "integral '" + node.id + "' sums in f64, whose bits depend on the order of the sums";
+                // integral's integer sums combine over the ranks at once (exact modulo 2^n);
+                // every other state is relayed rank to rank (the same states as one process)
+                const bool last = i + 1 == c.nodes.size(), integral = op_name(node) == "integral";
+                if (integral && last && node.outputs[0].dtype == PF_U32) sh.scan_type = MPI_UINT32_T;
+                else if (integral && last && node.outputs[0].dtype == PF_U64) sh.scan_type = MPI_UINT64_T;
+                else {
+                    Relay r;
+                    r.node = int(i);
+                    r.bytes = c.carry_bytes[i];
+                    sh.relays.push_back(r);
+                }
             }
         }
         for (const Transfer& t : p.transfers)
@@ -151,6 +228,23 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             rows = (rows + align - 1) / align * align;
         }
         chain_strips(g, c, rows);
+        // a relayed node's rows above a band are the rank above's: a node after it that reads
+        // them again (a stencil's halo) would need them sent too; such a chain is not split
+        for (int r = 1; r < n && sh.why_not.empty(); ++r) {
+            const int k = band_of(c.count(), r, n).first;
+            if (k <= 0 || k >= c.count()) continue;
+            for (const Relay& rl : sh.relays) {
+                const StripRows& at = c.strips[std::size_t(k)][std::size_t(rl.node)];
+                if (at.win0 < at.out0)
+                    sh.why_not = "a node after carried '" + g.nodes[c.nodes[std::size_t(rl.node)]].id +
+                                 "' reads its rows above a band";
+            }
+        }
+        if (!sh.why_not.empty()) {
+            sh.split = false, sh.relays.clear(), sh.scan_type = MPI_DATATYPE_NULL;
+            sh.k0 = 0, sh.k1 = c.count();
+            continue;
+        }
         std::tie(sh.k0, sh.k1) = band_of(c.count(), s.rank(), n);
         const auto readers = g.consumers(tail, 0);
         bool sinks_only = true;
@@ -165,6 +259,34 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             if (!sh.header.empty()) sh.exchange = Exchange::write, sh.save = readers[0].first;
         }
         MPI_Comm_dup(comm, &sh.comm);
+    }
+    // whole-image CPU nodes whose op can run split (PF_OP_SPLIT): a band of rows on each rank,
+    // each band at least one row
+    for (NodeId v : g.nodes.ids()) {
+        const Node& node = g.nodes[v];
+        if (!node.op || !(node.op->desc->flags & PF_OP_SPLIT) || p.on_device(v) || p.strips.in_chain(v) ||
+            node.outputs.empty())
+            continue;
+        const int h = node.outputs[0].height;
+        bool same = h >= n;
+        for (const pf_image& o : node.outputs) same &= o.height == h;
+        if (!same) continue;
+        auto ns = std::make_unique<NodeShare>();
+        ns->v = v, ns->owner = this;
+        std::tie(ns->row0, ns->row1) = band_of(h, s.rank(), n);
+        for (std::size_t k = 0; k < node.outputs.size(); ++k) {
+            const auto readers = g.consumers(v, int(k));
+            bool sinks_only = true, to_gpu = false;
+            for (const auto& [u, port] : readers) sinks_only &= g.nodes[u].is_sink();
+            for (const Transfer& t : p.transfers) to_gpu |= t.node == v && t.port == int(k);
+            ns->exchange.push_back(readers.empty() && !to_gpu ? Exchange::none
+                                   : sinks_only && !to_gpu    ? Exchange::gather
+                                                              : Exchange::allgather);
+        }
+        MPI_Comm_dup(comm, &ns->comm);
+        ns->coll = pf_collective{sizeof(pf_collective), ns.get(), s.rank(), n, ns->row0, ns->row1,
+                                 &CollectiveCalls::allreduce_f64, &CollectiveCalls::exchange_rows};
+        m_nodes.push_back(std::move(ns));
     }
     // MPI-IO only when no sink is left for rank 0 to run (the run skips every sink or none)
     std::size_t sinks = 0, written = 0;
@@ -218,6 +340,8 @@ std::vector<std::string> ImageSplit::close_files() {
 ImageSplit::~ImageSplit() {
     for (ChainShare& c : m_chains)
         if (c.comm != MPI_COMM_NULL) MPI_Comm_free(&c.comm);
+    for (auto& ns : m_nodes)
+        if (ns->comm != MPI_COMM_NULL) MPI_Comm_free(&ns->comm);
 }
 
 std::pair<int, int> ImageSplit::strips(int ci) {
@@ -252,10 +376,82 @@ bool ImageSplit::agree_ok(ChainShare& c, bool ok) {
     return any == 0;
 }
 
+namespace {
+Relay* relay_of(ChainShare& c, int i) {
+    for (Relay& r : c.relays)
+        if (r.node == i) return &r;
+    return nullptr;
+}
+} // namespace
+
+void ImageSplit::receive(ChainShare& c, Relay& r, void* into, bool stop) {
+    if (r.in) return;
+    r.in = true;
+    if (m_s.rank() == 0) return; // the top band starts from zeros, as strip 0 does
+    std::vector<char> msg(r.bytes + 1);
+    MPI_Request req;
+    {
+        std::lock_guard<std::mutex> lock(m_mu);
+        MPI_Irecv(msg.data(), int(msg.size()), MPI_BYTE, m_s.rank() - 1, r.node, c.comm, &req);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    wait(req);
+    m_relay_wait_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    if (!msg.back() && stop) {
+        m_stopped = true;
+        throw std::runtime_error("stopped: another rank failed (it says why)");
+    }
+    if (into) std::memcpy(into, msg.data(), r.bytes);
+}
+
+void ImageSplit::send(ChainShare& c, Relay& r, const void* from, bool ok) {
+    if (r.out) return;
+    r.out = true;
+    if (m_s.rank() + 1 >= m_s.size()) return;
+    r.msg.assign(r.bytes + 1, 0);
+    if (from && ok) std::memcpy(r.msg.data(), from, r.bytes);
+    r.msg.back() = ok ? 1 : 0;
+    std::lock_guard<std::mutex> lock(m_mu);
+    MPI_Isend(r.msg.data(), int(r.msg.size()), MPI_BYTE, m_s.rank() + 1, r.node, c.comm, &r.req);
+    m_bytes += (long long)r.msg.size();
+}
+
+void ImageSplit::settle(ChainShare& c) {
+    for (Relay& r : c.relays)
+        if (r.req != MPI_REQUEST_NULL) wait(r.req);
+}
+
+void ImageSplit::carry_in(int ci, int i, void* carry, std::size_t bytes) {
+    ChainShare& c = m_chains[std::size_t(ci)];
+    Relay* r = c.split ? relay_of(c, i) : nullptr;
+    if (!r) return;
+    PIXFLOW_ASSERT(bytes == r->bytes, "a carried state of another size than planned");
+    r->carry = carry;
+    receive(c, *r, carry, true);
+}
+
+void ImageSplit::carry_out(int ci, int i, const void* carry, std::size_t bytes) {
+    ChainShare& c = m_chains[std::size_t(ci)];
+    Relay* r = c.split ? relay_of(c, i) : nullptr;
+    if (!r) return;
+    PIXFLOW_ASSERT(bytes == r->bytes, "a carried state of another size than planned");
+    send(c, *r, carry, true);
+}
+
 void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
     ChainShare& c = m_chains[std::size_t(ci)];
     if (!c.split) return;
     c.r0 = r0, c.r1 = r1;
+    // relayed states this rank has not passed on: a rank without strips passes the state above
+    // on as it came; one whose node skipped its last strip sends the state it has
+    for (Relay& r : c.relays) {
+        if (!r.in) {
+            std::vector<char> held(r.bytes, 0);
+            receive(c, r, held.data(), true);
+            send(c, r, held.data(), true);
+        } else send(c, r, r.carry, true);
+    }
+    settle(c);
     if (!agree_ok(c, true)) {
         m_stopped = true;
         throw std::runtime_error("stopped: another rank failed (it says why)");
@@ -309,13 +505,20 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
         return;
     }
 
+    complete_rows(c.comm, c.exchange, out, r0, r1);
+}
+
+void ImageSplit::complete_rows(MPI_Comm comm, Exchange how, const pf_image& out, int r0, int r1) {
+    const std::size_t rb = row_bytes(out), pitch = std::size_t(out.pitch);
+    char* base = static_cast<char*>(out.data);
+    MPI_Request req;
     // every rank's rows: gathered at rank 0, or on every rank
     const int size = m_s.size();
     int mine[2] = {r0, r1 - r0};
     std::vector<int> all(std::size_t(2 * size));
     {
         std::lock_guard<std::mutex> lock(m_mu);
-        MPI_Iallgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, c.comm, &req);
+        MPI_Iallgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm, &req);
     }
     wait(req);
     std::vector<int> displs(static_cast<std::size_t>(size)), counts(static_cast<std::size_t>(size));
@@ -326,16 +529,16 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
         MPI_Type_contiguous(int(rb), MPI_BYTE, &row);
         MPI_Type_create_resized(row, 0, MPI_Aint(pitch), &row_pitched);
         MPI_Type_commit(&row_pitched);
-        if (c.exchange == Exchange::gather) {
+        if (how == Exchange::gather) {
             if (m_s.rank() == 0)
-                MPI_Igatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, 0, c.comm, &req);
+                MPI_Igatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, 0, comm, &req);
             else {
                 MPI_Igatherv(base + std::size_t(r0) * pitch, r1 - r0, row_pitched, nullptr, nullptr, nullptr,
-                             row_pitched, 0, c.comm, &req);
+                             row_pitched, 0, comm, &req);
                 m_bytes += (long long)(r1 - r0) * (long long)rb;
             }
         } else {
-            MPI_Iallgatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, c.comm, &req);
+            MPI_Iallgatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, comm, &req);
             m_bytes += (long long)(r1 - r0) * (long long)rb * (size - 1);
         }
     }
@@ -345,9 +548,43 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
     MPI_Type_free(&row);
 }
 
+const pf_collective* ImageSplit::collective(NodeId v) {
+    for (auto& ns : m_nodes)
+        if (ns->v == v) {
+            ns->started = true;
+            return &ns->coll;
+        }
+    return nullptr;
+}
+
+void ImageSplit::node_done(NodeId v, const std::vector<pf_image>& outs, bool ok) {
+    for (auto& ns : m_nodes) {
+        if (ns->v != v) continue;
+        if (!ok) return; // the run fails; run_image_command ends every rank (the others may wait inside)
+        ns->finished = true;
+        for (std::size_t k = 0; k < outs.size() && k < ns->exchange.size(); ++k)
+            if (ns->exchange[k] != Exchange::none) complete_rows(ns->comm, ns->exchange[k], outs[k], ns->row0, ns->row1);
+    }
+}
+
+bool ImageSplit::split_node_unfinished() const {
+    for (const auto& ns : m_nodes)
+        if (!ns->finished) return true;
+    return false;
+}
+
 void ImageSplit::finish(bool ok) {
-    for (ChainShare& c : m_chains)
-        if (c.split && !c.synced && !agree_ok(c, ok && !m_stopped)) m_stopped = m_stopped || ok;
+    for (ChainShare& c : m_chains) {
+        if (!c.split || c.synced) continue;
+        // relays first: the rank above may wait for its send to be received, the rank below
+        // for a state; it gets "failed" instead
+        for (Relay& r : c.relays) {
+            receive(c, r, nullptr, false);
+            send(c, r, nullptr, false);
+        }
+        settle(c);
+        if (!agree_ok(c, ok && !m_stopped)) m_stopped = m_stopped || ok;
+    }
 }
 
 std::vector<std::string> ImageSplit::notes() const {
@@ -360,6 +597,10 @@ std::vector<std::string> ImageSplit::notes() const {
             out.push_back("mpi: " + chain_names(m_g, c) + " runs whole on every rank (" + sh.why_not + ")");
             continue;
         }
+        std::string relayed;
+        for (const Relay& rl : sh.relays)
+            relayed += (relayed.empty() ? "; the state of carried '" : ", '") + m_g.nodes[c.nodes[std::size_t(rl.node)]].id + "'";
+        if (!relayed.empty()) relayed += " passed from rank to rank, each after the one above";
         std::string bands;
         for (int r = 0; r < n; ++r) {
             auto [k0, k1] = band_of(c.count(), r, n);
@@ -373,7 +614,24 @@ std::vector<std::string> ImageSplit::notes() const {
                        : sh.exchange == Exchange::gather ? "gathered at rank 0"
                        : sh.exchange == Exchange::allgather ? "gathered on every rank (whole-image nodes read it)"
                                                             : "read by nothing") +
-                      (sh.scan_type != MPI_DATATYPE_NULL ? "; integral's sums of the bands above added (MPI_Exscan)" : ""));
+                      (sh.scan_type != MPI_DATATYPE_NULL ? "; integral's sums of the bands above added (MPI_Exscan)" : "") +
+                      relayed);
+    }
+    for (const auto& ns : m_nodes) {
+        const Node& node = m_g.nodes[ns->v];
+        std::string bands, outs;
+        const int h = node.outputs[0].height;
+        for (int r = 0; r < n; ++r) {
+            auto [a, b] = band_of(h, r, n);
+            bands += (r ? ", " : "") + std::to_string(a) + ".." + std::to_string(b);
+        }
+        for (std::size_t k = 0; k < ns->exchange.size(); ++k)
+            outs += std::string(k ? ", " : "") + "'" + node.op->desc->outputs[k].name + "' " +
+                    (ns->exchange[k] == Exchange::gather      ? "gathered at rank 0"
+                     : ns->exchange[k] == Exchange::allgather ? "gathered on every rank"
+                                                              : "read by nothing");
+        out.push_back("mpi: node '" + node.id + "' (" + op_name(node) + ") runs split over " + std::to_string(n) +
+                      " ranks, rows " + bands + ", exchanging halo rows and sums with each other; its outputs: " + outs);
     }
     return out;
 }
@@ -444,6 +702,15 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
         split.finish(true);
         written_here = split.close_files();
     } catch (const std::exception& e) {
+        if (!split.stopped() && split.split_node_unfinished()) {
+            // the other ranks may be waiting inside a node run split, where no agreement
+            // reaches them: this rank ends the run (mpirun stops the others, which remove their
+            // temporaries; rank 0 commits nothing)
+            files.rollback();
+            std::fprintf(stderr, "error: %s: %s; stopping every rank\n", s.who().c_str(), e.what());
+            std::fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
         split.finish(false);
         split.close_files();
         if (!split.stopped()) {
@@ -458,18 +725,19 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
     }
 
     // 4. what each rank did, at rank 0: the report's `ranks`, and the files committed
-    long long mine[2] = {split.bytes_sent(), (long long)(ms * 1000)};
-    std::vector<long long> all(std::size_t(2 * s.size()));
+    long long mine[3] = {split.bytes_sent(), (long long)(ms * 1000), split.relay_wait_us()};
+    std::vector<long long> all(std::size_t(3 * s.size()));
     MPI_Request req;
-    MPI_Igather(mine, 2, MPI_LONG_LONG, all.data(), 2, MPI_LONG_LONG, 0, comm, &req);
+    MPI_Igather(mine, 3, MPI_LONG_LONG, all.data(), 3, MPI_LONG_LONG, 0, comm, &req);
     wait_gently(req);
     int code = 0;
     if (root) {
         try {
             nlohmann::json ranks = nlohmann::json::array();
             for (int k = 0; k < s.size(); ++k)
-                ranks.push_back({{"rank", k}, {"bytes_sent", all[std::size_t(2 * k)]},
-                                 {"ms", double(all[std::size_t(2 * k + 1)]) / 1000}});
+                ranks.push_back({{"rank", k}, {"bytes_sent", all[std::size_t(3 * k)]},
+                                 {"ms", double(all[std::size_t(3 * k + 1)]) / 1000},
+                                 {"relay_wait_ms", double(all[std::size_t(3 * k + 2)]) / 1000}});
             if (!a.batch.trace_path.empty()) files.stage_text(a.batch.trace_path, trace.text());
             if (!a.report_path.empty()) {
                 nlohmann::json j = nlohmann::json::parse(r.to_json());
@@ -483,9 +751,15 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
             for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
             for (const auto& f : written_here) std::printf("wrote %s\n", f.c_str());
             if (a.profile) std::cout << r.table();
-            for (int k = 0; k < s.size(); ++k)
-                std::fprintf(stderr, "note: mpi: rank %d sent %lld bytes, ran %.1f ms\n", k, all[std::size_t(2 * k)],
-                             double(all[std::size_t(2 * k + 1)]) / 1000);
+            for (int k = 0; k < s.size(); ++k) {
+                const long long wait_us = all[std::size_t(3 * k + 2)];
+                std::fprintf(stderr, "note: mpi: rank %d sent %lld bytes, ran %.1f ms", k, all[std::size_t(3 * k)],
+                             double(all[std::size_t(3 * k + 1)]) / 1000);
+                if (wait_us > 0)
+                    std::fprintf(stderr, ", of which %.1f ms waiting for carried states from the rank above",
+                                 double(wait_us) / 1000);
+                std::fprintf(stderr, "\n");
+            }
         } catch (const std::exception& e) {
             std::fprintf(stderr, "error: %s\n", e.what());
             code = 2;

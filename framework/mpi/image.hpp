@@ -19,11 +19,28 @@
 //            edge and stencil, against a round trip to the neighbour per stencil node; no bytes
 //   carried  integral as a chain's last node, with an integer output (u32, u64): each rank runs
 //            its band from zero, then MPI_Exscan of its band's last row (per column and channel,
-//            sums modulo 2^n: exact) is added to its rows. A carried node elsewhere in a chain,
-//            or with an f64 output (whose sums depend on their order), is not split: that chain
-//            runs whole on every rank (a note says so)
+//            sums modulo 2^n: exact) is added to its rows. Any other carried node (floyd_steinberg,
+//            integral in f64 or before other nodes) is relayed: rank r waits for the state rank
+//            r - 1 left after its last strip of that node (MPI_Irecv, the executor's carry_in
+//            hook), runs its strips from it, and hands its own on to rank r + 1 right after its
+//            last strip of that node (MPI_Isend, carry_out), before the nodes after it in the
+//            strip: the same states in the same order as one process, so the same bits. The
+//            node itself runs rank after rank; what overlaps is everything before it in a
+//            rank's first strip, and the nodes after it. A rank with no strip passes the state
+//            on; a rank that fails sends a "failed" flag instead, which stops the ranks below
+//   split    a whole-image CPU node whose op declared PF_OP_SPLIT (abi.h 1.4: chan_vese) runs
+//   nodes    on every rank, each computing a band of its outputs' rows with a pf_collective
+//            (the executor's collective hook): allreduce_f64 (sums: MPI_Iallgather, then added
+//            in rank order on each rank, so every rank gets the same bits and takes the same
+//            branches; min, max: MPI_Iallreduce) and exchange_rows (MPI_Isend/MPI_Irecv with
+//            the neighbours), on a communicator of the node's own. Its outputs are then
+//            completed as a chain's are (gathered at rank 0 for sinks, on every rank for
+//            other readers). A rank whose run fails while such a node has not finished on it
+//            ends the whole run (MPI_Abort): the others may be waiting inside the node's
+//            collectives, where no agreement reaches them
 //   not split chains with a CUDA node or a transfer out (they run whole on every rank, on the
-//            rank's GPU), chains with a sink, carried operators other than integral
+//            rank's GPU), chains with a sink, a chain whose node after a relayed carried node
+//            reads rows above a band (its halo would be the rank above's rows)
 //   faults   before each exchange the ranks agree on a flag (MPI_Iallreduce, per chain, each
 //            on a communicator of its own, so chains that run concurrently do not interleave
 //            their collectives); a rank whose run failed sets it, the others stop their run,
@@ -38,6 +55,8 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -54,6 +73,30 @@ namespace pixflow::mpi {
 /// How a split chain's output is completed.
 enum class Exchange { none, gather, allgather, write };
 
+/// A carried node of a split chain whose state passes from rank to rank (image.hpp: carried).
+/// Each message is the state, then one byte: 1, or 0 when the sending rank failed.
+struct Relay {
+    int node = 0;              ///< its index in the chain
+    std::size_t bytes = 0;     ///< its state's size
+    bool in = false, out = false; ///< received from rank - 1 / sent to rank + 1
+    void* carry = nullptr;     ///< the executor's state buffer (carry_in)
+    std::vector<char> msg;     ///< what was sent, alive until the send completes
+    MPI_Request req = MPI_REQUEST_NULL;
+};
+
+class ImageSplit;
+
+/// A whole-image node run split over the ranks (image.hpp: split nodes).
+struct NodeShare {
+    host::NodeId v{};
+    int row0 = 0, row1 = 0;          ///< this rank's band of its outputs' rows
+    MPI_Comm comm = MPI_COMM_NULL;
+    pf_collective coll{};            ///< what its op gets; self points here
+    ImageSplit* owner = nullptr;
+    std::vector<Exchange> exchange;  ///< per output: none, gather or allgather
+    bool started = false, finished = false;
+};
+
 /// One chain's share: what the ranks agreed on before the run, and what this rank did.
 struct ChainShare {
     bool split = false;
@@ -61,6 +104,7 @@ struct ChainShare {
     int k0 = 0, k1 = 0;       ///< this rank's strips
     Exchange exchange = Exchange::none;
     MPI_Datatype scan_type = MPI_DATATYPE_NULL; ///< integral: the output's sample type
+    std::vector<Relay> relays; ///< carried nodes relayed rank to rank, in chain order
     MPI_Comm comm = MPI_COMM_NULL;
     bool synced = false;      ///< this rank took part in the chain's agreement
     int r0 = 0, r1 = 0;       ///< rows of the chain's output this rank computed
@@ -94,6 +138,13 @@ class ImageSplit final : public host::ChainSplit {
 
     std::pair<int, int> strips(int ci) override;
     void done(int ci, const pf_image& out, int r0, int r1) override;
+    void carry_in(int ci, int i, void* carry, std::size_t bytes) override;
+    void carry_out(int ci, int i, const void* carry, std::size_t bytes) override;
+    const pf_collective* collective(host::NodeId v) override;
+    void node_done(host::NodeId v, const std::vector<pf_image>& outs, bool ok) override;
+    /// Whether a node run split has not finished here: after this rank failed, the others may
+    /// be waiting inside it, so the run must end with MPI_Abort.
+    bool split_node_unfinished() const;
     /// After the run, on every rank: takes part in the agreement of every split chain this rank
     /// has not reached (`ok` false: this rank failed), so that no rank waits for it.
     void finish(bool ok);
@@ -111,22 +162,37 @@ class ImageSplit final : public host::ChainSplit {
     std::vector<std::string> notes() const;
     /// Payload bytes this rank sent (rows, scanned rows, agreement flags).
     long long bytes_sent() const { return m_bytes; }
+    /// Microseconds this rank waited for relayed carried states (the serial part of a chain).
+    long long relay_wait_us() const { return m_relay_wait_us; }
     const std::vector<ChainShare>& shares() const { return m_chains; }
 
   private:
+    friend struct CollectiveCalls;
+    /// Rows [r0, r1) of `out`, this rank's, completed from the others': at rank 0 (gather) or
+    /// on every rank (allgather). Collective over `comm`.
+    void complete_rows(MPI_Comm comm, Exchange how, const pf_image& out, int r0, int r1);
     /// Waits for `req`, testing under the lock with growing sleeps.
     void wait(MPI_Request& req);
     /// The chain's agreement: true when every rank got here without failing.
     bool agree_ok(ChainShare& c, bool ok);
+    /// The state rank - 1 sends for `r` into `into` (bytes; nullptr: dropped). A "failed" flag
+    /// stops this rank's run (throws) when `stop`.
+    void receive(ChainShare& c, Relay& r, void* into, bool stop);
+    /// Sends `from` (or zeros), with flag `ok`, to rank + 1; completed by settle().
+    void send(ChainShare& c, Relay& r, const void* from, bool ok);
+    /// Waits for this rank's sends of chain `c`.
+    void settle(ChainShare& c);
 
     const Session& m_s;
     const host::Graph& m_g;
     const host::Plan& m_p;
     std::vector<ChainShare> m_chains;
+    std::vector<std::unique_ptr<NodeShare>> m_nodes;
     std::mutex m_mu; ///< MPI_THREAD_SERIALIZED: one thread in MPI at a time
-    bool m_stopped = false;
+    std::atomic<bool> m_stopped{false};
     bool m_writes_every_sink = false;
     long long m_bytes = 0;
+    std::atomic<long long> m_relay_wait_us{0};
 };
 
 /// `pixflow run P.toml` (no --input) in one rank of an mpirun of more than one rank.

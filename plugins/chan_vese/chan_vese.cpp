@@ -15,6 +15,9 @@ struct ChanVese {
                       "segmentation.chan_vese; the run report records the iterations done and the "
                       "final RMS change of phi")
             .access(whole_image()) // every iteration reads the whole level set
+            // ... but can run split over processes (mpirun), a band of rows each: per iteration
+            // a halo row each way and one sum over the bands (kernels/chan_vese_split.cpp)
+            .flags(PF_OP_SPLIT)
             .input("in", dtypes({DType::u8, DType::u16, DType::f32}), channels(1, 1),
                    "one channel (use grayscale first for colour), normalised to [0, 1]: minus the "
                    "minimum, divided by the maximum unless it is 0")
@@ -43,6 +46,22 @@ struct ChanVese {
     static void run_cpu(Context& ctx, const Params& p) {
         const ImageView in = ctx.input();
         Outcome o;
+        if (const Collective c = ctx.collective()) {
+            Band band;
+            band.row0 = c.row0(), band.row1 = c.row1();
+            band.sum = [&](double* v, int n) { c.sum(v, n); };
+            band.min = [&](double* v, int n) { c.min(v, n); };
+            band.max = [&](double* v, int n) { c.max(v, n); };
+            band.exchange_rows = [&](const void* first, const void* last, void* above, void* below, std::size_t bytes) {
+                c.exchange_rows(first, last, above, below, bytes);
+            };
+            if (!chan_vese_split(in, ctx.output(0), ctx.output(1), p, band,
+                                 ctx.alloc(split_scratch_bytes(in.width, band.row1 - band.row0)), o,
+                                 [&] { return ctx.cancelled(); }))
+                throw Error("chan_vese: cancelled", PF_ERR_CANCELLED);
+            report(ctx, o);
+            return;
+        }
         if (!chan_vese_cpu(in, ctx.output(0), ctx.output(1), p, ctx.alloc(cpu_scratch_bytes(in.width, in.height)), o,
                            [&] { return ctx.cancelled(); }))
             throw Error("chan_vese: cancelled", PF_ERR_CANCELLED);

@@ -1,6 +1,8 @@
 // The parts of a batch over MPI ranks that need no MPI run (framework/mpi/): where a rank runs
 // (placement.hpp), how rank 0 judges the ranks' checks (verdict.hpp) and the merged --trace
-// (trace_merge.hpp), each against values worked out by hand.
+// (trace_merge.hpp), each against values worked out by hand; and the loader's rule for PF_OP_SPLIT
+// (ABI 1.4), which only one-image runs over the ranks use.
+#include "loader/descriptor_check.hpp"
 #include "mpi/placement.hpp"
 #include "mpi/session.hpp"
 #include "mpi/trace_merge.hpp"
@@ -176,4 +178,31 @@ TEST(MpiTrace, EachRanksLanesBecomeProcessesOfTheirOwn) {
     EXPECT_EQ(ev[3]["pid"], 301);
     EXPECT_EQ(ev[3]["ts"], 5.0);
     EXPECT_EQ(m["displayTimeUnit"], "ms");
+}
+
+// ABI 1.4: PF_OP_SPLIT (a whole-image op that can run split over the ranks, pf_run_args.collective)
+// is accepted from a 1.4 plugin and refused, naming the version, from an older one, whose
+// operators are otherwise still accepted.
+TEST(SplitFlag, IsAcceptedFromAbi14AndRefusedFromOlderPlugins) {
+    static const pf_port_desc in{sizeof(pf_port_desc), "in", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    static const pf_port_desc out{sizeof(pf_port_desc), "out", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    auto infer = [](const pf_value*, int32_t, const pf_image*, int32_t, pf_image*, int32_t, char*, size_t) -> int32_t {
+        return PF_OK;
+    };
+    auto run_fn = [](const pf_run_args*) -> int32_t { return PF_OK; };
+    pf_op_desc op{sizeof(pf_op_desc), "seg", "doc", PF_OP_SPLIT, &in, 1, &out, 1, nullptr, 0, infer, run_fn, nullptr};
+    pf_plugin_desc d{};
+    d.struct_size = sizeof d;
+    d.abi_major = PIXFLOW_ABI_MAJOR;
+    d.abi_minor = 4;
+    d.name = "p";
+    d.version = "1";
+    d.ops = &op;
+    d.n_ops = 1;
+    EXPECT_EQ(pixflow::host::check_plugin_descriptor(&d), "");
+    d.abi_minor = 3;
+    EXPECT_NE(pixflow::host::check_plugin_descriptor(&d).find("PF_OP_SPLIT needs ABI 1.4"), std::string::npos)
+        << pixflow::host::check_plugin_descriptor(&d);
+    op.flags = 0;
+    EXPECT_EQ(pixflow::host::check_plugin_descriptor(&d), "");
 }

@@ -2,6 +2,8 @@
 // (tests/isolation_test.cpp, tests/atomic_outputs_test.cpp): tp_fault copies its input, and
 // with `fault` set crashes, aborts, calls exit(0), overflows its stack, hangs or throws. With
 // `on_width` it does so only for images of that width, so one image of a batch can be the bad one.
+// tp_fault_rows does the same row by row (pointwise): it runs in a chain's strips, so it can fail
+// in the middle of a chain (tests/mpi/mpi_image_test.cpp: one rank failing in its band).
 #include <pixflow/operator.hpp>
 
 #include <chrono>
@@ -55,4 +57,22 @@ struct TpFault {
     }
 };
 
-PIXFLOW_PLUGIN("faults", "0.0.1", TpFault)
+struct TpFaultRows {
+    static Schema schema() {
+        return Schema("tp_fault_rows", "test op: copies its input rows, or throws or calls exit(0) in its strip")
+            .access(pointwise())
+            .input("in", dtypes({DType::u8}), channels(1, 4))
+            .output("out", dtypes({DType::u8}), channels(1, 4))
+            .param_choice("fault", {"none", "exit", "throw"}, "none", "how to fail");
+    }
+    static void run_cpu(Context& ctx) {
+        ImageView in = ctx.input(0), out = ctx.output(0);
+        std::string fault(ctx.params().s("fault"));
+        if (fault == "exit") std::exit(0);
+        if (fault == "throw") throw Error("tp_fault_rows failed on purpose");
+        for (int y = 0; y < in.height; ++y)
+            for (std::size_t x = 0; x < in.row_samples(); ++x) out.row<std::uint8_t>(y)[x] = in.row<std::uint8_t>(y)[x];
+    }
+};
+
+PIXFLOW_PLUGIN("faults", "0.0.1", TpFault, TpFaultRows)

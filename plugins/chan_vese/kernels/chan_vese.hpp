@@ -81,6 +81,49 @@ bool chan_vese_cpu(const ImageView& in, const ImageView& mask, const ImageView& 
                    const Settings& s, void* scratch, Outcome& outcome,
                    const std::function<bool()>& cancelled);
 
+/// One pixel of the update (the top of this file) in f32, as the CPU kernel computes it: p the
+/// pixel's phi, l, r, u, d its left, right, upper and lower neighbours (edges replicated), v the
+/// normalised input, m1 and m2 the region means c1 and c2 of the iteration. Returns phi'.
+inline float update_pixel(float p, float l, float r, float u, float d, float v, float mu, float dt, float lambda1,
+                          float lambda2, float m1, float m2) {
+    const float eta = 1e-16f;
+    const float xp = r - p, xn = p - l, x0 = (r - l) * 0.5f;
+    const float yp = d - p, yn = p - u, y0 = (d - u) * 0.5f;
+    const float c1 = 1.0f / std::sqrt(eta + xp * xp + y0 * y0);
+    const float c2 = 1.0f / std::sqrt(eta + xn * xn + y0 * y0);
+    const float c3 = 1.0f / std::sqrt(eta + x0 * x0 + yp * yp);
+    const float c4 = 1.0f / std::sqrt(eta + x0 * x0 + yn * yn);
+    const float curv = r * c1 + l * c2 + d * c3 + u * c4;
+    const float a = v - m1, b = v - m2;
+    const float data = lambda2 * (b * b) - lambda1 * (a * a);
+    const float q = 1.0f + p * p; // 1 / delta
+    return (p * q + dt * (mu * curv + data)) / (q + mu * dt * (c1 + c2 + c3 + c4));
+}
+
+/// A run split over cooperating processes (chan_vese_split.cpp): this one computes the rows
+/// [row0, row1) of the whole image (never empty); the callbacks reach the others, each
+/// collective (every process makes the same calls in the same order).
+struct Band {
+    int row0 = 0, row1 = 0;
+    /// values[0 .. n) reduced over the processes, the same bits on each (sums in a fixed order).
+    std::function<void(double* values, int n)> sum, min, max;
+    /// Sends `first` to the band above and `last` to the band below (`bytes` each); fills
+    /// `above` and `below` with theirs, and leaves them as they are at the image's top and bottom.
+    std::function<void(const void* first, const void* last, void* above, void* below, std::size_t bytes)> exchange_rows;
+};
+
+/// Host scratch for chan_vese_split over a band of `rows` rows, in bytes.
+std::size_t split_scratch_bytes(int width, int rows);
+
+/// chan_vese_cpu on the band's rows only: `in` is the whole image, of which rows [row0, row1)
+/// are read; rows [row0, row1) of mask and phi are written. Per iteration: the band's halo rows
+/// of phi from its neighbours (exchange_rows), and one sum over the processes of the region
+/// sums and the RMS change (3 values); the normalisation's min and max once at the start. Every
+/// process ends with the same outcome. The segmentation is the single process's to rounding
+/// (the sums are added in another order), as CUDA's is.
+bool chan_vese_split(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s,
+                     const Band& band, void* scratch, Outcome& outcome, const std::function<bool()>& cancelled);
+
 #ifdef PIXFLOW_WITH_CUDA
 /// Device scratch for chan_vese_cuda, in bytes (including what the loop's reductions need).
 std::size_t cuda_scratch_bytes(const ImageView& in);

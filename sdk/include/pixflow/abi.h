@@ -37,9 +37,11 @@ extern "C" {
 #endif
 
 #define PIXFLOW_ABI_MAJOR 1
-#define PIXFLOW_ABI_MINOR 3 /* 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
+#define PIXFLOW_ABI_MINOR 4 /* 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
                                pf_plugin_desc.access) and strips (pf_run_args.strip); 1.3:
-                               pf_access_desc.whole_reason (access that depends on parameters) */
+                               pf_access_desc.whole_reason (access that depends on parameters);
+                               1.4: PF_OP_SPLIT and pf_run_args.collective (a whole-image op run
+                               split over cooperating processes) */
 
 /* The one symbol every plugin exports. */
 #define PIXFLOW_ENTRY_SYMBOL "pixflow_plugin_entry"
@@ -201,6 +203,46 @@ typedef struct pf_strip {
     size_t carry_bytes;
 } pf_strip;
 
+/* ABI 1.4. What an operator that declared PF_OP_SPLIT gets when the host runs it split over
+ * `size` cooperating processes (the ranks of an mpirun, docs/mpi.md): each process runs the op on
+ * the same whole-image views, computes only the rows [row0, row1) of its outputs (a band, never
+ * empty; the bands of the processes tile the outputs, in rank order), and reaches the others
+ * through the callbacks below. The host completes the other rows of the outputs itself after the
+ * call. The input views are whole images, but only rows [row0, row1) of them are sure to be
+ * valid: rows outside the band are read through exchange_rows.
+ *
+ *      whole output                 rank 0   rows [0, row1_0)        exchange_rows: each band
+ *      +------------------+ <-+     rank 1   rows [row1_0, row1_1)   sends its first row up and
+ *      |  band of rank 0  |   |     ...                              its last row down, and gets
+ *      +------------------+   |                                      the rows next to it
+ *      |  band of rank 1  |   +-- allreduce_f64: one value per process
+ *      +------------------+
+ *
+ * The callbacks are collective: every process of the run calls the same ones, in the same
+ * order, with the same `n` or `bytes`; they block until the others have called them. They may be
+ * called from any one thread of the op's run call at a time, never concurrently. Each returns
+ * PF_OK, or PF_ERR_RUNTIME when the exchange failed (the op then returns PF_ERR_RUNTIME). When
+ * one process's op fails, the host ends every process of the run (no output is written), so an
+ * op never waits for a process that has stopped calling. */
+typedef enum pf_reduce_op { PF_REDUCE_SUM = 0, PF_REDUCE_MIN = 1, PF_REDUCE_MAX = 2 } pf_reduce_op;
+
+typedef struct pf_collective {
+    uint32_t struct_size;
+    void* self;
+    int32_t rank;       /* this process, 0 .. size - 1, top band first */
+    int32_t size;       /* processes running the op */
+    int32_t row0, row1; /* the rows of the whole outputs this process computes */
+    /* Replaces each of values[0 .. n) by its reduction over the processes (pf_reduce_op). The
+     * result is the same bits on every process: sums are added in rank order. */
+    int32_t (*allreduce_f64)(void* self, int32_t op, double* values, int32_t n);
+    /* Sends `first` (bytes: the band's first row, say) to rank - 1 and `last` to rank + 1; fills
+     * `above` with what rank - 1 sent as its `last`, and `below` with rank + 1's `first`. At the
+     * top (rank 0) and the bottom (rank size - 1) the missing neighbour's buffer is left as it
+     * is. */
+    int32_t (*exchange_rows)(void* self, const void* first, const void* last, void* above, void* below,
+                             size_t bytes);
+} pf_collective;
+
 typedef struct pf_run_args {
     uint32_t struct_size;
     const pf_value* params; /* one per param desc, in declaration order, all set */
@@ -217,6 +259,10 @@ typedef struct pf_run_args {
      * the views are the whole images. Never set for an operator whose access is PF_ACCESS_WHOLE
      * (which includes every operator of a plugin built against ABI 1.0 or 1.1). */
     const pf_strip* strip;
+    /* ABI 1.4 (read only when struct_size covers it): set only for an op that declared
+     * PF_OP_SPLIT, when the host runs it split over processes (see pf_collective); NULL: the op
+     * computes its whole outputs, as always. */
+    const pf_collective* collective;
 } pf_run_args;
 
 /* Runs the op on one set of images: run_cpu on host images, run_cuda on device images.
@@ -266,6 +312,9 @@ typedef int32_t (*pf_infer_fn)(const pf_value* params, int32_t n_params, const p
 #define PF_OP_SOURCE 0x1u /* no inputs: produces an image (load, synth) */
 #define PF_OP_SINK 0x2u   /* has side effects (save, compare): always runs, even with no consumer */
 #define PF_OP_FUSED 0x4u  /* implements a chain of other operators (see pf_fusion_desc) */
+#define PF_OP_SPLIT 0x8u  /* ABI 1.4: a whole-image op (PF_ACCESS_WHOLE) that can also run split
+                             over cooperating processes, each computing a band of its outputs'
+                             rows (pf_run_args.collective); on the CPU only */
 
 typedef struct pf_op_desc {
     uint32_t struct_size;

@@ -597,6 +597,37 @@ struct Strip {
     template <class T> T* carry_as() const { return static_cast<T*>(carry); }
 };
 
+/// ABI 1.4: the processes an operator that declared PF_OP_SPLIT (`.flags(PF_OP_SPLIT)`) runs
+/// split over (abi.h, pf_collective): this process computes rows [row0, row1) of its outputs.
+/// Every call is collective (every process makes the same calls in the same order) and throws
+/// Error(PF_ERR_RUNTIME) when the exchange failed. False when the op runs whole.
+class Collective {
+  public:
+    explicit Collective(const pf_collective* c = nullptr) : m_c(c) {}
+    explicit operator bool() const { return m_c != nullptr; }
+    int rank() const { return m_c->rank; }
+    int size() const { return m_c->size; }
+    int row0() const { return m_c->row0; }
+    int row1() const { return m_c->row1; }
+    /// values[0 .. n) summed over the processes, in rank order: the same bits everywhere.
+    void sum(double* values, int n) const { reduce(PF_REDUCE_SUM, values, n); }
+    void min(double* values, int n) const { reduce(PF_REDUCE_MIN, values, n); }
+    void max(double* values, int n) const { reduce(PF_REDUCE_MAX, values, n); }
+    /// `first` to rank - 1 and `last` to rank + 1; `above` from rank - 1, `below` from rank + 1
+    /// (left as they are where there is no such rank).
+    void exchange_rows(const void* first, const void* last, void* above, void* below, std::size_t bytes) const {
+        if (m_c->exchange_rows(m_c->self, first, last, above, below, bytes) != PF_OK)
+            throw Error("exchanging rows with the neighbouring processes failed", PF_ERR_RUNTIME);
+    }
+
+  private:
+    void reduce(int op, double* values, int n) const {
+        if (m_c->allreduce_f64(m_c->self, op, values, n) != PF_OK)
+            throw Error("reducing over the processes failed", PF_ERR_RUNTIME);
+    }
+    const pf_collective* m_c;
+};
+
 /// What a run function receives besides its parameters: images, the stream, scratch memory,
 /// logging, cancellation and metrics.
 class Context {
@@ -630,6 +661,14 @@ class Context {
         s.carry = c->carry;
         s.carry_bytes = c->carry_bytes;
         return s;
+    }
+
+    /// ABI 1.4: the processes this call runs split over (an op that declared PF_OP_SPLIT), or
+    /// none (false): the op computes its whole outputs.
+    Collective collective() const {
+        return Collective(m_args->struct_size >= offsetof(pf_run_args, collective) + sizeof(pf_collective*)
+                              ? m_args->collective
+                              : nullptr);
     }
 
     /// Scratch memory next to the outputs (host or device), freed by the host after the run.
