@@ -75,7 +75,12 @@ extern const Codec pnm_codec; // netpbm.cpp: binary PGM/PPM
 extern const Codec pfm_codec; // netpbm.cpp: PFM
 extern const Codec npy_codec; // npy.cpp
 #ifdef PIXFLOW_WITH_OIIO
-extern const Codec oiio_codec; // oiio.cpp: every other format
+/// Every other format. In the plugin: oiio_lazy.cpp's row, which loads the module
+/// pixflow_io_oiio.so (oiio_module.h) on first use and forwards to the module's row,
+/// oiio_direct_codec (oiio.cpp, compiled with PIXFLOW_IO_OIIO_MODULE). Without
+/// PIXFLOW_IO_OIIO_MODULE, oiio.cpp defines this row itself (OpenImageIO linked in).
+extern const Codec oiio_codec;
+extern const Codec oiio_direct_codec;
 #endif
 
 } // namespace pixflow::io::detail

@@ -170,14 +170,6 @@ void check_format(const std::string& path, const Format& f, DType dtype, int cha
 
 } // namespace
 
-std::string extension_of(const std::string& path) {
-    std::filesystem::path p(path);
-    std::string ext = p.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return ext;
-}
-
 Header read_header(const std::string& path, const ReadOptions& options) {
     const Header h = reader_of(path).read_header(path, options);
     check_pixel_limit(path, h.width, h.height, options.max_pixels);
