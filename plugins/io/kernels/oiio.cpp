@@ -1,5 +1,6 @@
 // oiio.cpp: every format that is not built in, through OpenImageIO (compiled only with
-// PIXFLOW_WITH_OIIO).
+// PIXFLOW_WITH_OIIO): in the plugin, into the module pixflow_io_oiio.so (oiio_entry.cpp is its
+// C entry point; oiio_lazy.cpp loads it on first use), so that pixflow_io.so links no OpenImageIO.
 //
 // Samples keep the file's own type where pixflow has it (u8, u16, i16, i32, u32, u64, f32, f64);
 // half becomes f32 and int8 becomes i16. Alpha is read and written unassociated (as stored in
@@ -581,19 +582,19 @@ bool oiio_writes_rows(const std::string& path) {
 // that kernels/oiio_lazy.cpp loads; linked straight in (scripts/bench-codecs.sh's tool), the
 // table's row itself.
 constexpr Codec oiio_direct_codec{.name = "OpenImageIO",
-                           .formats = kOiioFormats,
-                           .fallback = true,
-                           .read_header = &oiio_read_header,
-                           .read = &oiio_read,
-                           .write = &oiio_write,
-                           .reads = nullptr,
-                           .writes = &oiio_can_write,
-                           .other = kOiioOther,
-                           .read_rows = &oiio_read_rows,
-                           .write_rows = &oiio_write_rows,
-                           .reads_rows = &oiio_reads_rows,
-                           .writes_rows = &oiio_writes_rows,
-                           .whole_why = &oiio_whole_why};
+                                  .formats = kOiioFormats,
+                                  .fallback = true,
+                                  .read_header = &oiio_read_header,
+                                  .read = &oiio_read,
+                                  .write = &oiio_write,
+                                  .reads = nullptr,
+                                  .writes = &oiio_can_write,
+                                  .other = kOiioOther,
+                                  .read_rows = &oiio_read_rows,
+                                  .write_rows = &oiio_write_rows,
+                                  .reads_rows = &oiio_reads_rows,
+                                  .writes_rows = &oiio_writes_rows,
+                                  .whole_why = &oiio_whole_why};
 #ifndef PIXFLOW_IO_OIIO_MODULE
 const Codec oiio_codec = oiio_direct_codec;
 #endif
