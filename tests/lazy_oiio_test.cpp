@@ -120,10 +120,11 @@ TEST(LazyOiio, MissingModuleNamesFileModuleAndBuiltInFormats) {
     write_ppm(t.path / "in.ppm", 16, 8, 3);
     const std::string missing = (t.path / "nowhere" / "pixflow_io_oiio.so").string();
     const std::string env = "PIXFLOW_IO_OIIO_MODULE=" + q(missing);
-    // writing a PNG (save writes a temporary beside out.png, renamed when the run succeeds)
+    // writing a PNG: refused when the pipeline is checked, before anything runs
     CommandResult w = run_with(env, "run " + q(copy_pipeline(t, t / "in.ppm", t / "out.png")));
     EXPECT_NE(w.exit_code, 0);
-    EXPECT_NE(w.err.find("node 'out' (save on cpu): cannot write '" + (t / ".out.")), std::string::npos) << w.err;
+    EXPECT_NE(w.err.find("copy.toml:8:8: node 'out': cannot write '" + (t / "out.png") + "'"), std::string::npos)
+        << w.err;
     EXPECT_NE(w.err.find("module '" + missing + "' cannot be loaded"), std::string::npos) << w.err;
     EXPECT_NE(w.err.find("No such file or directory"), std::string::npos) << w.err; // dlerror()
     EXPECT_NE(w.err.find(".pgm .ppm .pnm .pfm .npy"), std::string::npos) << w.err;

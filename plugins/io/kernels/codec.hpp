@@ -68,6 +68,10 @@ struct Codec {
     /// Optional, with reads_rows: why this file is read whole when reads_rows says so, where the
     /// format has a reason of its own ("" otherwise: OpenImageIO's interlaced PNG).
     std::string (*whole_why)(const std::string& path) = nullptr;
+    /// Optional: called by save's check (check_can_save, at validation) after the format accepted
+    /// the image; fails when this codec cannot write `path` at all (OpenImageIO's module missing),
+    /// so that the run stops before computing what it could not save.
+    void (*check_writer)(const std::string& path) = nullptr;
 };
 
 // The rows, one per format file; codecs.cpp orders them into the table.

@@ -186,7 +186,9 @@ void read_image(const std::string& path, const ImageView& dst, const ReadOptions
 }
 
 void check_can_save(const std::string& path, DType dtype, int channels) {
-    check_format(path, *writer_of(path).second, dtype, channels);
+    const auto [codec, format] = writer_of(path);
+    check_format(path, *format, dtype, channels);
+    if (codec->check_writer) codec->check_writer(path);
 }
 
 void write_image(const std::string& path, const ImageView& src) {

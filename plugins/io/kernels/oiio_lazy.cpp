@@ -177,6 +177,9 @@ void lazy_write_rows(const std::string& path, int height, int row0, const ImageV
     f.check(m.write_rows(path.c_str(), height, row0, &s, &f.sink));
 }
 
+/// At validation: a save to a format of the module fails then, not after the run's work.
+void lazy_check_writer(const std::string& path) { (void)module_for(path, false); }
+
 std::string lazy_whole_why(const std::string& path) {
     const pf_io_oiio_module& m = module_for(path, true);
     Failure f;
@@ -203,6 +206,7 @@ constexpr Codec oiio_codec{.name = "OpenImageIO",
                            .write_rows = &lazy_write_rows,
                            .reads_rows = &lazy_reads_rows,
                            .writes_rows = &lazy_writes_rows,
-                           .whole_why = &lazy_whole_why};
+                           .whole_why = &lazy_whole_why,
+                           .check_writer = &lazy_check_writer};
 
 } // namespace pixflow::io::detail
