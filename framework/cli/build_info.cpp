@@ -5,38 +5,59 @@
 #include <pixflow/abi.h>
 
 #ifdef PIXFLOW_WITH_OIIO
-#include <OpenImageIO/imageio.h>
+#include <oiio_module.h> // plugins/io: the C entry point of the io plugin's OpenImageIO module
+
+#include <dlfcn.h>
+
+#include <filesystem>
 #endif
 
 #ifdef PIXFLOW_WITH_MPI
 #include <mpi.h>
 #endif
 
+#include <cstdlib>
 #include <string>
 
 namespace pixflow::cli {
+
+#ifdef PIXFLOW_WITH_OIIO
+namespace {
+/// The OpenImageIO line's text, from the io plugin's module (plugins/io/oiio_module.h): the
+/// executable links no OpenImageIO (issue 18), so only `--version` loads it. The module is
+/// $PIXFLOW_IO_OIIO_MODULE, else <bin>/../<plugin folder>/io/pixflow_io_oiio.so.
+std::string oiio_text() {
+    namespace fs = std::filesystem;
+    std::string path;
+    if (const char* env = std::getenv(PIXFLOW_IO_OIIO_ENV); env && *env)
+        path = env;
+    else {
+        std::error_code ec;
+        const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+        path = (exe.parent_path() / ".." / PIXFLOW_PLUGIN_SUBDIR / PIXFLOW_IO_OIIO_SUBDIR / PIXFLOW_IO_OIIO_FILE)
+                   .lexically_normal()
+                   .string();
+    }
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); // kept: the process ends soon
+    const char* why = handle ? nullptr : dlerror();
+    auto entry = handle ? reinterpret_cast<pf_io_oiio_entry_fn>(dlsym(handle, PIXFLOW_IO_OIIO_ENTRY)) : nullptr;
+    const pf_io_oiio_module* m = entry ? entry() : nullptr;
+    if (m && m->abi_version == PIXFLOW_IO_OIIO_ABI_VERSION && m->struct_size >= sizeof(pf_io_oiio_module))
+        return m->version_text();
+    return "on, but its module '" + path + "' cannot be loaded (" +
+           (why ? std::string(why) : std::string("no entry point of module ABI ") +
+                                         std::to_string(PIXFLOW_IO_OIIO_ABI_VERSION)) +
+           "); load/save formats: .pgm .ppm .pnm .pfm .npy";
+}
+} // namespace
+#endif
 
 std::string version_text() {
     std::string s = std::string("pixflow ") + PIXFLOW_VERSION + " (plugin ABI " + std::to_string(PIXFLOW_ABI_MAJOR) +
                     "." + std::to_string(PIXFLOW_ABI_MINOR) + ")\n";
     s += "  CUDA:        " PIXFLOW_FEATURE_CUDA "\n";
 #ifdef PIXFLOW_WITH_OIIO
-    // "tiff:tif,tiff;png:png;..." -> ".tif .tiff .png ..."
-    std::string list = OIIO::get_string_attribute("extension_list"), exts;
-    for (std::size_t pos = 0; pos < list.size();) {
-        std::size_t end = list.find(';', pos);
-        if (end == std::string::npos) end = list.size();
-        std::string entry = list.substr(pos, end - pos);
-        std::size_t colon = entry.find(':');
-        for (std::size_t p = colon + 1; colon != std::string::npos && p < entry.size();) {
-            std::size_t comma = entry.find(',', p);
-            if (comma == std::string::npos) comma = entry.size();
-            exts += " ." + entry.substr(p, comma - p);
-            p = comma + 1;
-        }
-        pos = end + 1;
-    }
-    s += "  OpenImageIO: on (" OIIO_VERSION_STRING "); load/save formats: .pgm .ppm .pfm .npy built in, and" + exts + "\n";
+    s += "  OpenImageIO: " + oiio_text() + "\n";
 #else
     s += "  OpenImageIO: off; load/save formats: .pgm .ppm .pnm .pfm .npy\n";
 #endif

@@ -68,6 +68,10 @@ struct Codec {
     /// Optional, with reads_rows: why this file is read whole when reads_rows says so, where the
     /// format has a reason of its own ("" otherwise: OpenImageIO's interlaced PNG).
     std::string (*whole_why)(const std::string& path) = nullptr;
+    /// Optional: called by save's check (check_can_save, at validation) after the format accepted
+    /// the image; fails when this codec cannot write `path` at all (OpenImageIO's module missing),
+    /// so that the run stops before computing what it could not save.
+    void (*check_writer)(const std::string& path) = nullptr;
 };
 
 // The rows, one per format file; codecs.cpp orders them into the table.
@@ -75,7 +79,12 @@ extern const Codec pnm_codec; // netpbm.cpp: binary PGM/PPM
 extern const Codec pfm_codec; // netpbm.cpp: PFM
 extern const Codec npy_codec; // npy.cpp
 #ifdef PIXFLOW_WITH_OIIO
-extern const Codec oiio_codec; // oiio.cpp: every other format
+/// Every other format. In the plugin: oiio_lazy.cpp's row, which loads the module
+/// pixflow_io_oiio.so (oiio_module.h) on first use and forwards to the module's row,
+/// oiio_direct_codec (oiio.cpp, compiled with PIXFLOW_IO_OIIO_MODULE). Without
+/// PIXFLOW_IO_OIIO_MODULE, oiio.cpp defines this row itself (OpenImageIO linked in).
+extern const Codec oiio_codec;
+extern const Codec oiio_direct_codec;
 #endif
 
 } // namespace pixflow::io::detail

@@ -170,14 +170,6 @@ void check_format(const std::string& path, const Format& f, DType dtype, int cha
 
 } // namespace
 
-std::string extension_of(const std::string& path) {
-    std::filesystem::path p(path);
-    std::string ext = p.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return ext;
-}
-
 Header read_header(const std::string& path, const ReadOptions& options) {
     const Header h = reader_of(path).read_header(path, options);
     check_pixel_limit(path, h.width, h.height, options.max_pixels);
@@ -194,7 +186,9 @@ void read_image(const std::string& path, const ImageView& dst, const ReadOptions
 }
 
 void check_can_save(const std::string& path, DType dtype, int channels) {
-    check_format(path, *writer_of(path).second, dtype, channels);
+    const auto [codec, format] = writer_of(path);
+    check_format(path, *format, dtype, channels);
+    if (codec->check_writer) codec->check_writer(path);
 }
 
 void write_image(const std::string& path, const ImageView& src) {

@@ -9,7 +9,8 @@
 //                                                          3 (PF)     scale sign = endianness
 //   .npy             yes        all eight                  1..4       format 1.0/2.0/3.0, C order,
 //                                                                     shape (H, W) or (H, W, C)
-//   anything else    OpenImageIO (when built with PIXFLOW_WITH_OIIO), native dtype kept
+//   anything else    OpenImageIO (when built with PIXFLOW_WITH_OIIO), native dtype kept; through
+//                    the module pixflow_io_oiio.so, loaded on the first such file (oiio_lazy.cpp)
 //
 // Every failure throws pixflow::Error whose one-line message names the file and the problem.
 // Two checks guard reading, both from the header, before any pixel memory exists:

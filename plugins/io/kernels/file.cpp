@@ -9,12 +9,26 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <system_error>
 #include <vector>
+
+namespace pixflow::io {
+
+// codecs.hpp; here, so that the OpenImageIO module (oiio_module.h), which has no codec table, has it.
+std::string extension_of(const std::string& path) {
+    std::filesystem::path p(path);
+    std::string ext = p.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    return ext;
+}
+
+} // namespace pixflow::io
 
 namespace pixflow::io::detail {
 

@@ -1,5 +1,6 @@
 // oiio.cpp: every format that is not built in, through OpenImageIO (compiled only with
-// PIXFLOW_WITH_OIIO).
+// PIXFLOW_WITH_OIIO): in the plugin, into the module pixflow_io_oiio.so (oiio_entry.cpp is its
+// C entry point; oiio_lazy.cpp loads it on first use), so that pixflow_io.so links no OpenImageIO.
 //
 // Samples keep the file's own type where pixflow has it (u8, u16, i16, i32, u32, u64, f32, f64);
 // half becomes f32 and int8 becomes i16. Alpha is read and written unassociated (as stored in
@@ -19,6 +20,7 @@
 //    and joins the complaints. ReadOptions::fail_on then decides.
 #include "codec.hpp"
 #include "grey_palette.hpp"
+#include "oiio_formats.hpp"
 #include "stderr_capture.hpp"
 
 #include <OpenImageIO/imageio.h>
@@ -573,39 +575,28 @@ bool oiio_writes_rows(const std::string& path) {
     return ext == ".tif" || ext == ".tiff" || ext == ".png";
 }
 
-// What OpenImageIO's writers store without converting (OIIO 2.4). Alpha is written unassociated.
-constexpr std::uint32_t bit(DType d) { return PF_DTYPE_BIT(int(d)); }
-constexpr std::uint32_t kU8U16 = bit(DType::u8) | bit(DType::u16);
-constexpr Format kOiioFormats[] = {
-    {".png", kU8U16, PF_ALL_CHANNELS},
-    {".jpg .jpeg .jpe .jif .jfif .jfi", bit(DType::u8), PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3)},
-    {".tif .tiff",
-     kU8U16 | bit(DType::i16) | bit(DType::i32) | bit(DType::u32) | bit(DType::f32) | bit(DType::f64),
-     PF_ALL_CHANNELS},
-    {".exr", bit(DType::u32) | bit(DType::f32), PF_ALL_CHANNELS},
-    {".hdr .rgbe", bit(DType::f32), PF_CHANNELS_BIT(3)},
-    {".bmp .dib", bit(DType::u8), PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3) | PF_CHANNELS_BIT(4)},
-    {".tga", bit(DType::u8), PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3) | PF_CHANNELS_BIT(4)},
-    {".webp", bit(DType::u8), PF_CHANNELS_BIT(3) | PF_CHANNELS_BIT(4)},
-};
-
 } // namespace
 
 // The fallback: every extension the built-in rows do not list; any other extension it can write
-// stores u8, whatever channels it takes.
-constexpr Codec oiio_codec{.name = "OpenImageIO",
-                           .formats = kOiioFormats,
-                           .fallback = true,
-                           .read_header = &oiio_read_header,
-                           .read = &oiio_read,
-                           .write = &oiio_write,
-                           .reads = nullptr,
-                           .writes = &oiio_can_write,
-                           .other = Format{"", bit(DType::u8), PF_ALL_CHANNELS},
-                           .read_rows = &oiio_read_rows,
-                           .write_rows = &oiio_write_rows,
-                           .reads_rows = &oiio_reads_rows,
-                           .writes_rows = &oiio_writes_rows,
-                           .whole_why = &oiio_whole_why};
+// stores u8, whatever channels it takes. In the plugin, the row of the module (oiio_entry.cpp)
+// that kernels/oiio_lazy.cpp loads; linked straight in (scripts/bench-codecs.sh's tool), the
+// table's row itself.
+constexpr Codec oiio_direct_codec{.name = "OpenImageIO",
+                                  .formats = kOiioFormats,
+                                  .fallback = true,
+                                  .read_header = &oiio_read_header,
+                                  .read = &oiio_read,
+                                  .write = &oiio_write,
+                                  .reads = nullptr,
+                                  .writes = &oiio_can_write,
+                                  .other = kOiioOther,
+                                  .read_rows = &oiio_read_rows,
+                                  .write_rows = &oiio_write_rows,
+                                  .reads_rows = &oiio_reads_rows,
+                                  .writes_rows = &oiio_writes_rows,
+                                  .whole_why = &oiio_whole_why};
+#ifndef PIXFLOW_IO_OIIO_MODULE
+const Codec oiio_codec = oiio_direct_codec;
+#endif
 
 } // namespace pixflow::io::detail
