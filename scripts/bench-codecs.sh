@@ -25,7 +25,8 @@
 # shapes), FORMATS ("ppm png jpg"), BACKEND (cpu), THREADS (nproc), REPEAT (3), BATCH_ARGS (more
 # arguments for the batch run, e.g. "--max-in-flight 8"), WORK (/tmp/pixflow-bench-codecs: the
 # inputs are kept for reuse), OUT (where both write their outputs: $WORK; /dev/shm/... keeps the
-# disk's write-back out of the figures), CXX (g++).
+# disk's write-back out of the figures), CXX (g++), CODEC_LIMIT (a codec_limit tool built elsewhere,
+# e.g. by scripts/gpu-mpi-check.sh pack for a machine without the build's headers: used as is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIXFLOW=${PIXFLOW:-build/bin/pixflow}
@@ -45,7 +46,7 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 mkdir -p "$WORK"
 
 # ---- the tool, from the io plugin's kernel sources (OpenImageIO when pkg-config finds it)
-tool=$WORK/codec_limit
+tool=${CODEC_LIMIT:-$WORK/codec_limit}
 srcs=(file codecs netpbm npy)
 defs=() libs=()
 if pkg-config --exists OpenImageIO 2>/dev/null; then
@@ -54,7 +55,7 @@ if pkg-config --exists OpenImageIO 2>/dev/null; then
   read -r -a libs <<< "$(pkg-config --libs OpenImageIO)"
 fi
 newest=$(ls -t scripts/bench/codec_limit.cpp plugins/io/kernels/* | head -1)
-if [ ! -x "$tool" ] || [ "$newest" -nt "$tool" ]; then
+if [ -z "${CODEC_LIMIT:-}" ] && { [ ! -x "$tool" ] || [ "$newest" -nt "$tool" ]; }; then
   echo "building $tool"
   objs=()
   for s in "${srcs[@]}"; do

@@ -155,7 +155,6 @@ void Executor::Impl::run_chain(int ci) {
     // 2. The chain's whole outputs: the last node's own buffer when it is read in place (or kept,
     // or caller memory), and the buffer of every transfer out of it.
     ChainBuffers temp(buffers, cs);
-    std::vector<std::unique_ptr<Buf>> spread_owned; // their Bufs (the memory: spread_bufs)
     struct Dest {
         Buf* buf;
         int stream; ///< for a copy from a host window to the device: the transfer's stream
@@ -197,14 +196,19 @@ void Executor::Impl::run_chain(int ci) {
     const bool two_streams = c.streams[1] >= 0;
     const bool pipelined = (c.n_stages > 1 || G > 1) && c.count() > 1;
     struct SpreadBuffers { // device buffers on the GPUs but the plan's own, freed in their order
-        std::vector<std::tuple<void*, const Stream*, long long>> bufs;
+        struct Owned {
+            std::unique_ptr<Buf> buf;
+            const Stream* stream; ///< the one that allocated it, on its GPU
+            long long bytes;
+        };
+        std::vector<Owned> bufs;
         DeviceMemoryCounter* counter = nullptr;
         int home = 0;
         ~SpreadBuffers() {
-            for (auto& [ptr, st, bytes] : bufs) try {
-                    set_device(st->device());
-                    device_free_async(ptr, *st);
-                    counter->add(-bytes);
+            for (Owned& o : bufs) try {
+                    set_device(o.stream->device());
+                    device_free_async(o.buf->im.data, *o.stream);
+                    counter->add(-o.bytes);
                 } catch (...) {
                 }
             if (!bufs.empty()) try {
@@ -234,12 +238,11 @@ void Executor::Impl::run_chain(int ci) {
         b->im.pitch = std::int64_t((row_bytes(shape) + 255) / 256 * 256);
         const long long bytes = (long long)(b->im.pitch) * shape.height;
         b->im.data = device_alloc_async(std::size_t(std::max(1LL, bytes)), st);
-        spread_bufs.bufs.emplace_back(b->im.data, &st, bytes);
         buffers.device_memory().add(bytes);
         b->mem = Mem::device;
         set_device(p.device);
-        spread_owned.push_back(std::move(b));
-        return spread_owned.back().get();
+        spread_bufs.bufs.push_back({std::move(b), &st, bytes});
+        return spread_bufs.bufs.back().buf.get();
     };
     struct Member {
         std::vector<Buf*> win, stage;

@@ -52,8 +52,9 @@ CommandResult run_mpi(const std::string& args) {
     TempDir t;
     std::string cmd = "cd " + q(pixflow::testing::source_dir().string()) +
                       " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
-                      " OMPI_MCA_btl_vader_single_copy_mechanism=none PIXFLOW_PLUGIN_PATH= " PIXFLOW_MPIEXEC
-                      " --oversubscribe " +
+                      " OMPI_MCA_btl_vader_single_copy_mechanism=none PIXFLOW_PLUGIN_PATH="
+                      // $PIXFLOW_MPIEXEC when set (a packed Open MPI on another machine: gpu-mpi-check.sh)
+                      " \"${PIXFLOW_MPIEXEC:-" PIXFLOW_MPIEXEC "}\" --oversubscribe " +
                       args + " >" + q(t / "out") + " 2>" + q(t / "err");
     int status = std::system(cmd.c_str());
     CommandResult r;
