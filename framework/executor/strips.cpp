@@ -367,6 +367,11 @@ void Executor::Impl::run_chain(int ci) {
         const Node& n = g.nodes[v];
         const StripRows& r = c.strips[std::size_t(k)][i];
         const Stream* s = stream_of(k);
+        // split over processes: the rows of the node before that its neighbours computed
+        if (opt->split && i > 0) {
+            const StripRows& q = c.strips[std::size_t(k)][i - 1];
+            if (q.win1 > q.win0) opt->split->halo(ci, int(i) - 1, k, rows_of(window(i - 1, k)->im, 0, q.win1 - q.win0));
+        }
         // a carried node: the rows read again come from its last window
         if (carried[i] && k > k_first) {
             const StripRows& q = c.strips[std::size_t(k - 1)][i];

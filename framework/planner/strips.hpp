@@ -139,6 +139,13 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt);
 /// The strips of one chain in strips of `rows` rows of its last node's output (planner tests).
 void chain_strips(const Graph& g, StripChain& c, int rows);
 
+/// One image over MPI ranks, halos exchanged (mpi/image.hpp): one strip per band of rows of the
+/// last node's output, [edges[k], edges[k + 1]), in which every node computes exactly its own
+/// band of rows (the rows its successor needs, without the halo), once. A stencil's halo rows
+/// outside its producer's band are not computed: the producer's window still holds them
+/// (win0 < out0, out1 < win1), to be filled by the neighbour bands before the stencil runs.
+void chain_bands(const Graph& g, StripChain& c, const std::vector<int>& edges);
+
 /// "512 MiB", "3.0 GiB", "700 B".
 std::string bytes_text(double bytes);
 
