@@ -195,16 +195,16 @@ std::string thin_band(const Graph& g, const StripChain& c) {
         for (int r = 0; r < n; ++r) {
             const StripRows& me = c.strips[std::size_t(r)][i];
             const std::string id = "'" + g.nodes[c.nodes[i]].id + "'";
-            if (me.out1 <= me.out0)
+            if (me.own1 <= me.own0)
                 return "rank " + std::to_string(r) + " has no rows of " + id;
-            const bool above_ok = me.win0 >= me.out0 || (r > 0 && c.strips[std::size_t(r - 1)][i].out0 <= me.win0);
-            const bool below_ok = me.win1 <= me.out1 || (r + 1 < n && c.strips[std::size_t(r + 1)][i].out1 >= me.win1);
+            const bool above_ok = me.use0 >= me.own0 || (r > 0 && c.strips[std::size_t(r - 1)][i].own0 <= me.use0);
+            const bool below_ok = me.use1 <= me.own1 || (r + 1 < n && c.strips[std::size_t(r + 1)][i].own1 >= me.use1);
             if (!above_ok || !below_ok) {
                 const int k = above_ok ? r + 1 : r - 1;
                 const StripRows& nb = c.strips[std::size_t(k)][i];
-                return "the band of rank " + std::to_string(k) + " has " + std::to_string(nb.out1 - nb.out0) +
+                return "the band of rank " + std::to_string(k) + " has " + std::to_string(nb.own1 - nb.own0) +
                        " rows of " + id + ", fewer than rank " + std::to_string(r) + " reads of it (" +
-                       std::to_string(above_ok ? me.win1 - me.out1 : me.out0 - me.win0) + ")";
+                       std::to_string(above_ok ? me.use1 - me.own1 : me.own0 - me.use0) + ")";
             }
         }
     return "";
@@ -514,10 +514,11 @@ void ImageSplit::exchange_halo(int ci, int i, char* win, std::size_t pitch, bool
     };
     std::vector<Msg> sends, recvs;
     // tags: 1000 + 2i the rows going up (to rank - 1), 1001 + 2i going down
-    if (me > 0 && at(me - 1).win1 > at(me - 1).out1) sends.push_back({me - 1, 1000 + 2 * i, at(me - 1).out1, at(me - 1).win1, {}});
-    if (me + 1 < n && at(me + 1).win0 < at(me + 1).out0) sends.push_back({me + 1, 1001 + 2 * i, at(me + 1).win0, at(me + 1).out0, {}});
-    if (mine.win0 < mine.out0) recvs.push_back({me - 1, 1001 + 2 * i, mine.win0, mine.out0, {}});
-    if (mine.win1 > mine.out1) recvs.push_back({me + 1, 1000 + 2 * i, mine.out1, mine.win1, {}});
+    // (the rows the next node reads, [use0, use1), outside the band's own)
+    if (me > 0 && at(me - 1).use1 > at(me - 1).own1) sends.push_back({me - 1, 1000 + 2 * i, at(me - 1).own1, at(me - 1).use1, {}});
+    if (me + 1 < n && at(me + 1).use0 < at(me + 1).own0) sends.push_back({me + 1, 1001 + 2 * i, at(me + 1).use0, at(me + 1).own0, {}});
+    if (mine.use0 < mine.own0) recvs.push_back({me - 1, 1001 + 2 * i, mine.use0, mine.own0, {}});
+    if (mine.use1 > mine.own1) recvs.push_back({me + 1, 1000 + 2 * i, mine.own1, mine.use1, {}});
     {
         std::lock_guard<std::mutex> lock(m_mu);
         for (Msg& m : recvs) {

@@ -513,8 +513,9 @@ void chain_bands(const Graph& g, StripChain& c, const std::vector<int>& edges) {
             r.out0 = a, r.out1 = b;
             int ca = a, cb = b; // the input rows of its own band, without a halo
             switch (acc.kind) {
-            case PF_ACCESS_STENCIL:
+            case PF_ACCESS_STENCIL: // its kernel computes as many rows as its view holds
                 r.in0 = std::max(0, a - acc.halo), r.in1 = std::min(hin, b + acc.halo);
+                r.out0 = r.in0, r.out1 = r.in1;
                 break;
             case PF_ACCESS_BLOCKS: {
                 const int kin = acc.in_rows, kout = acc.out_rows, last = c.last_block[i];
@@ -529,11 +530,12 @@ void chain_bands(const Graph& g, StripChain& c, const std::vector<int>& edges) {
             default: // pointwise, carried: each row once, from the same rows
                 r.in0 = a, r.in1 = b;
             }
-            if (a >= b) r.in0 = r.in1 = ca = cb;
+            if (a >= b) r.in0 = r.in1 = ca = cb, r.out0 = r.out1 = a;
             if (node.inputs.empty()) r.in0 = r.in1 = 0;
+            r.own0 = acc.kind == PF_ACCESS_BLOCKS ? r.out0 : a, r.own1 = acc.kind == PF_ACCESS_BLOCKS ? r.out1 : b;
             r.use0 = na, r.use1 = nb;
             r.win0 = std::min(r.out0, na), r.win1 = std::max(r.out1, nb);
-            if (a >= b) r.win0 = r.win1 = r.use0 = r.use1 = r.out0;
+            if (a >= b) r.win0 = r.win1 = r.use0 = r.use1 = r.own0 = r.own1 = r.out0;
             (void)hout;
             c.max_window[i] = std::max(c.max_window[i], r.win1 - r.win0);
             c.max_input[i] = std::max(c.max_input[i], r.in1 - r.in0);
