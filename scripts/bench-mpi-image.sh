@@ -88,7 +88,7 @@ for source in $SOURCES; do
     cw=$(echo "${chains[$cfg]}" | tr ' ' '\n' | grep . | median)
     sent=$( (grep -o 'rank [0-9]* sent [0-9]* bytes\( ([0-9]* of them halo rows)\)\?, ran [0-9.]* ms' "$WORK/err-$cfg" || true) |
       sed 's/ (\([0-9]*\) of them halo rows)/ halo=\1/' |
-      awk '{ b = $4 " B"; h = ($6 ~ /^halo=/) ? " (halo " substr($6, 6) " B)" : ""; t = $NF == "ms" ? $(NF - 1) : 0
+      awk '{ b = $4 " B"; h = ($6 ~ /^halo=/) ? " (halo " substr($6, 6, length($6) - 6) " B)" : ""; t = $NF == "ms" ? $(NF - 1) : 0
              printf "%s%s: %s%s in %.2f s", (NR > 1 ? ", " : ""), $2, b, h, t / 1000 }')
     echo "$source -np $np $halo: medians: process ${w} s, rank 0's run ${rw} s, its b1+b2+b3 ${cw} s (rounds: ${walls[$cfg]})"
     [ -n "$sent" ] && echo "    last run, per rank: sent, in its run of: $sent"
