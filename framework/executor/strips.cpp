@@ -20,6 +20,10 @@
 // A carried node (integral) keeps two windows, this strip's and the last one's, and its state
 // (pf_strip.carry, zero-filled before strip 0); rows that the next node reads again are copied
 // from the last window rather than computed twice.
+//
+// Split over MPI ranks (ChainSplit, mpi/image.hpp): only this process's strips run; with halos
+// exchanged, before node i + 1 reads node i's window the `halo` hook fills its rows that the
+// neighbour ranks computed, and the output's rows go to `done` once they are on the host.
 #include "executor/executor_impl.hpp"
 #include "executor/launch.hpp"
 
