@@ -543,6 +543,14 @@ void Executor::Impl::run_chain(int ci) {
         if (signals.cancelled()) return;
     }
 
+    if (opt->split) {
+        PIXFLOW_ASSERT(dests.size() <= 1, "a split chain with several outputs");
+        const bool any = k_first < k_last;
+        opt->split->done(ci, dests.empty() ? pf_image{} : dests[0].buf->im,
+                         any ? c.strips[std::size_t(k_first)][m - 1].use0 : 0,
+                         any ? c.strips[std::size_t(k_last - 1)][m - 1].use1 : 0);
+    }
+
     // 5. The end: one stream again; the last node's end event orders its readers; the host waits
     // when host memory took part (a download must land, an uploaded buffer may be freed).
     for (int j = 1; j < G; ++j) // every GPU's work ends before s0's: its end event covers them
@@ -569,20 +577,6 @@ void Executor::Impl::run_chain(int ci) {
         s0->synchronize();
         for (int t : out_t) // copies into an upload's buffer ran on the transfer's stream
             if (p.transfers[std::size_t(t)].stream != cs) streams[std::size_t(p.transfers[std::size_t(t)].stream)].synchronize();
-    }
-    // Split over processes: this one's rows of the output, on the host (downloaded: the host
-    // waited above), completed from the others'.
-    if (opt->split) {
-        const Dest* out = nullptr;
-        for (const Dest& d : dests)
-            if (on_host(d.buf->im)) {
-                PIXFLOW_ASSERT(!out, "a split chain with several host outputs");
-                out = &d;
-            }
-        PIXFLOW_ASSERT(out || dests.empty(), "a split chain whose output is not on the host");
-        const bool any = k_first < k_last;
-        opt->split->done(ci, out ? out->buf->im : pf_image{}, any ? c.strips[std::size_t(k_first)][m - 1].use0 : 0,
-                         any ? c.strips[std::size_t(k_last - 1)][m - 1].use1 : 0);
     }
     for (NodeId v : c.nodes) timings.launched[v] = 1;
     timings.chain_ms[std::size_t(ci)] = ms_since(t_start);

@@ -221,18 +221,9 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
         ChainShare& sh = m_chains[ci];
         const NodeId tail = c.tail();
         const Node& tn = g.nodes[tail];
-        // CUDA nodes: each rank streams its band's strips on its own GPU (the plan's device,
-        // device_for(local rank)), from the input on the host to the output on the host
-        bool cuda = false;
         for (std::size_t i = 0; i < c.nodes.size() && sh.why_not.empty(); ++i) {
             const Node& node = g.nodes[c.nodes[i]];
-            const bool on_gpu = p.on_device(c.nodes[i]);
-            cuda |= on_gpu;
-            if (on_gpu && row_access(node).kind == PF_ACCESS_CARRIED)
-                sh.why_not = "node '" + node.id + "' runs on CUDA with a state carried from strip to strip";
-            else if (on_gpu && i == 0 && !node.inputs.empty() && p.on_device(node.inputs[0].node))
-                sh.why_not = "its input lies on the GPU";
-            else if (on_gpu) continue;
+            if (p.on_device(c.nodes[i])) sh.why_not = "node '" + node.id + "' runs on CUDA";
             else if (node.is_sink()) sh.why_not = "node '" + node.id + "' writes a file";
             else if (row_access(node).kind == PF_ACCESS_CARRIED) {
                 // integral's integer sums combine over the ranks at once (exact modulo 2^n);
@@ -249,7 +240,7 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             }
         }
         for (const Transfer& t : p.transfers)
-            if (t.node == tail && t.to_device && sh.why_not.empty()) sh.why_not = "its output goes to the GPU";
+            if (t.node == tail && sh.why_not.empty()) sh.why_not = "its output goes to the GPU";
         if (tn.outputs.empty() && sh.why_not.empty()) sh.why_not = "its last node has no output";
         if (!sh.why_not.empty()) {
             sh.k0 = 0, sh.k1 = c.count();
@@ -272,8 +263,7 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             const RowAccess acc = row_access(g.nodes[c.nodes[i]]);
             stencil |= acc.kind == PF_ACCESS_STENCIL && acc.halo > 0;
         }
-        if (halo == HaloMode::exchange && stencil && cuda) sh.halo_note = "its nodes run on CUDA (rows exchanged on the host only)";
-        if (halo == HaloMode::exchange && stencil && !cuda) {
+        if (halo == HaloMode::exchange && stencil) {
             std::vector<int> edges(std::size_t(n) + 1);
             // --strip-rows: the bands of strips as recomputed; else balanced to a row (a block)
             const int align = chain_alignment(g, c);
@@ -784,7 +774,7 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
         CompileOptions co = cli::compile_options(a.pipeline);
         if (co.strip_rows <= 0) co.strip_rows = k_one_strip;
         co.stream_sinks = false; // save gets the chain's whole output (gathered, or written with MPI-IO)
-        // each rank runs its CUDA nodes on the GPU of its local rank (as a batch), split chains too
+        // CUDA chains are not split: each rank runs them on the GPU of its local rank (as a batch)
         if (host::cuda_usable()) co.device = device_for(s.local_rank(), host::cuda_device_count());
         c = compile_file(a.pipeline.file, a.pipeline.sets, reg, co);
         std::vector<NamedPath> side;

@@ -43,12 +43,8 @@
 //            other readers). A rank whose run fails while such a node has not finished on it
 //            ends the whole run (MPI_Abort): the others may be waiting inside the node's
 //            collectives, where no agreement reaches them
-//   GPUs     a chain of CUDA nodes whose input and output lie on the host is split too: each
-//            rank streams its band's strips on its own GPU (device_for(local rank)), halos
-//            recomputed (the exchange works on host windows)
-//   not split chains with a transfer out to the GPU, a CUDA node with a carried state, or input
-//            on the GPU (they run whole on every rank, on the rank's GPU), chains with a sink,
-//            and when recomputing, a chain whose node after a
+//   not split chains with a CUDA node or a transfer out (they run whole on every rank, on the
+//            rank's GPU), chains with a sink, and when recomputing, a chain whose node after a
 //            relayed carried node reads rows above a band (its halo would be the rank above's rows)
 //   faults   before each exchange the ranks agree on a flag (MPI_Iallreduce, per chain, each
 //            on a communicator of its own, so chains that run concurrently do not interleave

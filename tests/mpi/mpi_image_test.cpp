@@ -9,8 +9,6 @@
 // chain stops every rank, says which rank, and leaves no file.
 #include "support/paths.hpp"
 
-#include <pixflow/host_api.h>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -607,32 +605,6 @@ TEST(MpiImageFaults, InvalidPipelineIsReportedOnceWithTheExitCodeOfOneProcess) {
     for (std::size_t at = many.err.find(first); at != std::string::npos; at = many.err.find(first, at + 1)) ++n;
     EXPECT_EQ(n, 1u) << "printed once, as one process prints it:\n" << many.err;
     EXPECT_FALSE(fs::exists(t / "x.npy"));
-}
-
-// GPU ranks (issue 17 part B): a chain of CUDA nodes with its input and output on the host runs
-// split, each rank streaming its band's strips on its own GPU (device_for(local rank)), halos
-// recomputed; the file is the single process's (same kernels, same rows) bit for bit. Needs a
-// CUDA build and a GPU (two for a GPU per rank; with one, the ranks share it).
-TEST(MpiImageGpu, CudaChainSplitOverTheRanksWritesTheBitsOfOneProcess) {
-    if (pixflow_host_cuda_usable() == 0) GTEST_SKIP() << "no usable CUDA device (or a build without CUDA)";
-    for (int np : {2, 4}) {
-        TempDir t;
-        write_ppm(t / "in.ppm", 77, 53, 21);
-        write_text(t / "p.toml", "[pipeline]\nbackend = \"cuda\"\n[nodes.src]\nop = \"load\"\npath = \"" +
-                                     (t / "in.ppm") + "\"\n" + node("g", "grayscale", "src") +
-                                     node("b1", "gauss5x5", "g") + node("p", "maxpool2x2", "b1") +
-                                     node("b2", "gauss5x5", "p") + "[nodes.out]\nop = \"save\"\ninput = \"b2\"\npath = \"x\"\n");
-        auto one = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(t / "one.npy"));
-        ASSERT_EQ(one.exit_code, 0) << one.err;
-        auto many = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
-                            " --set out.path=" + q(t / "many.npy"));
-        ASSERT_EQ(many.exit_code, 0) << many.err;
-        EXPECT_NE(many.err.find("runs over " + std::to_string(np) + " ranks"), std::string::npos) << many.err;
-        EXPECT_EQ(many.err.find("runs on CUDA"), std::string::npos) << many.err;
-        EXPECT_NE(many.err.find("halos recomputed: its nodes run on CUDA"), std::string::npos) << many.err;
-        ASSERT_FALSE(slurp(t / "one.npy").empty());
-        EXPECT_TRUE(slurp(t / "one.npy") == slurp(t / "many.npy")) << "-np " << np << ": the file differs\n" << many.err;
-    }
 }
 
 TEST(MpiImageOneRank, RunsAsOneProcess) {
