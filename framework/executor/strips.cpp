@@ -536,6 +536,10 @@ void Executor::Impl::run_chain(int ci) {
 
     if (opt->split) {
         PIXFLOW_ASSERT(dests.size() <= 1, "a split chain with several outputs");
+        if (uses_device) { // the ranks exchange the host rows the strips' downloads wrote
+            s0->synchronize();
+            if (two_streams) streams[std::size_t(c.streams[1])].synchronize();
+        }
         const bool any = k_first < k_last;
         opt->split->done(ci, dests.empty() ? pf_image{} : dests[0].buf->im,
                          any ? c.strips[std::size_t(k_first)][m - 1].use0 : 0,
