@@ -303,11 +303,13 @@ void Executor::Impl::run_chain(int ci) {
 
     for (std::size_t i = 0; i < m; ++i) {
         const NodeId v = c.nodes[i];
-        if (dev[i]) // spread over GPUs: made on the strip's GPU as it enters (below)
+        if (dev[i]) { // spread over GPUs: made on the strip's GPU as it enters (below)
             while (timings.strip_start[v].size() < std::size_t(c.count())) {
                 timings.strip_start[v].emplace_back(G == 1);
                 timings.strip_end[v].emplace_back(G == 1);
             }
+            timings.strip_ran[v].assign(std::size_t(c.count()), 0);
+        }
         if (timings.spans) timings.strip_cpu[v].assign(std::size_t(c.count()), {});
         if (timings.spans) timings.node_ran[v] = 1;
     }
