@@ -58,15 +58,6 @@ constexpr int warps = block_threads / 32;
 constexpr int px_per_thread = 4;
 constexpr int tile_w = block_threads * px_per_thread; // pixels
 constexpr int tile_h = 128;                           // rows
-/// Rows of input each thread has in flight while it works on one (tile_sums, integral_tiles):
-/// one row was too few to keep DRAM busy (see the design note).
-constexpr int fetch_depth = 4;
-/// Blocks per SM the tile kernels ask registers for: 8 (64 registers) where that costs no
-/// spills (checked with --resource-usage), so that the 1024 tiles of an 8192 x 8192 image run
-/// in one wave on an H100's 132 SMs; otherwise whatever the compiler needs.
-template <class T, class U, int C>
-constexpr int min_blocks = sizeof(T) * sizeof(U) * C <= 12 ? 8 : 1;
-static_assert(32 % fetch_depth == 0 && fetch_depth % 2 == 0, "rows go in groups of 32, scans alternate");
 
 /// One pixel's worth of running sums: C channels. BlockScan scans these.
 template <class U, int C> struct Vec {
@@ -220,7 +211,7 @@ __device__ void write_row_sums(const U (&part)[32][warps][C], int n, U* d_row, i
 // memory (part[32 rows][warps][C]); every 32 rows the block adds the warps' sums and writes
 // d_row. Shared memory: part, and a staging area per warp for the transposing loads.
 template <class T, class U, int C>
-__global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
+__global__ void __launch_bounds__(block_threads)
     tile_sums_kernel(ImageView in, U* d_col, U* d_row, bool aligned) {
     using S = Shape<T, U, C>;
     __shared__ std::uint32_t stage[warps][S::stage_words];
@@ -233,24 +224,16 @@ __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
     U col[S::K];
 #pragma unroll
     for (int k = 0; k < S::K; ++k) col[k] = 0;
-    std::uint32_t raw[fetch_depth][S::in_words]; // rows r .. r + fetch_depth - 1, in flight
-    bool striped[fetch_depth];
-#pragma unroll
-    for (int d = 0; d < fetch_depth; ++d)
-        if (d < t.rows)
-            striped[d] = start_fetch<T, U, C>(in.row<T>(t.y0 + d) + seg_offset, t.valid, aligned, raw[d]);
+    std::uint32_t raw[S::in_words];
+    bool striped = start_fetch<T, U, C>(in.row<T>(t.y0) + seg_offset, t.valid, aligned, raw);
     for (int r0 = 0; r0 < t.rows; r0 += 32) {
         const int n = min(32, t.rows - r0);
-        for (int r1 = 0; r1 < n; r1 += fetch_depth)
-#pragma unroll // whole: the ring's index (slot) is then a constant (registers)
-        for (int slot = 0; slot < fetch_depth; ++slot) {
-            const int r = r1 + slot; // r0 and r1 are multiples of fetch_depth
-            if (r >= n) break;
+        for (int r = 0; r < n; ++r) {
             U v[S::K];
-            finish_fetch<T, U, C>(raw[slot], striped[slot], stage[warp], v);
-            if (r0 + r + fetch_depth < t.rows)
-                striped[slot] = start_fetch<T, U, C>(in.row<T>(t.y0 + r0 + r + fetch_depth) + seg_offset,
-                                                     t.valid, aligned, raw[slot]);
+            finish_fetch<T, U, C>(raw, striped, stage[warp], v);
+            if (r0 + r + 1 < t.rows)
+                striped = start_fetch<T, U, C>(in.row<T>(t.y0 + r0 + r + 1) + seg_offset,
+                                               t.valid, aligned, raw);
             U sum[C];
 #pragma unroll
             for (int c = 0; c < C; ++c) sum[c] = 0;
@@ -293,7 +276,7 @@ template <int C> __host__ __device__ constexpr unsigned channel_mask(int j, int 
 // channel, packed two channels per register (a warp's sum is at most 128 * 255 < 2^16) for the
 // warp shuffle reduction. Shared memory: part[32 rows][warps][C].
 template <class U, int C>
-__global__ void __launch_bounds__(block_threads, 8)
+__global__ void __launch_bounds__(block_threads)
     tile_sums_u8_kernel(ImageView in, U* d_col, U* d_row, bool aligned) {
     static_assert(tile_h * 255 < 65536, "16-bit column sums would overflow");
     static_assert(32 * px_per_thread * 255 < 65536, "16-bit warp row sums would overflow");
@@ -322,21 +305,15 @@ __global__ void __launch_bounds__(block_threads, 8)
     };
 
     std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
-    std::uint32_t ring[fetch_depth][C];       // rows r .. r + fetch_depth - 1, in flight
-#pragma unroll
-    for (int d = 0; d < fetch_depth; ++d)
-        if (d < t.rows) fetch(t.y0 + d, ring[d]);
+    std::uint32_t next[C];
+    fetch(t.y0, next);
     for (int r0 = 0; r0 < t.rows; r0 += 32) {
         const int n = min(32, t.rows - r0);
-        for (int r1 = 0; r1 < n; r1 += fetch_depth)
-#pragma unroll // whole: the ring's index (slot) is then a constant (registers)
-        for (int slot = 0; slot < fetch_depth; ++slot) {
-            const int r = r1 + slot; // r0 and r1 are multiples of fetch_depth
-            if (r >= n) break;
+        for (int r = 0; r < n; ++r) {
             std::uint32_t w[C];
 #pragma unroll
-            for (int j = 0; j < C; ++j) w[j] = ring[slot][j];
-            if (r0 + r + fetch_depth < t.rows) fetch(t.y0 + r0 + r + fetch_depth, ring[slot]);
+            for (int j = 0; j < C; ++j) w[j] = next[j];
+            if (r0 + r + 1 < t.rows) fetch(t.y0 + r0 + r + 1, next);
             std::uint32_t sum[2 * pairs] = {};
 #pragma unroll
             for (int j = 0; j < C; ++j) {
@@ -467,7 +444,7 @@ __global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b,
 // "top" of its columns, and those are the output samples. Shared memory: the scan's warp
 // totals and a staging area per warp for the transposing loads and stores.
 template <class T, class U, int C>
-__global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
+__global__ void __launch_bounds__(block_threads)
     integral_tiles_kernel(ImageView in, ImageView out, const U* d_top, const U* d_left,
                           bool in_aligned, bool out_aligned) {
     using S = Shape<T, U, C>;
@@ -485,31 +462,22 @@ __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
 #pragma unroll
     for (int k = 0; k < S::K; ++k) col[k] = base + k < t.valid ? top[base + k] : U(0);
 
-    std::uint32_t raw[fetch_depth][S::in_words]; // rows r .. r + fetch_depth - 1, in flight
-    bool striped[fetch_depth];
+    std::uint32_t raw[S::in_words];
+    bool striped = start_fetch<T, U, C>(in.row<T>(t.y0) + seg_offset, t.valid, in_aligned, raw);
+    for (int r = 0; r < t.rows; ++r) {
+        const int y = t.y0 + r;
+        U v[S::K];
+        finish_fetch<T, U, C>(raw, striped, stage[warp], v);
+        if (r + 1 < t.rows)
+            striped = start_fetch<T, U, C>(in.row<T>(y + 1) + seg_offset, t.valid, in_aligned, raw);
+        U carry[C];
 #pragma unroll
-    for (int d = 0; d < fetch_depth; ++d)
-        if (d < t.rows)
-            striped[d] = start_fetch<T, U, C>(in.row<T>(t.y0 + d) + seg_offset, t.valid, in_aligned, raw[d]);
-    for (int r0 = 0; r0 < t.rows; r0 += fetch_depth) {
-#pragma unroll // whole: the ring's index d is then a constant (registers)
-        for (int d = 0; d < fetch_depth; ++d) {
-            if (r0 + d >= t.rows) break;
-            const int y = t.y0 + r0 + d;
-            U v[S::K];
-            finish_fetch<T, U, C>(raw[d], striped[d], stage[warp], v);
-            if (r0 + d + fetch_depth < t.rows)
-                striped[d] = start_fetch<T, U, C>(in.row<T>(y + fetch_depth) + seg_offset, t.valid,
-                                                  in_aligned, raw[d]);
-            U carry[C];
+        for (int c = 0; c < C; ++c) carry[c] = left[std::size_t(y) * C + c];
+        Vec<U, C> before;
+        BlockScanT<U, C>(scan[r & 1]).ExclusiveSum(scan_own<U, C>(v), before);
 #pragma unroll
-            for (int c = 0; c < C; ++c) carry[c] = left[std::size_t(y) * C + c];
-            Vec<U, C> before;
-            BlockScanT<U, C>(scan[d & 1]).ExclusiveSum(scan_own<U, C>(v), before); // d & 1 alternates: fetch_depth is even
-#pragma unroll
-            for (int k = 0; k < S::K; ++k) col[k] += v[k] + carry[k % C] + before.v[k % C];
-            put_row<T, U, C>(out.row<U>(y) + seg_offset, t.valid, out_aligned, stage[warp], col);
-        }
+        for (int k = 0; k < S::K; ++k) col[k] += v[k] + carry[k % C] + before.v[k % C];
+        put_row<T, U, C>(out.row<U>(y) + seg_offset, t.valid, out_aligned, stage[warp], col);
     }
 }
 
