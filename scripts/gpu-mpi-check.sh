@@ -2,10 +2,12 @@
 # Batches over MPI ranks and over GPUs on a GPU machine that has no Open MPI (issues 17 and 18), in
 # two halves:
 #   scripts/gpu-mpi-check.sh pack   here: build pixflow with CUDA (sm_90) and MPI, OpenImageIO off
-#                                   (scripts/gpu-check.sh pack's build-gpu/), and pack it into
-#                                   gpu-pack-mpi/ (git-ignored) with Open MPI 4.1.4 and PMIx from
-#                                   this Debian 12 (their trees under their absolute paths, ompi/),
-#                                   the libraries, and scripts/bench/codec_limit.cpp built here
+#                                   (scripts/gpu-check.sh pack: build-gpu/, gpu-pack/), and pack it
+#                                   into gpu-pack-mpi/ (git-ignored, about 45 MB: gpu-pack/ and
+#                                   more; `PIXFLOW_GPU_TAG=mpi scripts/gpu-check.sh run` runs on it)
+#                                   with Open MPI 4.1.4 and PMIx from this Debian 12 (their trees
+#                                   under their absolute paths, ompi/), the libraries, and
+#                                   scripts/bench/codec_limit.cpp built here
 #   scripts/gpu-mpi-check.sh run    on the GPU machine (root), from the repository root, with
 #                                   gpu-pack-mpi/ carried: runs the packed Open MPI where it lies
 #                                   (OPAL_PREFIX, PMIX_LIBDIR: the machine may have an Open
@@ -33,12 +35,10 @@ if [ "$mode" = pack ]; then
   [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
   scripts/gpu-check.sh pack > /dev/null
   grep -q 'PIXFLOW_WITH_MPI:BOOL=ON' build-gpu/CMakeCache.txt || { echo "build-gpu has no MPI (scripts/setup.sh)" >&2; exit 1; }
-  rm -rf "$pack" && mkdir -p "$pack/lib" "$pack/build/bin" "$pack/ompi/usr/bin" "$pack/ompi/usr/lib/x86_64-linux-gnu" \
-    "$pack/ompi/usr/share" "$pack/ompi/etc"
-  cp build-gpu/bin/pixflow build-gpu/bin/pixflow_mpi_tests "$pack/build/bin/"
-  cp -r build-gpu/lib "$pack/build/"
-  mkdir -p "$pack/build/tests" && cp -r build-gpu/tests/test_plugins "$pack/build/tests/"
-  find "$pack/build/tests"/test_plugins -type f ! -name '*.so' -delete
+  # the whole GPU pack (so `PIXFLOW_GPU_TAG=mpi scripts/gpu-check.sh run` runs on this one too:
+  # one carry for the GPU check and the MPI check), then Open MPI and what it needs
+  rm -rf "$pack" && mkdir -p "$pack" && cp -r gpu-pack/. "$pack/"
+  mkdir -p "$pack/ompi/usr/bin" "$pack/ompi/usr/lib/x86_64-linux-gnu" "$pack/ompi/usr/share" "$pack/ompi/etc"
   cp -L /usr/bin/orterun /usr/bin/orted "$pack/ompi/usr/bin/"
   ln -s orterun "$pack/ompi/usr/bin/mpirun" && ln -s orterun "$pack/ompi/usr/bin/mpiexec"
   cp -a /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 "$pack/ompi/usr/lib/x86_64-linux-gnu/"

@@ -23,6 +23,7 @@ Executor::Impl::Impl(const Graph& g_, const Plan& p_)
     timings.strips.assign(n, 0);
     timings.strip_start.resize(n);
     timings.strip_end.resize(n);
+    timings.strip_ran.resize(n);
     timings.strip_cpu.resize(n);
     for (NodeId v : g.nodes.ids())
         if (p.on_device(v) && g.nodes[v].op) {

@@ -27,6 +27,7 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
         start.record(*l.stream);
         status = d.run_cuda(&a);
         end.record(*l.stream);
+        if (l.strip) t.strip_ran[l.v][k] = 1; // one strip, one thread: no lock needed
     } else {
         auto t0 = Clock::now();
         status = d.run_cpu(&a);

@@ -256,7 +256,23 @@ void abort_all_files(int) noexcept {
         } catch (...) {
         }
     }
+    // A writer opens its temporary after stage() named it, so a thread that had its name may
+    // create the file just after the rollback unlinked it (seen under mpirun: a rank ending
+    // while its other images were being written left one). The names are kept, and unlinked
+    // again once such an open has had time to happen; the caller ends the process right after.
+    std::vector<std::string> tmps, dirs;
+    try {
+        for (FileTransaction* t : s.live) {
+            for (const auto& e : t->m_entries) tmps.push_back(e.tmp);
+            for (auto it = t->m_created_dirs.rbegin(); it != t->m_created_dirs.rend(); ++it) dirs.push_back(it->string());
+        }
+    } catch (...) {
+    }
     for (FileTransaction* t : s.live) t->rollback_locked();
+    if (tmps.empty()) return;
+    ::usleep(20000);
+    for (const auto& t : tmps) ::unlink(t.c_str());
+    for (const auto& d : dirs) ::rmdir(d.c_str());
 }
 
 InterruptHook::InterruptHook(std::function<void()> f) {

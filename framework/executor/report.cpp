@@ -12,7 +12,8 @@ namespace {
 /// A CUDA node of a streamed chain: the sum of its strips' GPU times.
 double strip_ms(const Timings& t, NodeId v) {
     double ms = 0;
-    for (int k = 0; k < t.strips[v]; ++k) ms += Event::elapsed_ms(t.strip_start[v][std::size_t(k)], t.strip_end[v][std::size_t(k)]);
+    for (std::size_t k = 0; k < t.strip_ran[v].size(); ++k)
+        if (t.strip_ran[v][k]) ms += Event::elapsed_ms(t.strip_start[v][k], t.strip_end[v][k]);
     return ms;
 }
 } // namespace
@@ -65,7 +66,8 @@ void fill_device_times(RunReport& r, const Graph& g, const Plan& p, const Timing
         NodeReport& nr = r.nodes[k++];
         if (p.on_device(v) && t.launched[v] && std::isnan(nr.ms)) {
             if (t.strips[v] > 0) {
-                t.strip_end[v][std::size_t(t.strips[v] - 1)].synchronize();
+                for (std::size_t k = 0; k < t.strip_ran[v].size(); ++k)
+                    if (t.strip_ran[v][k]) t.strip_end[v][k].synchronize();
                 nr.ms = strip_ms(t, v);
                 continue;
             }
@@ -95,7 +97,7 @@ void report_spans(const Graph& g, const Plan& p, const Timings& t, const std::ve
                 sp.op = n.op->desc->name;
                 sp.backend = backend_name(p.backend[v]);
                 if (p.on_device(v)) {
-                    if (std::size_t(k) >= t.strip_start[v].size()) continue;
+                    if (std::size_t(k) >= t.strip_ran[v].size() || !t.strip_ran[v][std::size_t(k)]) continue;
                     sp.device = p.device;
                     sp.stream = c->streams[1] >= 0 && k % 2 ? c->streams[1] : c->streams[0]; // strips alternate
                     sp.stream_handle = streams[std::size_t(sp.stream)].get();

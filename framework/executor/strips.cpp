@@ -307,11 +307,13 @@ void Executor::Impl::run_chain(int ci) {
 
     for (std::size_t i = 0; i < m; ++i) {
         const NodeId v = c.nodes[i];
-        if (dev[i]) // spread over GPUs: made on the strip's GPU as it enters (below)
+        if (dev[i]) { // spread over GPUs: made on the strip's GPU as it enters (below)
             while (timings.strip_start[v].size() < std::size_t(c.count())) {
                 timings.strip_start[v].emplace_back(G == 1);
                 timings.strip_end[v].emplace_back(G == 1);
             }
+            timings.strip_ran[v].assign(std::size_t(c.count()), 0);
+        }
         if (timings.spans) timings.strip_cpu[v].assign(std::size_t(c.count()), {});
         if (timings.spans) timings.node_ran[v] = 1;
     }
@@ -545,6 +547,10 @@ void Executor::Impl::run_chain(int ci) {
 
     if (opt->split) {
         PIXFLOW_ASSERT(dests.size() <= 1, "a split chain with several outputs");
+        if (uses_device) { // the ranks exchange the host rows the strips' downloads wrote
+            s0->synchronize();
+            if (two_streams) streams[std::size_t(c.streams[1])].synchronize();
+        }
         const bool any = k_first < k_last;
         opt->split->done(ci, dests.empty() ? pf_image{} : dests[0].buf->im,
                          any ? c.strips[std::size_t(k_first)][m - 1].use0 : 0,

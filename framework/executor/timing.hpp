@@ -44,6 +44,10 @@ struct Timings {
     NodeMap<int> strips;
     std::mutex strip_mu; ///< strips and cpu_ms of a node whose strips run at once (a parallel stage)
     NodeMap<std::vector<Event>> strip_start, strip_end;
+    /// Per node and strip of its chain: 1 when a CUDA launch of that strip recorded its events in
+    /// this run (a process of a split chain runs only its band's strips; a carried node skips
+    /// strips with nothing new), so that only recorded events are timed.
+    NodeMap<std::vector<char>> strip_ran;
     struct CpuStrip {
         Clock::time_point t0, t1;
         std::thread::id thread;

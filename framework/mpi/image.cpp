@@ -223,9 +223,13 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
         const Node& tn = g.nodes[tail];
         for (std::size_t i = 0; i < c.nodes.size() && sh.why_not.empty(); ++i) {
             const Node& node = g.nodes[c.nodes[i]];
-            if (p.on_device(c.nodes[i])) sh.why_not = "node '" + node.id + "' runs on CUDA";
+            const bool carried = row_access(node).kind == PF_ACCESS_CARRIED;
+            // CUDA nodes split as host ones do, each rank streaming its band through its own GPU
+            // (the chain moves its strips' rows up and down itself); what the ranks exchange must
+            // be host memory: a carried state on the device, or an output that stays there, is not
+            if (p.on_device(c.nodes[i]) && carried) sh.why_not = "carried node '" + node.id + "' runs on CUDA";
             else if (node.is_sink()) sh.why_not = "node '" + node.id + "' writes a file";
-            else if (row_access(node).kind == PF_ACCESS_CARRIED) {
+            else if (carried) {
                 // integral's integer sums combine over the ranks at once (exact modulo 2^n);
                 // every other state is relayed rank to rank (the same states as one process)
                 const bool last = i + 1 == c.nodes.size(), integral = op_name(node) == "integral";
@@ -240,7 +244,13 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             }
         }
         for (const Transfer& t : p.transfers)
-            if (t.node == tail && sh.why_not.empty()) sh.why_not = "its output goes to the GPU";
+            if (t.node == tail && t.to_device && sh.why_not.empty()) sh.why_not = "its output goes to the GPU";
+        if (p.on_device(tail) && sh.why_not.empty()) {
+            // its output reaches the host only through downloads (the chain fills their buffers)
+            for (const auto& [v, port] : g.consumers(tail, 0))
+                if (p.on_device(v)) sh.why_not = "its output stays on the GPU for node '" + g.nodes[v].id + "'";
+            if (g.consumers(tail, 0).empty()) sh.why_not = "its output stays on the GPU";
+        }
         if (tn.outputs.empty() && sh.why_not.empty()) sh.why_not = "its last node has no output";
         if (!sh.why_not.empty()) {
             sh.k0 = 0, sh.k1 = c.count();
@@ -263,7 +273,11 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             const RowAccess acc = row_access(g.nodes[c.nodes[i]]);
             stencil |= acc.kind == PF_ACCESS_STENCIL && acc.halo > 0;
         }
-        if (halo == HaloMode::exchange && stencil) {
+        bool cuda = false;
+        for (NodeId v : c.nodes) cuda |= p.on_device(v);
+        if (halo == HaloMode::exchange && stencil && cuda)
+            sh.halo_note = "its nodes run on CUDA (rows are exchanged from host windows only)";
+        if (halo == HaloMode::exchange && stencil && !cuda) {
             std::vector<int> edges(std::size_t(n) + 1);
             // --strip-rows: the bands of strips as recomputed; else balanced to a row (a block)
             const int align = chain_alignment(g, c);
@@ -774,7 +788,8 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
         CompileOptions co = cli::compile_options(a.pipeline);
         if (co.strip_rows <= 0) co.strip_rows = k_one_strip;
         co.stream_sinks = false; // save gets the chain's whole output (gathered, or written with MPI-IO)
-        // CUDA chains are not split: each rank runs them on the GPU of its local rank (as a batch)
+        // each rank's CUDA nodes run on the GPU of its local rank (as a batch): a split chain's
+        // band streams through it, a chain that is not split runs whole there
         if (host::cuda_usable()) co.device = device_for(s.local_rank(), host::cuda_device_count());
         c = compile_file(a.pipeline.file, a.pipeline.sets, reg, co);
         std::vector<NamedPath> side;

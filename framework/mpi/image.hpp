@@ -43,9 +43,15 @@
 //            other readers). A rank whose run fails while such a node has not finished on it
 //            ends the whole run (MPI_Abort): the others may be waiting inside the node's
 //            collectives, where no agreement reaches them
-//   not split chains with a CUDA node or a transfer out (they run whole on every rank, on the
-//            rank's GPU), chains with a sink, and when recomputing, a chain whose node after a
-//            relayed carried node reads rows above a band (its halo would be the rank above's rows)
+//   GPUs     a chain with CUDA nodes splits as any other: each rank streams its band through
+//            the GPU of its local rank (uploads and downloads of its strips' rows, executor/
+//            strips.cpp), and the ranks exchange the host rows its downloads wrote; its halos
+//            are recomputed (the exchange works on host windows)
+//   not split chains whose output stays on the GPU (read there by a CUDA node, or uploaded), a
+//            carried node on CUDA (its state lives on the device), chains with a sink, and when
+//            recomputing, a chain whose node after a relayed carried node reads rows above a
+//            band (its halo would be the rank above's rows); they run whole on every rank, on
+//            the rank's GPU
 //   faults   before each exchange the ranks agree on a flag (MPI_Iallreduce, per chain, each
 //            on a communicator of its own, so chains that run concurrently do not interleave
 //            their collectives); a rank whose run failed sets it, the others stop their run,

@@ -7,6 +7,7 @@
 // that read a chain's gathered output. The image is 77 x 53, so no band is a whole number of
 // blocks and the ranks' bands differ. Then what goes wrong: a rank that fails before or after the
 // chain stops every rank, says which rank, and leaves no file.
+#include "device/device.hpp"
 #include "support/paths.hpp"
 
 #include <gtest/gtest.h>
@@ -620,3 +621,73 @@ TEST(MpiImageOneRank, RunsAsOneProcess) {
     EXPECT_EQ(mpi.err, one.err) << "no note of ranks: the plain run";
     EXPECT_TRUE(slurp(t / "one.npy") == slurp(t / "mpi.npy"));
 }
+
+// ---- CUDA chains over the ranks: each rank streams its band through its own GPU ----------------
+
+namespace {
+
+/// One process's run and an N-rank run of the same pipeline (`backend`), their files and stderr.
+struct CudaSplitRun {
+    CommandResult one, cpu, many;
+    std::string one_bytes, cpu_bytes, many_bytes;
+};
+
+CudaSplitRun run_cuda_split(const TempDir& t, const std::string& nodes, const std::string& last, const std::string& ext,
+                            int np) {
+    write_ppm(t / "in.ppm", 97, 61, 23);
+    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + nodes +
+                                 "[nodes.out]\nop = \"save\"\ninput = \"" + last + "\"\npath = \"x\"\n");
+    CudaSplitRun r;
+    const std::string one = t / ("one." + ext), cpu = t / ("cpu." + ext), many = t / ("many." + ext);
+    r.one = run_pixflow("run " + q(t / "p.toml") + " --backend cuda --set out.path=" + q(one));
+    r.cpu = run_pixflow("run " + q(t / "p.toml") + " --backend cpu --set out.path=" + q(cpu));
+    r.many = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
+                     " --backend cuda --set out.path=" + q(many));
+    r.one_bytes = slurp(one), r.cpu_bytes = slurp(cpu), r.many_bytes = slurp(many);
+    return r;
+}
+
+class MpiImageCuda : public ::testing::TestWithParam<int> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        if (!pixflow::host::cuda_usable(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): the GPU split is not run";
+    }
+};
+
+} // namespace
+
+TEST_P(MpiImageCuda, AGpuChainSplitsOverTheRanksBitForBit) {
+    const int np = GetParam();
+    for (const std::string ext : {"npy", "ppm"}) { // written by every rank at its offset (MPI-IO)
+        TempDir t;
+        auto r = run_cuda_split(t,
+                                node("b1", "gauss5x5", "src") + node("p", "maxpool2x2", "b1") +
+                                    node("b2", "gauss5x5", "p", "sigma = 2.0\nborder = \"replicate\"\n"),
+                                "b2", ext, np);
+        ASSERT_EQ(r.one.exit_code, 0) << r.one.err;
+        ASSERT_EQ(r.cpu.exit_code, 0) << r.cpu.err;
+        ASSERT_EQ(r.many.exit_code, 0) << r.many.err;
+        EXPECT_NE(r.many.err.find("runs over " + std::to_string(np) + " ranks"), std::string::npos)
+            << "the CUDA chain was split:\n" << r.many.err;
+        EXPECT_EQ(r.many.err.find("runs whole on every rank"), std::string::npos) << r.many.err;
+        ASSERT_FALSE(r.one_bytes.empty());
+        EXPECT_TRUE(r.many_bytes == r.one_bytes) << ext << ": the ranks' file differs from one process's";
+        EXPECT_TRUE(r.many_bytes == r.cpu_bytes) << ext << ": differs from the CPU kernels' file";
+    }
+}
+
+TEST_P(MpiImageCuda, ACarriedNodeOnTheGpuRunsWholeOnEveryRankWithTheSameBits) {
+    const int np = GetParam();
+    TempDir t;
+    auto r = run_cuda_split(t, node("g", "grayscale", "src") + node("fs", "floyd_steinberg", "g"), "fs", "pgm", np);
+    ASSERT_EQ(r.one.exit_code, 0) << r.one.err;
+    ASSERT_EQ(r.many.exit_code, 0) << r.many.err;
+    EXPECT_NE(r.many.err.find("runs whole on every rank (carried node 'fs' runs on CUDA)"), std::string::npos)
+        << r.many.err;
+    EXPECT_TRUE(r.many_bytes == r.one_bytes);
+    EXPECT_TRUE(r.many_bytes == r.cpu_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, MpiImageCuda, ::testing::Values(2, 4),
+                         [](const ::testing::TestParamInfo<int>& i) { return "np" + std::to_string(i.param); });

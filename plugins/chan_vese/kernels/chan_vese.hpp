@@ -81,24 +81,14 @@ bool chan_vese_cpu(const ImageView& in, const ImageView& mask, const ImageView& 
                    const Settings& s, void* scratch, Outcome& outcome,
                    const std::function<bool()>& cancelled);
 
-/// One pixel of the update (the top of this file) in f32, as the CPU kernel computes it: p the
-/// pixel's phi, l, r, u, d its left, right, upper and lower neighbours (edges replicated), v the
-/// normalised input, m1 and m2 the region means c1 and c2 of the iteration. Returns phi'.
-inline float update_pixel(float p, float l, float r, float u, float d, float v, float mu, float dt, float lambda1,
-                          float lambda2, float m1, float m2) {
-    const float eta = 1e-16f;
-    const float xp = r - p, xn = p - l, x0 = (r - l) * 0.5f;
-    const float yp = d - p, yn = p - u, y0 = (d - u) * 0.5f;
-    const float c1 = 1.0f / std::sqrt(eta + xp * xp + y0 * y0);
-    const float c2 = 1.0f / std::sqrt(eta + xn * xn + y0 * y0);
-    const float c3 = 1.0f / std::sqrt(eta + x0 * x0 + yp * yp);
-    const float c4 = 1.0f / std::sqrt(eta + x0 * x0 + yn * yn);
-    const float curv = r * c1 + l * c2 + d * c3 + u * c4;
-    const float a = v - m1, b = v - m2;
-    const float data = lambda2 * (b * b) - lambda1 * (a * a);
-    const float q = 1.0f + p * p; // 1 / delta
-    return (p * q + dt * (mu * curv + data)) / (q + mu * dt * (c1 + c2 + c3 + c4));
-}
+/// One row of the CPU kernel's update, for chan_vese_split (the same vectorised code as
+/// chan_vese_cpu's own rows): phi' of a row into out[0, width) from the rows up, mid and down of
+/// phi (each readable at [-1, width]: edges replicated), and out[-1], out[width] set to its
+/// edges; m1 and m2 are the iteration's region means. Adds to sums, in this order: I where
+/// phi' > 0, the count of those pixels, (phi' - phi)^2. T: u8, u16 or f32.
+template <class T>
+void update_row_cpu(const float* up, const float* mid, const float* down, const T* img, float* out, int width,
+                    const Settings& s, float scale, float offset, float m1, float m2, double (&sums)[3]);
 
 /// A run split over cooperating processes (chan_vese_split.cpp): this one computes the rows
 /// [row0, row1) of the whole image (never empty); the callbacks reach the others, each

@@ -236,6 +236,23 @@ bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, c
 
 } // namespace
 
+template <class T>
+void update_row_cpu(const float* up, const float* mid, const float* down, const T* img, float* out, int width,
+                    const Settings& s, float scale, float offset, float m1, float m2, double (&sums)[3]) {
+    const Coeffs k{float(s.mu), float(s.dt), float(s.lambda1), float(s.lambda2), m1, m2, scale, offset};
+    Sums row;
+    update_row<T>(up, mid, down, img, out, width, k, row);
+    sums[0] += row.sum_in;
+    sums[1] += row.count_in;
+    sums[2] += row.sq;
+}
+template void update_row_cpu<std::uint8_t>(const float*, const float*, const float*, const std::uint8_t*, float*, int,
+                                           const Settings&, float, float, float, float, double (&)[3]);
+template void update_row_cpu<std::uint16_t>(const float*, const float*, const float*, const std::uint16_t*, float*,
+                                            int, const Settings&, float, float, float, float, double (&)[3]);
+template void update_row_cpu<float>(const float*, const float*, const float*, const float*, float*, int,
+                                    const Settings&, float, float, float, float, double (&)[3]);
+
 std::size_t cpu_scratch_bytes(int width, int height) {
     return 2 * (std::size_t(width) + 2) * std::size_t(height) * sizeof(float);
 }

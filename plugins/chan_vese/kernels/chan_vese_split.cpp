@@ -1,6 +1,6 @@
 // chan_vese_split.cpp: chan_vese over a band of rows, one band per cooperating process (an
 // mpirun's ranks: docs/mpi.md, "chan_vese over the ranks"); the scheme is chan_vese_cpu's
-// (chan_vese.hpp), pixel for pixel (update_pixel), on the band's rows.
+// (chan_vese.hpp), row for row the CPU kernel's own code (update_row_cpu), on the band's rows.
 //
 // phi lives, as in chan_vese_cpu, in two f32 buffers of (width + 2) columns per row, ping-ponged,
 // here of (rows + 2) rows: row -1 and row `rows` are the halo, the neighbouring bands' edge rows
@@ -116,7 +116,6 @@ bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, c
     std::array<double, 3> t = total();
     const double n = double(w) * double(h), sum_all = t[2];
 
-    const float mu = float(s.mu), dt = float(s.dt), l1 = float(s.lambda1), l2 = float(s.lambda2);
     int it = 0, cur = 0;
     double rms = 0;
     const std::size_t row_bytes = stride * sizeof(float);
@@ -131,26 +130,10 @@ bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, c
         band.exchange_rows(src.padded(0), src.padded(nb - 1), src.padded(-1), src.padded(nb), row_bytes);
         // 2. the update
         for_blocks([&](int i, std::array<double, 3>& sums) {
-            const float *up = src.row(i - 1), *mid = src.row(i), *down = src.row(i + 1);
-            const T* img = in.row<T>(y0 + i);
-            float* out = dst.row(i);
-            double sum_in = 0, count_in = 0, sq = 0;
-            for (int x = 0; x < w; ++x) {
-                const float v = float(img[x]) * scale + offset;
-                const float p = mid[x];
-                const float np = update_pixel(p, mid[x - 1], mid[x + 1], up[x], down[x], v, mu, dt, l1, l2, m1, m2);
-                out[x] = np;
-                const float diff = np - p;
-                sq += double(diff * diff);
-                const bool inside = np > 0.0f;
-                sum_in += inside ? double(v) : 0.0;
-                count_in += inside ? 1.0 : 0.0;
-            }
-            out[-1] = out[0];
-            out[w] = out[w - 1];
-            sums[0] += sum_in;
-            sums[1] += count_in;
-            sums[2] += sq;
+            double row[3] = {0, 0, 0};
+            update_row_cpu<T>(src.row(i - 1), src.row(i), src.row(i + 1), in.row<T>(y0 + i), dst.row(i), w, s, scale,
+                              offset, m1, m2, row);
+            for (int j = 0; j < 3; ++j) sums[std::size_t(j)] += row[j];
         });
         // 3. the sums over the bands
         t = total();

@@ -20,6 +20,16 @@
 // device-to-device copy, 0.335 ms): 0.52 ms, 1.55x the floor; u8 -> u64 0.86 ms, 1.43x. Kernel
 // times under ncu: tile_sums 107 us (1.9 TB/s: latency-bound, few loads in flight), scan 18 us,
 // carry 10 us, integral_tiles 387 us (2.6 TB/s).
+// Change of 2026-11-23 (issue 18): tile_sums had one row of input in flight per thread (12
+// bytes for RGB u8, about 12 KB per SM: 1.85 TB/s means about 0.86 us of loaded latency, and
+// 2.9 TB/s at that latency needs about 19 KB per SM). Now every tile kernel keeps fetch_depth = 4
+// rows in flight per thread (a ring of registers, indexed by constants), and asks for 8 blocks
+// per SM (64 registers) where ptxas reports no spills, so that the 1024 tiles of 8192 x 8192 stay
+// one wave on 132 SMs. Measured on the H100 (3 new/old pairs in one run, median of 20 each):
+// u8 -> u32 0.503-0.511 ms (1.45-1.46x the floor) against 0.524-0.527 ms (1.51-1.53x); u8 -> u64
+// 0.837 against 0.869 ms; under ncu tile_sums 109 -> 89 us, integral_tiles unchanged (381 us,
+// DRAM-bound on its own bytes). This design cannot reach 1.2x whatever the kernels do: the second
+// read of the input alone costs 0.069 ms at the copy rate (docs/performance.md, "integral").
 // Any order of integer additions gives the same bits (modulo 2^32 or 2^64), so this matches the
 // CPU's order exactly.
 //
@@ -58,6 +68,15 @@ constexpr int warps = block_threads / 32;
 constexpr int px_per_thread = 4;
 constexpr int tile_w = block_threads * px_per_thread; // pixels
 constexpr int tile_h = 128;                           // rows
+/// Rows of input each thread has in flight while it works on one (tile_sums, integral_tiles):
+/// one row was too few to keep DRAM busy (see the design note).
+constexpr int fetch_depth = 4;
+/// Blocks per SM the tile kernels ask registers for: 8 (64 registers) where that costs no
+/// spills (checked with --resource-usage), so that the 1024 tiles of an 8192 x 8192 image run
+/// in one wave on an H100's 132 SMs; otherwise whatever the compiler needs.
+template <class T, class U, int C>
+constexpr int min_blocks = sizeof(T) * sizeof(U) * C <= 12 ? 8 : 1;
+static_assert(32 % fetch_depth == 0 && fetch_depth % 2 == 0, "rows go in groups of 32, scans alternate");
 
 /// One pixel's worth of running sums: C channels. BlockScan scans these.
 template <class U, int C> struct Vec {
@@ -211,7 +230,7 @@ __device__ void write_row_sums(const U (&part)[32][warps][C], int n, U* d_row, i
 // memory (part[32 rows][warps][C]); every 32 rows the block adds the warps' sums and writes
 // d_row. Shared memory: part, and a staging area per warp for the transposing loads.
 template <class T, class U, int C>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
     tile_sums_kernel(ImageView in, U* d_col, U* d_row, bool aligned) {
     using S = Shape<T, U, C>;
     __shared__ std::uint32_t stage[warps][S::stage_words];
@@ -224,29 +243,38 @@ __global__ void __launch_bounds__(block_threads)
     U col[S::K];
 #pragma unroll
     for (int k = 0; k < S::K; ++k) col[k] = 0;
-    std::uint32_t raw[S::in_words];
-    bool striped = start_fetch<T, U, C>(in.row<T>(t.y0) + seg_offset, t.valid, aligned, raw);
+    std::uint32_t raw[fetch_depth][S::in_words]; // rows r .. r + fetch_depth - 1, in flight
+    bool striped[fetch_depth];
+#pragma unroll
+    for (int d = 0; d < fetch_depth; ++d)
+        if (d < t.rows)
+            striped[d] = start_fetch<T, U, C>(in.row<T>(t.y0 + d) + seg_offset, t.valid, aligned, raw[d]);
     for (int r0 = 0; r0 < t.rows; r0 += 32) {
         const int n = min(32, t.rows - r0);
-        for (int r = 0; r < n; ++r) {
-            U v[S::K];
-            finish_fetch<T, U, C>(raw, striped, stage[warp], v);
-            if (r0 + r + 1 < t.rows)
-                striped = start_fetch<T, U, C>(in.row<T>(t.y0 + r0 + r + 1) + seg_offset,
-                                               t.valid, aligned, raw);
-            U sum[C];
+        for (int r1 = 0; r1 < n; r1 += fetch_depth) {
+#pragma unroll // whole: the ring's index (slot) is then a constant (registers)
+            for (int slot = 0; slot < fetch_depth; ++slot) {
+                const int r = r1 + slot; // r0 and r1 are multiples of fetch_depth
+                if (r >= n) break;
+                U v[S::K];
+                finish_fetch<T, U, C>(raw[slot], striped[slot], stage[warp], v);
+                if (r0 + r + fetch_depth < t.rows)
+                    striped[slot] = start_fetch<T, U, C>(
+                        in.row<T>(t.y0 + r0 + r + fetch_depth) + seg_offset, t.valid, aligned, raw[slot]);
+                U sum[C];
 #pragma unroll
-            for (int c = 0; c < C; ++c) sum[c] = 0;
+                for (int c = 0; c < C; ++c) sum[c] = 0;
 #pragma unroll
-            for (int k = 0; k < S::K; ++k) {
-                col[k] += v[k];
-                sum[k % C] += v[k];
-            }
+                for (int k = 0; k < S::K; ++k) {
+                    col[k] += v[k];
+                    sum[k % C] += v[k];
+                }
 #pragma unroll
-            for (int c = 0; c < C; ++c) {
+                for (int c = 0; c < C; ++c) {
 #pragma unroll
-                for (int d = 16; d > 0; d >>= 1) sum[c] += __shfl_xor_sync(0xFFFFFFFFu, sum[c], d);
-                if (lane == 0) part[r][warp][c] = sum[c];
+                    for (int d = 16; d > 0; d >>= 1) sum[c] += __shfl_xor_sync(0xFFFFFFFFu, sum[c], d);
+                    if (lane == 0) part[r][warp][c] = sum[c];
+                }
             }
         }
         write_row_sums<U, C>(part, n, d_row, in.height, t.y0 + r0);
@@ -276,7 +304,7 @@ template <int C> __host__ __device__ constexpr unsigned channel_mask(int j, int 
 // channel, packed two channels per register (a warp's sum is at most 128 * 255 < 2^16) for the
 // warp shuffle reduction. Shared memory: part[32 rows][warps][C].
 template <class U, int C>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, 8)
     tile_sums_u8_kernel(ImageView in, U* d_col, U* d_row, bool aligned) {
     static_assert(tile_h * 255 < 65536, "16-bit column sums would overflow");
     static_assert(32 * px_per_thread * 255 < 65536, "16-bit warp row sums would overflow");
@@ -305,34 +333,42 @@ __global__ void __launch_bounds__(block_threads)
     };
 
     std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
-    std::uint32_t next[C];
-    fetch(t.y0, next);
+    std::uint32_t ring[fetch_depth][C];       // rows r .. r + fetch_depth - 1, in flight
+#pragma unroll
+    for (int d = 0; d < fetch_depth; ++d)
+        if (d < t.rows) fetch(t.y0 + d, ring[d]);
     for (int r0 = 0; r0 < t.rows; r0 += 32) {
         const int n = min(32, t.rows - r0);
-        for (int r = 0; r < n; ++r) {
-            std::uint32_t w[C];
+        for (int r1 = 0; r1 < n; r1 += fetch_depth) {
+#pragma unroll // whole: the ring's index (slot) is then a constant (registers)
+            for (int slot = 0; slot < fetch_depth; ++slot) {
+                const int r = r1 + slot; // r0 and r1 are multiples of fetch_depth
+                if (r >= n) break;
+                std::uint32_t w[C];
 #pragma unroll
-            for (int j = 0; j < C; ++j) w[j] = next[j];
-            if (r0 + r + 1 < t.rows) fetch(t.y0 + r0 + r + 1, next);
-            std::uint32_t sum[2 * pairs] = {};
+                for (int j = 0; j < C; ++j) w[j] = ring[slot][j];
+                if (r0 + r + fetch_depth < t.rows) fetch(t.y0 + r0 + r + fetch_depth, ring[slot]);
+                std::uint32_t sum[2 * pairs] = {};
 #pragma unroll
-            for (int j = 0; j < C; ++j) {
-                even[j] += w[j] & 0x00FF00FFu;
-                odd[j] += (w[j] >> 8) & 0x00FF00FFu;
+                for (int j = 0; j < C; ++j) {
+                    even[j] += w[j] & 0x00FF00FFu;
+                    odd[j] += (w[j] >> 8) & 0x00FF00FFu;
 #pragma unroll
-                for (int c = 0; c < C; ++c) // unrolled: the masks are constants
-                    if (const unsigned m = channel_mask<C>(j, c)) sum[c] = __dp4a(w[j], m, sum[c]);
+                    for (int c = 0; c < C; ++c) // unrolled: the masks are constants
+                        if (const unsigned m = channel_mask<C>(j, c)) sum[c] = __dp4a(w[j], m, sum[c]);
+                }
+                std::uint32_t packed[pairs];
+#pragma unroll
+                for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
+#pragma unroll
+                for (int p = 0; p < pairs; ++p)
+#pragma unroll
+                    for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
+                if (lane == 0)
+#pragma unroll
+                    for (int c = 0; c < C; ++c)
+                        part[r][warp][c] = U((packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu);
             }
-            std::uint32_t packed[pairs];
-#pragma unroll
-            for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
-#pragma unroll
-            for (int p = 0; p < pairs; ++p)
-#pragma unroll
-                for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
-            if (lane == 0)
-#pragma unroll
-                for (int c = 0; c < C; ++c) part[r][warp][c] = U((packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu);
         }
         write_row_sums<U, C>(part, n, d_row, in.height, t.y0 + r0);
     }
@@ -444,7 +480,7 @@ __global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b,
 // "top" of its columns, and those are the output samples. Shared memory: the scan's warp
 // totals and a staging area per warp for the transposing loads and stores.
 template <class T, class U, int C>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
     integral_tiles_kernel(ImageView in, ImageView out, const U* d_top, const U* d_left,
                           bool in_aligned, bool out_aligned) {
     using S = Shape<T, U, C>;
@@ -462,22 +498,32 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
     for (int k = 0; k < S::K; ++k) col[k] = base + k < t.valid ? top[base + k] : U(0);
 
-    std::uint32_t raw[S::in_words];
-    bool striped = start_fetch<T, U, C>(in.row<T>(t.y0) + seg_offset, t.valid, in_aligned, raw);
-    for (int r = 0; r < t.rows; ++r) {
-        const int y = t.y0 + r;
-        U v[S::K];
-        finish_fetch<T, U, C>(raw, striped, stage[warp], v);
-        if (r + 1 < t.rows)
-            striped = start_fetch<T, U, C>(in.row<T>(y + 1) + seg_offset, t.valid, in_aligned, raw);
-        U carry[C];
+    std::uint32_t raw[fetch_depth][S::in_words]; // rows r .. r + fetch_depth - 1, in flight
+    bool striped[fetch_depth];
 #pragma unroll
-        for (int c = 0; c < C; ++c) carry[c] = left[std::size_t(y) * C + c];
-        Vec<U, C> before;
-        BlockScanT<U, C>(scan[r & 1]).ExclusiveSum(scan_own<U, C>(v), before);
+    for (int d = 0; d < fetch_depth; ++d)
+        if (d < t.rows)
+            striped[d] = start_fetch<T, U, C>(in.row<T>(t.y0 + d) + seg_offset, t.valid, in_aligned, raw[d]);
+    for (int r0 = 0; r0 < t.rows; r0 += fetch_depth) {
+#pragma unroll // whole: the ring's index d is then a constant (registers)
+        for (int d = 0; d < fetch_depth; ++d) {
+            if (r0 + d >= t.rows) break;
+            const int y = t.y0 + r0 + d;
+            U v[S::K];
+            finish_fetch<T, U, C>(raw[d], striped[d], stage[warp], v);
+            if (r0 + d + fetch_depth < t.rows)
+                striped[d] = start_fetch<T, U, C>(in.row<T>(y + fetch_depth) + seg_offset, t.valid,
+                                                  in_aligned, raw[d]);
+            U carry[C];
 #pragma unroll
-        for (int k = 0; k < S::K; ++k) col[k] += v[k] + carry[k % C] + before.v[k % C];
-        put_row<T, U, C>(out.row<U>(y) + seg_offset, t.valid, out_aligned, stage[warp], col);
+            for (int c = 0; c < C; ++c) carry[c] = left[std::size_t(y) * C + c];
+            Vec<U, C> before;
+            // scan[d & 1] alternates from row to row, across groups too: fetch_depth is even
+            BlockScanT<U, C>(scan[d & 1]).ExclusiveSum(scan_own<U, C>(v), before);
+#pragma unroll
+            for (int k = 0; k < S::K; ++k) col[k] += v[k] + carry[k % C] + before.v[k % C];
+            put_row<T, U, C>(out.row<U>(y) + seg_offset, t.valid, out_aligned, stage[warp], col);
+        }
     }
 }
 

@@ -25,7 +25,10 @@ using pixflow::testing::run_op;
 
 const DType input_dtypes[] = {DType::u8, DType::u16, DType::u32, DType::f32};
 const std::pair<int, int> sizes[] = {{1, 1},    {1, 300},   {300, 1},  {2, 2},
-                                     {7, 9},    {1023, 769}, {4096, 3}};
+                                     {7, 9},    {1023, 769}, {4096, 3},
+                                     // tile edges (512 x 128) and fetch_depth (4) of integral.cu:
+                                     // a last tile row of 3 rows, a last tile column of 1 pixel
+                                     {513, 131}, {1024, 258}};
 
 std::string describe(int w, int h, int c, DType d, const std::string& out) {
     return std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c) + " " +
