@@ -6,13 +6,15 @@
 # the whole file). Prints per run the median wall time, and the payload bytes each rank sent
 # (pixflow's own note, "mpi: rank R sent N bytes, ran T ms": T is the rank's run, from the
 # compiled plan to its file, without mpiexec's start); checks that every run wrote the same file.
-# -np 1 is the plain process (no mpiexec).
+# -np 1 is the plain process (no mpiexec). Each NP runs with each halo mode of HALOS (--mpi-halo:
+# exchange, the default, sends the stencils' halo rows to the neighbour ranks; recompute computes
+# them again), printed as "-np 4 exchange"; "halo" in the bytes is the halo rows' share.
 #
 #   scripts/bench-mpi-image.sh                       # 4096x4096, NPS="2 4", synth and load
 #   SIZE=2048 REPEAT=5 NPS="2" scripts/bench-mpi-image.sh
 #
 # Environment: PIXFLOW (build/bin/pixflow), SIZE (4096), NPS ("2 4"), REPEAT (3), SOURCES
-# ("synth load"), EXT (npy: written by every rank with MPI-IO; png: gathered at rank 0),
+# ("synth load"), HALOS ("exchange recompute"), EXT (npy: written by every rank with MPI-IO; png: gathered at rank 0),
 # MPIEXEC (mpiexec), MPIEXEC_FLAGS, WORK (/tmp/pixflow-bench-mpi-image).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,7 @@ PIXFLOW=${PIXFLOW:-build/bin/pixflow}
 SIZE=${SIZE:-4096}
 NPS=${NPS:-2 4}
 REPEAT=${REPEAT:-3}
+HALOS=${HALOS:-exchange recompute}
 SOURCES=${SOURCES:-synth load}
 EXT=${EXT:-npy} # npy: every rank writes its rows (MPI-IO); png: gathered at rank 0, which encodes
 MPIEXEC=${MPIEXEC:-mpiexec}
@@ -54,34 +57,40 @@ if [[ " $SOURCES " == *" load "* && ! -f "$WORK/in-$SIZE.ppm" ]]; then
   printf '%s\n[nodes.out]\nop = "save"\ninput = "src"\npath = "%s"\n' "$src_synth" "$WORK/in-$SIZE.ppm" > "$WORK/gen.toml"
   "$PIXFLOW" run "$WORK/gen.toml" --backend cpu >/dev/null
 fi
+configs=1
+for np in $NPS; do for h in $HALOS; do configs+=" $np-$h"; done; done
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $SIZE x $SIZE x 3 u8, gauss5x5 x3 -> .$EXT"
 for source in $SOURCES; do
   if [ "$source" = synth ]; then printf '%s\n%s\n' "$src_synth" "$chain" > "$WORK/$source.toml"
   else printf '[nodes.src]\nop = "load"\npath = "%s"\n%s\n' "$WORK/in-$SIZE.ppm" "$chain" > "$WORK/$source.toml"; fi
   declare -A walls=() runs=() chains=()
   for round in $(seq "$REPEAT"); do
-    for np in 1 $NPS; do
-      out="$WORK/out-$source-$np.$EXT"
+    for cfg in $configs; do
+      np=${cfg%%-*} halo=${cfg#*-}
+      out="$WORK/out-$source-$cfg.$EXT"
       t0=$(now)
-      rep="$WORK/report-$source-$np-$round.json"
-      if [ "$np" = 1 ]; then "$PIXFLOW" run "$WORK/$source.toml" --backend cpu --set out.path="$out" --report "$rep" >/dev/null 2>"$WORK/err-$np"
+      rep="$WORK/report-$source-$cfg-$round.json"
+      if [ "$np" = 1 ]; then "$PIXFLOW" run "$WORK/$source.toml" --backend cpu --set out.path="$out" --report "$rep" >/dev/null 2>"$WORK/err-$cfg"
       else "$MPIEXEC" --oversubscribe ${MPIEXEC_FLAGS:-} -np "$np" "$PIXFLOW" run "$WORK/$source.toml" --backend cpu \
-             --set out.path="$out" --report "$rep" >/dev/null 2>"$WORK/err-$np"; fi
+             --mpi-halo "$halo" --set out.path="$out" --report "$rep" >/dev/null 2>"$WORK/err-$cfg"; fi
       t1=$(now)
-      walls[$np]+="$(awk "BEGIN { print $t1 - $t0 }") "
-      runs[$np]+="$(python3 -c "import json; print(json.load(open('$rep'))['wall_ms'] / 1000)") "
-      chains[$np]+="$(python3 -c "import json; print(sum(n['ms'] for n in json.load(open('$rep'))['nodes'] if n['id'] in ('b1', 'b2', 'b3')) / 1000)") "
+      walls[$cfg]+="$(awk "BEGIN { print $t1 - $t0 }") "
+      runs[$cfg]+="$(python3 -c "import json; print(json.load(open('$rep'))['wall_ms'] / 1000)") "
+      chains[$cfg]+="$(python3 -c "import json; print(sum(n['ms'] for n in json.load(open('$rep'))['nodes'] if n['id'] in ('b1', 'b2', 'b3')) / 1000)") "
     done
   done
-  for np in 1 $NPS; do
-    cmp -s "$WORK/out-$source-1.$EXT" "$WORK/out-$source-$np.$EXT" || { echo "error: -np $np wrote another file" >&2; exit 1; }
-    w=$(echo "${walls[$np]}" | tr ' ' '\n' | grep . | median)
-    rw=$(echo "${runs[$np]}" | tr ' ' '\n' | grep . | median)
-    cw=$(echo "${chains[$np]}" | tr ' ' '\n' | grep . | median)
-    sent=$( (grep -o 'rank [0-9]* sent [0-9]* bytes, ran [0-9.]* ms' "$WORK/err-$np" || true) |
-      awk '{ b = $4 < 1048576 ? $4 " B" : sprintf("%.1f MiB", $4 / 1048576)
-             printf "%s%s: %s in %.2f s", (NR > 1 ? ", " : ""), $2, b, $7 / 1000 }')
-    echo "$source -np $np: medians: process ${w} s, rank 0's run ${rw} s, its b1+b2+b3 ${cw} s (rounds: ${walls[$np]})"
+  for cfg in $configs; do
+    np=${cfg%%-*} halo=${cfg#*-}
+    [ "$np" = 1 ] && halo=""
+    cmp -s "$WORK/out-$source-1.$EXT" "$WORK/out-$source-$cfg.$EXT" || { echo "error: -np $np $halo wrote another file" >&2; exit 1; }
+    w=$(echo "${walls[$cfg]}" | tr ' ' '\n' | grep . | median)
+    rw=$(echo "${runs[$cfg]}" | tr ' ' '\n' | grep . | median)
+    cw=$(echo "${chains[$cfg]}" | tr ' ' '\n' | grep . | median)
+    sent=$( (grep -o 'rank [0-9]* sent [0-9]* bytes\( ([0-9]* of them halo rows)\)\?, ran [0-9.]* ms' "$WORK/err-$cfg" || true) |
+      sed 's/ (\([0-9]*\) of them halo rows)/ halo=\1/' |
+      awk '{ b = $4 " B"; h = ($6 ~ /^halo=/) ? " (halo " substr($6, 6, length($6) - 6) " B)" : ""; t = $NF == "ms" ? $(NF - 1) : 0
+             printf "%s%s: %s%s in %.2f s", (NR > 1 ? ", " : ""), $2, b, h, t / 1000 }')
+    echo "$source -np $np $halo: medians: process ${w} s, rank 0's run ${rw} s, its b1+b2+b3 ${cw} s (rounds: ${walls[$cfg]})"
     [ -n "$sent" ] && echo "    last run, per rank: sent, in its run of: $sent"
   done
   unset walls runs chains

@@ -32,6 +32,7 @@ struct RunArgs {
     PipelineArgs pipeline;
     bool profile = false;
     std::string report_path;
+    std::string mpi_halo = "exchange"; ///< --mpi-halo: one image over MPI ranks (docs/mpi.md)
     host::BatchOptions batch; ///< --input ...: one run per image (batch/); --trace for single runs too
 };
 

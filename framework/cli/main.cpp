@@ -60,6 +60,11 @@ void add_run_args(CLI::App* run, RunArgs& a) {
     pixflow::host::BatchOptions& batch = a.batch; // --input: one run per image (batch/)
     run->add_flag("--profile", a.profile, "Print per-node times and transfers");
     run->add_option("--report", a.report_path, "Write the run report as JSON");
+    run->add_option("--mpi-halo", a.mpi_halo,
+                    "Under mpirun, one image split over the ranks: a stencil's halo rows at a band's edge are "
+                    "'exchange'd with the neighbour ranks (default: each row computed once) or 'recompute'd by "
+                    "the rank that needs them (no messages; docs/mpi.md)")
+        ->check(CLI::IsMember({"exchange", "recompute"}));
     auto* input = run->add_option("--input", batch.inputs,
                                   "Run once per image: a glob, a folder (recursive) or @list.txt (repeatable)");
     auto* output = run->add_option("--output", batch.output_dir, "Folder for the outputs of --input")->needs(input);

@@ -51,6 +51,11 @@ class ChainSplit {
     virtual void carry_in(int /*ci*/, int /*i*/, void* /*carry*/, std::size_t /*bytes*/) {}
     /// ... and after its last strip: the state the strips below start from.
     virtual void carry_out(int /*ci*/, int /*i*/, const void* /*carry*/, std::size_t /*bytes*/) {}
+    /// Before node `i + 1` of chain `ci` reads node i's rows in strip `k`: `window` (node i's
+    /// strip buffer on the host, rows [win0, win1) of its output) may have rows outside the ones
+    /// computed here [out0, out1) filled by the processes that computed them (halo exchange).
+    /// Throws to fail the run.
+    virtual void halo(int /*ci*/, int /*i*/, int /*k*/, const pf_image& /*window*/) {}
     /// A whole-image CPU node: the collective to run it split with (its op declared PF_OP_SPLIT,
     /// abi.h), or nullptr to run it whole here.
     virtual const pf_collective* collective(NodeId /*v*/) { return nullptr; }

@@ -20,6 +20,10 @@
 // A carried node (integral) keeps two windows, this strip's and the last one's, and its state
 // (pf_strip.carry, zero-filled before strip 0); rows that the next node reads again are copied
 // from the last window rather than computed twice.
+//
+// Split over MPI ranks (ChainSplit, mpi/image.hpp): only this process's strips run; with halos
+// exchanged, before node i + 1 reads node i's window the `halo` hook fills its rows that the
+// neighbour ranks computed, and the output's rows go to `done` once they are on the host.
 #include "executor/executor_impl.hpp"
 #include "executor/launch.hpp"
 
@@ -369,6 +373,11 @@ void Executor::Impl::run_chain(int ci) {
         const Node& n = g.nodes[v];
         const StripRows& r = c.strips[std::size_t(k)][i];
         const Stream* s = stream_of(k);
+        // split over processes: the rows of the node before that its neighbours computed
+        if (opt->split && i > 0) {
+            const StripRows& q = c.strips[std::size_t(k)][i - 1];
+            if (q.win1 > q.win0) opt->split->halo(ci, int(i) - 1, k, rows_of(window(i - 1, k)->im, 0, q.win1 - q.win0));
+        }
         // a carried node: the rows read again come from its last window
         if (carried[i] && k > k_first) {
             const StripRows& q = c.strips[std::size_t(k - 1)][i];

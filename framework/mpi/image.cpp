@@ -185,7 +185,34 @@ struct CollectiveCalls {
     }
 };
 
-ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p, int strip_rows)
+namespace {
+
+/// Why chain c, cut into bands by chain_bands, cannot get its halos from its neighbours: a band
+/// empty or thinner than the rows a neighbour's stencil reads of it; empty: it can.
+std::string thin_band(const Graph& g, const StripChain& c) {
+    const int n = c.count();
+    for (std::size_t i = 0; i < c.nodes.size(); ++i)
+        for (int r = 0; r < n; ++r) {
+            const StripRows& me = c.strips[std::size_t(r)][i];
+            const std::string id = "'" + g.nodes[c.nodes[i]].id + "'";
+            if (me.own1 <= me.own0)
+                return "rank " + std::to_string(r) + " has no rows of " + id;
+            const bool above_ok = me.use0 >= me.own0 || (r > 0 && c.strips[std::size_t(r - 1)][i].own0 <= me.use0);
+            const bool below_ok = me.use1 <= me.own1 || (r + 1 < n && c.strips[std::size_t(r + 1)][i].own1 >= me.use1);
+            if (!above_ok || !below_ok) {
+                const int k = above_ok ? r + 1 : r - 1;
+                const StripRows& nb = c.strips[std::size_t(k)][i];
+                return "the band of rank " + std::to_string(k) + " has " + std::to_string(nb.own1 - nb.own0) +
+                       " rows of " + id + ", fewer than rank " + std::to_string(r) + " reads of it (" +
+                       std::to_string(above_ok ? me.use1 - me.own1 : me.own0 - me.use0) + ")";
+            }
+        }
+    return "";
+}
+
+} // namespace
+
+ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p, int strip_rows, HaloMode halo)
     : m_s(s), m_g(g), m_p(p) {
     const int n = s.size();
     m_chains.resize(p.strips.chains.size());
@@ -238,9 +265,38 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             rows = (rows + align - 1) / align * align;
         }
         chain_strips(g, c, rows);
-        // a relayed node's rows above a band are the rank above's: a node after it that reads
-        // them again (a stencil's halo) would need them sent too; such a chain is not split
-        for (int r = 1; r < n && sh.why_not.empty(); ++r) {
+        // halos exchanged (a stencil after the first node): the same bands, each rank's in one
+        // strip where each node computes its own rows only; its halo rows come from the
+        // neighbours. A band thinner than the halo read of it: recomputed, as below.
+        bool stencil = false;
+        for (std::size_t i = 1; i < c.nodes.size(); ++i) {
+            const RowAccess acc = row_access(g.nodes[c.nodes[i]]);
+            stencil |= acc.kind == PF_ACCESS_STENCIL && acc.halo > 0;
+        }
+        bool cuda = false;
+        for (NodeId v : c.nodes) cuda |= p.on_device(v);
+        if (halo == HaloMode::exchange && stencil && cuda)
+            sh.halo_note = "its nodes run on CUDA (rows are exchanged from host windows only)";
+        if (halo == HaloMode::exchange && stencil && !cuda) {
+            std::vector<int> edges(std::size_t(n) + 1);
+            // --strip-rows: the bands of strips as recomputed; else balanced to a row (a block)
+            const int align = chain_alignment(g, c);
+            for (int r = 0; r < n; ++r)
+                edges[std::size_t(r)] = strip_rows > 0 ? std::min(c.height, band_of(c.count(), r, n).first * c.rows)
+                                                       : int((long long)c.height * r / n) / align * align;
+            edges[std::size_t(n)] = c.height;
+            StripChain x = c;
+            chain_bands(g, x, edges);
+            sh.halo_note = thin_band(g, x);
+            if (sh.halo_note.empty()) {
+                c = std::move(x);
+                sh.halos = true;
+                sh.halo_done.assign(c.nodes.size(), 0);
+            }
+        }
+        // recomputed: a relayed node's rows above a band are the rank above's: a node after it
+        // that reads them again (a stencil's halo) would need them sent; such a chain is not split
+        for (int r = 1; r < n && sh.why_not.empty() && !sh.halos; ++r) {
             const int k = band_of(c.count(), r, n).first;
             if (k <= 0 || k >= c.count()) continue;
             for (const Relay& rl : sh.relays) {
@@ -448,6 +504,67 @@ void ImageSplit::carry_out(int ci, int i, const void* carry, std::size_t bytes) 
     send(c, *r, carry, true);
 }
 
+void ImageSplit::halo(int ci, int i, int k, const pf_image& window) {
+    ChainShare& c = m_chains[std::size_t(ci)];
+    if (!c.split || !c.halos) return;
+    PIXFLOW_ASSERT(k == m_s.rank() && window.device == PF_HOST, "a halo exchange outside this rank's band");
+    exchange_halo(ci, i, static_cast<char*>(window.data), std::size_t(window.pitch), true, true);
+}
+
+void ImageSplit::exchange_halo(int ci, int i, char* win, std::size_t pitch, bool ok, bool stop) {
+    ChainShare& c = m_chains[std::size_t(ci)];
+    if (c.halo_done[std::size_t(i)]) return;
+    c.halo_done[std::size_t(i)] = 1;
+    const StripChain& sc = m_p.strips.chains[std::size_t(ci)];
+    const int me = m_s.rank(), n = m_s.size();
+    auto at = [&](int r) -> const StripRows& { return sc.strips[std::size_t(r)][std::size_t(i)]; };
+    const StripRows& mine = at(me);
+    const std::size_t rb = row_bytes(m_g.nodes[sc.nodes[std::size_t(i)]].outputs[0]);
+    // rows [y0, y1) of the output, with one flag byte: 1, or 0 when the sender failed
+    struct Msg {
+        int peer, tag, y0, y1;
+        std::vector<char> buf;
+        MPI_Request req = MPI_REQUEST_NULL;
+    };
+    std::vector<Msg> sends, recvs;
+    // tags: 1000 + 2i the rows going up (to rank - 1), 1001 + 2i going down
+    // (the rows the next node reads, [use0, use1), outside the band's own)
+    if (me > 0 && at(me - 1).use1 > at(me - 1).own1) sends.push_back({me - 1, 1000 + 2 * i, at(me - 1).own1, at(me - 1).use1, {}});
+    if (me + 1 < n && at(me + 1).use0 < at(me + 1).own0) sends.push_back({me + 1, 1001 + 2 * i, at(me + 1).use0, at(me + 1).own0, {}});
+    if (mine.use0 < mine.own0) recvs.push_back({me - 1, 1001 + 2 * i, mine.use0, mine.own0, {}});
+    if (mine.use1 > mine.own1) recvs.push_back({me + 1, 1000 + 2 * i, mine.own1, mine.use1, {}});
+    {
+        std::lock_guard<std::mutex> lock(m_mu);
+        for (Msg& m : recvs) {
+            m.buf.assign(std::size_t(m.y1 - m.y0) * rb + 1, 0);
+            MPI_Irecv(m.buf.data(), int(m.buf.size()), MPI_BYTE, m.peer, m.tag, c.comm, &m.req);
+        }
+        for (Msg& m : sends) {
+            m.buf.assign(std::size_t(m.y1 - m.y0) * rb + 1, 0);
+            if (ok && win)
+                for (int y = m.y0; y < m.y1; ++y)
+                    std::memcpy(m.buf.data() + std::size_t(y - m.y0) * rb, win + std::size_t(y - mine.win0) * pitch, rb);
+            m.buf.back() = ok ? 1 : 0;
+            MPI_Isend(m.buf.data(), int(m.buf.size()), MPI_BYTE, m.peer, m.tag, c.comm, &m.req);
+            m_bytes += (long long)m.buf.size();
+            m_halo_bytes += (long long)m.buf.size();
+        }
+    }
+    for (Msg& m : sends) wait(m.req);
+    bool failed = false;
+    for (Msg& m : recvs) {
+        wait(m.req);
+        failed |= !m.buf.back();
+        if (!ok || !win || !m.buf.back()) continue;
+        for (int y = m.y0; y < m.y1; ++y)
+            std::memcpy(win + std::size_t(y - mine.win0) * pitch, m.buf.data() + std::size_t(y - m.y0) * rb, rb);
+    }
+    if (failed && stop) {
+        m_stopped = true;
+        throw std::runtime_error("stopped: another rank failed (it says why)");
+    }
+}
+
 void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
     ChainShare& c = m_chains[std::size_t(ci)];
     if (!c.split) return;
@@ -586,11 +703,17 @@ bool ImageSplit::split_node_unfinished() const {
 void ImageSplit::finish(bool ok) {
     for (ChainShare& c : m_chains) {
         if (!c.split || c.synced) continue;
-        // relays first: the rank above may wait for its send to be received, the rank below
-        // for a state; it gets "failed" instead
-        for (Relay& r : c.relays) {
-            receive(c, r, nullptr, false);
-            send(c, r, nullptr, false);
+        // node by node, as the run goes: a relayed state (the rank above may wait for its send
+        // to be received, the rank below for a state), then the halo exchange after the node
+        // (the neighbours wait for its rows); they get "failed" instead
+        const std::size_t m = m_p.strips.chains[std::size_t(&c - m_chains.data())].nodes.size();
+        for (std::size_t i = 0; i < m; ++i) {
+            for (Relay& r : c.relays)
+                if (r.node == int(i)) {
+                    receive(c, r, nullptr, false);
+                    send(c, r, nullptr, false);
+                }
+            if (c.halos && i + 1 < m) exchange_halo(int(&c - m_chains.data()), int(i), nullptr, 0, false, false);
         }
         settle(c);
         if (!agree_ok(c, ok && !m_stopped)) m_stopped = m_stopped || ok;
@@ -618,8 +741,11 @@ std::vector<std::string> ImageSplit::notes() const {
             bands += (r ? ", " : "") + std::to_string(a) + ".." + std::to_string(b);
         }
         out.push_back("mpi: " + chain_names(m_g, c) + " runs over " + std::to_string(n) + " ranks, rows of '" +
-                      m_g.nodes[c.tail()].id + "' " + bands + " (" + std::to_string(c.count()) + " strips of " +
-                      std::to_string(c.rows) + " rows); its output is " +
+                      m_g.nodes[c.tail()].id + "' " + bands + " (" +
+                      (sh.halos ? std::string("one strip per rank; stencil halos exchanged with the neighbour ranks")
+                                : std::to_string(c.count()) + " strips of " + std::to_string(c.rows) + " rows" +
+                                      (sh.halo_note.empty() ? "" : "; halos recomputed: " + sh.halo_note)) +
+                      "); its output is " +
                       (sh.exchange == Exchange::write  ? "written by every rank at its rows' offset in " + sh.path + " (MPI-IO)"
                        : sh.exchange == Exchange::gather ? "gathered at rank 0"
                        : sh.exchange == Exchange::allgather ? "gathered on every rank (whole-image nodes read it)"
@@ -680,7 +806,8 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
     if (int code = agree(comm, s, v)) return code;
 
     // 2. the bands; rank 0 prints the notes
-    ImageSplit split(s, comm, c.graph, c.plan, a.pipeline.strip_rows);
+    ImageSplit split(s, comm, c.graph, c.plan, a.pipeline.strip_rows,
+                     a.mpi_halo == "recompute" ? HaloMode::recompute : HaloMode::exchange);
     if (root) {
         for (const auto& w : c.plan.warnings) std::cerr << "warning: " << w.str() << "\n";
         for (const auto& n : c.plan.notes)
@@ -736,19 +863,20 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
     }
 
     // 4. what each rank did, at rank 0: the report's `ranks`, and the files committed
-    long long mine[3] = {split.bytes_sent(), (long long)(ms * 1000), split.relay_wait_us()};
-    std::vector<long long> all(std::size_t(3 * s.size()));
+    long long mine[4] = {split.bytes_sent(), (long long)(ms * 1000), split.relay_wait_us(), split.halo_bytes_sent()};
+    std::vector<long long> all(std::size_t(4 * s.size()));
     MPI_Request req;
-    MPI_Igather(mine, 3, MPI_LONG_LONG, all.data(), 3, MPI_LONG_LONG, 0, comm, &req);
+    MPI_Igather(mine, 4, MPI_LONG_LONG, all.data(), 4, MPI_LONG_LONG, 0, comm, &req);
     wait_gently(req);
     int code = 0;
     if (root) {
         try {
             nlohmann::json ranks = nlohmann::json::array();
             for (int k = 0; k < s.size(); ++k)
-                ranks.push_back({{"rank", k}, {"bytes_sent", all[std::size_t(3 * k)]},
-                                 {"ms", double(all[std::size_t(3 * k + 1)]) / 1000},
-                                 {"relay_wait_ms", double(all[std::size_t(3 * k + 2)]) / 1000}});
+                ranks.push_back({{"rank", k}, {"bytes_sent", all[std::size_t(4 * k)]},
+                                 {"halo_bytes_sent", all[std::size_t(4 * k + 3)]},
+                                 {"ms", double(all[std::size_t(4 * k + 1)]) / 1000},
+                                 {"relay_wait_ms", double(all[std::size_t(4 * k + 2)]) / 1000}});
             if (!a.batch.trace_path.empty()) files.stage_text(a.batch.trace_path, trace.text());
             if (!a.report_path.empty()) {
                 nlohmann::json j = nlohmann::json::parse(r.to_json());
@@ -763,9 +891,10 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
             for (const auto& f : written_here) std::printf("wrote %s\n", f.c_str());
             if (a.profile) std::cout << r.table();
             for (int k = 0; k < s.size(); ++k) {
-                const long long wait_us = all[std::size_t(3 * k + 2)];
-                std::fprintf(stderr, "note: mpi: rank %d sent %lld bytes, ran %.1f ms", k, all[std::size_t(3 * k)],
-                             double(all[std::size_t(3 * k + 1)]) / 1000);
+                const long long wait_us = all[std::size_t(4 * k + 2)], halo_bytes = all[std::size_t(4 * k + 3)];
+                std::fprintf(stderr, "note: mpi: rank %d sent %lld bytes", k, all[std::size_t(4 * k)]);
+                if (halo_bytes > 0) std::fprintf(stderr, " (%lld of them halo rows)", halo_bytes);
+                std::fprintf(stderr, ", ran %.1f ms", double(all[std::size_t(4 * k + 1)]) / 1000);
                 if (wait_us > 0)
                     std::fprintf(stderr, ", of which %.1f ms waiting for carried states from the rank above",
                                  double(wait_us) / 1000);

@@ -14,9 +14,14 @@
 //            rank 0 the header), and no rank runs a sink
 //   inputs   every rank runs the whole-image nodes before a chain itself (`load` reads the file
 //            on each rank, from the folder every machine shares): no rows are scattered
-//   halos    a stencil's halo rows at a band's edge are computed again by the rank below, as
-//            between two strips of one process ("recompute the halo"): 2 x halo rows per band
-//            edge and stencil, against a round trip to the neighbour per stencil node; no bytes
+//   halos    exchanged (the default, --mpi-halo exchange): a chain with a stencil after its
+//            first node runs as one strip per rank (planner chain_bands), each node computing
+//            exactly its own band of rows; before a node runs, its producer's window gets the
+//            rows above and below the band from ranks r - 1 and r + 1 (the executor's halo hook:
+//            MPI_Isend/MPI_Irecv, one flag byte per message, 0 from a rank that failed). A band
+//            thinner than the halo read of it falls back to recomputing, with a note.
+//            Recomputed (--mpi-halo recompute): the rows are computed again by the rank below, as
+//            between two strips of one process: 2 x halo rows per band edge and stencil; no bytes
 //   carried  integral as a chain's last node, with an integer output (u32, u64): each rank runs
 //            its band from zero, then MPI_Exscan of its band's last row (per column and channel,
 //            sums modulo 2^n: exact) is added to its rows. Any other carried node (floyd_steinberg,
@@ -40,11 +45,13 @@
 //            collectives, where no agreement reaches them
 //   GPUs     a chain with CUDA nodes splits as any other: each rank streams its band through
 //            the GPU of its local rank (uploads and downloads of its strips' rows, executor/
-//            strips.cpp), and the ranks exchange the host rows its downloads wrote
+//            strips.cpp), and the ranks exchange the host rows its downloads wrote; its halos
+//            are recomputed (the exchange works on host windows)
 //   not split chains whose output stays on the GPU (read there by a CUDA node, or uploaded), a
-//            carried node on CUDA (its state lives on the device), chains with a sink, a chain
-//            whose node after a relayed carried node reads rows above a band (its halo would be
-//            the rank above's rows); they run whole on every rank, on the rank's GPU
+//            carried node on CUDA (its state lives on the device), chains with a sink, and when
+//            recomputing, a chain whose node after a relayed carried node reads rows above a
+//            band (its halo would be the rank above's rows); they run whole on every rank, on
+//            the rank's GPU
 //   faults   before each exchange the ranks agree on a flag (MPI_Iallreduce, per chain, each
 //            on a communicator of its own, so chains that run concurrently do not interleave
 //            their collectives); a rank whose run failed sets it, the others stop their run,
@@ -73,6 +80,11 @@ class Registry;
 }
 
 namespace pixflow::mpi {
+
+/// A stencil's halo rows at a band's edge (docs/mpi.md, "Halos: exchanged or recomputed"):
+/// exchanged with the neighbour ranks (each rank computes each node's own band of rows, once),
+/// or recomputed by the rank that needs them (no messages, more rows computed).
+enum class HaloMode { exchange, recompute };
 
 /// How a split chain's output is completed.
 enum class Exchange { none, gather, allgather, write };
@@ -110,6 +122,12 @@ struct ChainShare {
     MPI_Datatype scan_type = MPI_DATATYPE_NULL; ///< integral: the output's sample type
     std::vector<Relay> relays; ///< carried nodes relayed rank to rank, in chain order
     MPI_Comm comm = MPI_COMM_NULL;
+    /// Halos exchanged: strip r of the chain is rank r's band (planner chain_bands), and before
+    /// node i + 1 runs, node i's window gets its rows above and below the band from the
+    /// neighbours (halo_done[i]: this rank took part in that exchange).
+    bool halos = false;
+    std::vector<char> halo_done;
+    std::string halo_note;    ///< exchange asked for but not done: why (for the note)
     bool synced = false;      ///< this rank took part in the chain's agreement
     int r0 = 0, r1 = 0;       ///< rows of the chain's output this rank computed
     // Exchange::write: the one `save` that reads the output, its file written with MPI-IO
@@ -135,7 +153,8 @@ class ImageSplit final : public host::ChainSplit {
     /// Decides which chains of `p` are split and re-cuts their strips (one band per rank, or
     /// `strip_rows` rows per strip when given). Collective over `comm` (a communicator per
     /// split chain).
-    ImageSplit(const Session& s, MPI_Comm comm, const host::Graph& g, host::Plan& p, int strip_rows);
+    ImageSplit(const Session& s, MPI_Comm comm, const host::Graph& g, host::Plan& p, int strip_rows,
+               HaloMode halo = HaloMode::exchange);
     ~ImageSplit() override;
     ImageSplit(const ImageSplit&) = delete;
     ImageSplit& operator=(const ImageSplit&) = delete;
@@ -144,6 +163,7 @@ class ImageSplit final : public host::ChainSplit {
     void done(int ci, const pf_image& out, int r0, int r1) override;
     void carry_in(int ci, int i, void* carry, std::size_t bytes) override;
     void carry_out(int ci, int i, const void* carry, std::size_t bytes) override;
+    void halo(int ci, int i, int k, const pf_image& window) override;
     const pf_collective* collective(host::NodeId v) override;
     void node_done(host::NodeId v, const std::vector<pf_image>& outs, bool ok) override;
     /// Whether a node run split has not finished here: after this rank failed, the others may
@@ -166,6 +186,8 @@ class ImageSplit final : public host::ChainSplit {
     std::vector<std::string> notes() const;
     /// Payload bytes this rank sent (rows, scanned rows, agreement flags).
     long long bytes_sent() const { return m_bytes; }
+    /// Of those, the halo rows sent to the neighbours (and their flags).
+    long long halo_bytes_sent() const { return m_halo_bytes; }
     /// Microseconds this rank waited for relayed carried states (the serial part of a chain).
     long long relay_wait_us() const { return m_relay_wait_us; }
     const std::vector<ChainShare>& shares() const { return m_chains; }
@@ -184,6 +206,10 @@ class ImageSplit final : public host::ChainSplit {
     void receive(ChainShare& c, Relay& r, void* into, bool stop);
     /// Sends `from` (or zeros), with flag `ok`, to rank + 1; completed by settle().
     void send(ChainShare& c, Relay& r, const void* from, bool ok);
+    /// The halo exchange of node i's window (`win`: nullptr after this rank failed, `ok` false:
+    /// zeros and a "failed" flag are sent, what comes is dropped). A "failed" flag from a
+    /// neighbour stops this rank's run (throws) when `stop`.
+    void exchange_halo(int ci, int i, char* win, std::size_t pitch, bool ok, bool stop);
     /// Waits for this rank's sends of chain `c`.
     void settle(ChainShare& c);
 
@@ -195,7 +221,7 @@ class ImageSplit final : public host::ChainSplit {
     std::mutex m_mu; ///< MPI_THREAD_SERIALIZED: one thread in MPI at a time
     std::atomic<bool> m_stopped{false};
     bool m_writes_every_sink = false;
-    long long m_bytes = 0;
+    long long m_bytes = 0, m_halo_bytes = 0;
     std::atomic<long long> m_relay_wait_us{0};
 };
 

@@ -493,6 +493,57 @@ void chain_strips(const Graph& g, StripChain& c, int rows) {
     }
 }
 
+void chain_bands(const Graph& g, StripChain& c, const std::vector<int>& edges) {
+    const std::size_t m = c.nodes.size();
+    c.height = output_height(g, g.nodes[c.tail()]);
+    const int n = int(edges.size()) - 1;
+    c.rows = 1;
+    c.strips.assign(std::size_t(n), std::vector<StripRows>(m));
+    c.max_window.assign(m, 0);
+    c.max_input.assign(m, 0);
+    for (int k = 0; k < n; ++k) {
+        // [a, b): node i's own band; [na, nb): the rows of it that node i + 1 reads (halo included)
+        int a = edges[std::size_t(k)], b = edges[std::size_t(k) + 1], na = a, nb = b;
+        c.rows = std::max(c.rows, b - a);
+        for (std::size_t i = m; i-- > 0;) {
+            const Node& node = g.nodes[c.nodes[i]];
+            const RowAccess acc = row_access(node);
+            const int hin = input_height(g, node), hout = output_height(g, node);
+            StripRows& r = c.strips[std::size_t(k)][i];
+            r.out0 = a, r.out1 = b;
+            int ca = a, cb = b; // the input rows of its own band, without a halo
+            switch (acc.kind) {
+            case PF_ACCESS_STENCIL: // its kernel computes as many rows as its view holds
+                r.in0 = std::max(0, a - acc.halo), r.in1 = std::min(hin, b + acc.halo);
+                r.out0 = r.in0, r.out1 = r.in1;
+                break;
+            case PF_ACCESS_BLOCKS: {
+                const int kin = acc.in_rows, kout = acc.out_rows, last = c.last_block[i];
+                const int ja = std::min(a / kout, last), jb = (b - 1) / kout + 1;
+                r.out0 = ja * kout, ca = ja * kin;
+                if (jb > last) r.out1 = hout, cb = hin;
+                else r.out1 = jb * kout, cb = jb * kin;
+                if (a >= b) r.out0 = r.out1 = a, ca = cb = a * kin / kout;
+                r.in0 = ca, r.in1 = cb;
+                break;
+            }
+            default: // pointwise, carried: each row once, from the same rows
+                r.in0 = a, r.in1 = b;
+            }
+            if (a >= b) r.in0 = r.in1 = ca = cb, r.out0 = r.out1 = a;
+            if (node.inputs.empty()) r.in0 = r.in1 = 0;
+            r.own0 = acc.kind == PF_ACCESS_BLOCKS ? r.out0 : a, r.own1 = acc.kind == PF_ACCESS_BLOCKS ? r.out1 : b;
+            r.use0 = na, r.use1 = nb;
+            r.win0 = std::min(r.out0, na), r.win1 = std::max(r.out1, nb);
+            if (a >= b) r.win0 = r.win1 = r.use0 = r.use1 = r.own0 = r.own1 = r.out0;
+            (void)hout;
+            c.max_window[i] = std::max(c.max_window[i], r.win1 - r.win0);
+            c.max_input[i] = std::max(c.max_input[i], r.in1 - r.in0);
+            a = ca, b = cb, na = r.in0, nb = r.in1;
+        }
+    }
+}
+
 /// Whether chain c can spread its strips over several GPUs: its whole input and its output are on
 /// the host (each GPU uploads and downloads its own strips), and no CUDA node carries a state
 /// from strip to strip (it would have to travel between the GPUs).

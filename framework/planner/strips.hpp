@@ -82,6 +82,8 @@ struct StripRows {
                             ///< node those kept from the strip before
     int use0 = 0, use1 = 0; ///< output rows read from it: by the next node, or (the last node)
                             ///< the strip's own rows of the chain's output
+    int own0 = 0, own1 = 0; ///< chain_bands only: the output rows this band owns, right here
+                            ///< (a stencil computes [out0, out1), as many as its input view)
 };
 
 struct StripChain {
@@ -138,6 +140,16 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt);
 
 /// The strips of one chain in strips of `rows` rows of its last node's output (planner tests).
 void chain_strips(const Graph& g, StripChain& c, int rows);
+
+/// One image over MPI ranks, halos exchanged (mpi/image.hpp): one strip per band of rows of the
+/// last node's output, [edges[k], edges[k + 1]), in which every node computes exactly its own
+/// band of rows [own0, own1) (the rows its successor needs, without the halo), once over the
+/// bands. A stencil's halo rows outside its producer's band are not computed: the producer's
+/// window still holds them (win0 < own0, own1 < win1), to be filled by the neighbour bands
+/// before the stencil runs. (A stencil's kernel fills as many output rows as its input view
+/// holds, border rule at the view's edges (abi.h): its rows outside [own0, own1) are thrown away,
+/// overwritten by the exchange.)
+void chain_bands(const Graph& g, StripChain& c, const std::vector<int>& edges);
 
 /// "512 MiB", "3.0 GiB", "700 B".
 std::string bytes_text(double bytes);

@@ -153,13 +153,31 @@ const std::vector<Case>& cases() {
     return c;
 }
 
-class MpiImage : public ::testing::TestWithParam<std::tuple<int, int>> {};
+/// The cases whose chain has a stencil after its first node (load of the PPM reads by rows: it
+/// is a chain's first node): with halos exchanged (the default), its halo rows come from the
+/// neighbour ranks.
+bool exchanges_halos(const std::string& name) {
+    static const std::set<std::string> k{"Gauss",        "GaussThreeTimes",        "GrayGaussPool",
+                                         "GaussToPfm",   "GaussToPgm16",           "FloydSteinbergThenBlur",
+                                         "IntegralAfterBlur", "FloydSteinbergRgbAfterBlur"};
+    return k.count(name) > 0;
+}
+
+/// --mpi-halo: 0 exchange (the default, no option given), 1 recompute.
+std::string halo_option(int recompute) { return recompute ? " --mpi-halo recompute" : ""; }
+
+class MpiImage : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
 
 } // namespace
 
 TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     const int np = std::get<0>(GetParam());
-    const Case& c = cases()[std::size_t(std::get<1>(GetParam()))];
+    const int recompute = std::get<2>(GetParam());
+    Case c = cases()[std::size_t(std::get<1>(GetParam()))];
+    const bool halos = !recompute && exchanges_halos(c.name);
+    c.extra += halo_option(recompute);
+    if (halos && c.name == "FloydSteinbergThenBlur") // its halo rows after the relayed node come from the neighbours
+        c.how = Case::k_written, c.relayed = "'d'";
     TempDir t;
     write_ppm(t / "in.ppm", 77, 53, 7);
     std::string toml = "[pipeline]\nname = \"" + c.name + "\"\nbackend = \"cpu\"\n[nodes.src]\nop = \"load\"\npath = \"" +
@@ -167,7 +185,7 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
                        "\"\npath = \"x\"\n";
     write_text(t / "p.toml", toml);
     const std::string one = (t / ("one." + c.ext)), many = (t / ("many." + c.ext));
-    auto a = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(one) + " " + c.extra);
+    auto a = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(one) + " " + cases()[std::size_t(std::get<1>(GetParam()))].extra);
     ASSERT_EQ(a.exit_code, 0) << a.err;
     auto b = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
                      " --set out.path=" + q(many) + " --report " + q(t / "r.json") + " " + c.extra);
@@ -200,8 +218,13 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     // only a rank below another waits for a relayed state
     EXPECT_EQ(j["ranks"][0]["relay_wait_ms"].get<double>(), 0.0);
     if (c.relayed.empty()) EXPECT_EQ(j["ranks"][np - 1]["relay_wait_ms"].get<double>(), 0.0);
+    // halo rows exchanged exactly where a stencil reads rows of the rank above or below
+    EXPECT_EQ(b.err.find("stencil halos exchanged with the neighbour ranks") != std::string::npos, halos) << b.err;
+    const long long halo_sent = j["ranks"][1]["halo_bytes_sent"].get<long long>();
+    if (halos) EXPECT_GT(halo_sent, 0);
+    else EXPECT_EQ(halo_sent, 0);
     // rank 1 sent its rows, unless it wrote them itself
-    const long long sent = j["ranks"][1]["bytes_sent"].get<long long>();
+    const long long sent = j["ranks"][1]["bytes_sent"].get<long long>() - halo_sent;
     // (written: the agreement flags, and integral's one row of sums or a relayed state: 77 x 3 x 8
     // bytes at most)
     if (c.how == Case::k_written) EXPECT_LT(sent, 2048) << "rank 1 wrote its rows itself";
@@ -209,11 +232,149 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, MpiImage,
-                         ::testing::Combine(::testing::Values(2, 4), ::testing::Range(0, int(cases().size()))),
+                         ::testing::Combine(::testing::Values(2, 4), ::testing::Range(0, int(cases().size())),
+                                            ::testing::Values(0, 1)),
                          [](const auto& info) {
                              return cases()[std::size_t(std::get<1>(info.param))].name + "Np" +
-                                    std::to_string(std::get<0>(info.param));
+                                    std::to_string(std::get<0>(info.param)) +
+                                    (std::get<2>(info.param) ? "Recompute" : "");
                          });
+
+namespace {
+
+/// A whole pipeline whose output node is `out`: halos exchanged, or (when a band is thinner than
+/// the halo read of it) recomputed with a note, bit for bit as one process either way.
+struct HaloCase {
+    std::string name, nodes, ext, extra;
+    /// When halos are exchanged with -np N: "yes" or "thin" (a band of fewer rows than the halo read of it: recomputed).
+    std::string (*expect)(int np);
+};
+
+std::string yes(int) { return "yes"; }
+/// synth (H rows) -> gauss -> gauss, bands of the balanced cut (H * r / np): each rank reads
+/// 2 rows above and below its band (fewer at the image's edges) of src and b1, which must lie
+/// in its neighbours' bands.
+template <int H> std::string two_rows_each(int np) {
+    auto edge = [&](int r) { return H * r / np; };
+    for (int r = 0; r < np; ++r) {
+        const int above = std::min(2, edge(r)), below = std::min(2, H - edge(r + 1));
+        if ((r > 0 && above > edge(r) - edge(r - 1)) || (r + 1 < np && below > edge(r + 2) - edge(r + 1)))
+            return "thin";
+    }
+    return "yes";
+}
+
+std::string synth(int h, int channels) {
+    return "[nodes.src]\nop = \"synth\"\npattern = \"noise\"\nwidth = 77\nheight = " + std::to_string(h) +
+           "\nchannels = " + std::to_string(channels) + "\ndtype = \"u8\"\nseed = 5\n";
+}
+
+const std::vector<HaloCase>& halo_cases() {
+    static const std::vector<HaloCase> c = {
+        // rows halve in maxpool: the second gauss's band edges map through the pooling
+        {"SynthGaussPoolGauss",
+         synth(53, 3) + node("b1", "gauss5x5", "src") + node("p", "maxpool2x2", "b1") + node("b2", "gauss5x5", "p"), "npy",
+         "", yes},
+        // load reads a PPM by rows, in the chain: each rank its band and the rows gauss reads
+        // around it, from its neighbours
+        {"LoadGaussNpy", "LOAD" + node("b", "gauss5x5", "src"), "npy", "", yes},
+        {"LoadGrayGaussNpy", "LOAD" + node("g", "grayscale", "src") + node("b", "gauss5x5", "g"), "npy", "", yes},
+#ifdef PIXFLOW_TEST_WITH_OIIO
+        // PNG: gathered at rank 0, which saves
+        {"LoadGrayGaussPng", "LOAD" + node("g", "grayscale", "src") + node("b", "gauss5x5", "g"), "png", "", yes},
+        {"LoadGaussPng", "LOAD" + node("b", "gauss5x5", "src"), "png", "", yes},
+#endif
+        // --strip-rows: the bands are cut at strips of 8 rows (53 rows: 7 strips)
+        {"GaussThreeTimesStripRows",
+         "LOAD" + node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1") + node("b3", "gauss5x5", "b2"), "npy",
+         "--strip-rows 8", yes},
+        // bands of 1 to 3 rows: a band of 1 row whose neighbour reads 2 rows of it (the rows 2
+        // away lie two ranks away): recomputed, with a note (5 rows at -np 4); at the image's
+        // top the rank below reads 1 row of it: exchanged (7 rows at -np 4)
+        {"Height5", synth(5, 1) + node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1"), "npy", "",
+         two_rows_each<5>},
+        {"Height7", synth(7, 1) + node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1"), "npy", "",
+         two_rows_each<7>},
+        {"Height9", synth(9, 1) + node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1"), "npy", "",
+         two_rows_each<9>},
+    };
+    return c;
+}
+
+class MpiHalo : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+
+} // namespace
+
+TEST_P(MpiHalo, ExchangedOrRecomputedGiveTheBitsOfOneProcess) {
+    const int np = std::get<0>(GetParam());
+    const HaloCase& c = halo_cases()[std::size_t(std::get<1>(GetParam()))];
+    const int recompute = std::get<2>(GetParam());
+    TempDir t;
+    write_ppm(t / "in.ppm", 77, 53, 13);
+    std::string nodes = c.nodes;
+    if (nodes.rfind("LOAD", 0) == 0)
+        nodes = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + nodes.substr(4);
+    const std::string last = nodes.substr(nodes.rfind("[nodes.") + 7, nodes.rfind("]") - nodes.rfind("[nodes.") - 7);
+    write_text(t / "p.toml", "[pipeline]\nbackend = \"cpu\"\n" + nodes + "[nodes.out]\nop = \"save\"\ninput = \"" + last +
+                                 "\"\npath = \"x\"\n");
+    const std::string one = t / ("one." + c.ext), many = t / ("many." + c.ext);
+    auto a = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(one) + " " + c.extra);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    auto b = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") + " --set out.path=" +
+                     q(many) + " --report " + q(t / "r.json") + " " + c.extra + halo_option(recompute));
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    ASSERT_FALSE(slurp(one).empty());
+    EXPECT_TRUE(slurp(one) == slurp(many)) << c.name << ": the file differs from one process's\n" << b.err;
+    EXPECT_NE(b.err.find("runs over " + std::to_string(np) + " ranks"), std::string::npos) << b.err;
+    const std::string expect = recompute ? "no" : c.expect(np);
+    EXPECT_EQ(b.err.find("stencil halos exchanged") != std::string::npos, expect == "yes") << b.err;
+    EXPECT_EQ(b.err.find("halos recomputed: ") != std::string::npos, expect == "thin") << b.err;
+    auto j = nlohmann::json::parse(slurp(t / "r.json"));
+    long long halo = 0;
+    for (const auto& r : j["ranks"]) halo += r["halo_bytes_sent"].get<long long>();
+    EXPECT_EQ(halo > 0, expect == "yes") << b.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, MpiHalo,
+                         ::testing::Combine(::testing::Values(2, 4), ::testing::Range(0, int(halo_cases().size())),
+                                            ::testing::Values(0, 1)),
+                         [](const auto& info) {
+                             return halo_cases()[std::size_t(std::get<1>(info.param))].name + "Np" +
+                                    std::to_string(std::get<0>(info.param)) +
+                                    (std::get<2>(info.param) ? "Recompute" : "");
+                         });
+
+// The run report counts the halo rows each rank sent, exactly: gauss x3 on 77 x 53 RGB u8 (rows
+// of 231 bytes); load (a PPM, read by rows: in the chain), b1 and b2 each have 2 rows read by
+// the next gauss from each neighbour band, each message with a one-byte flag. The other bytes
+// are those of the recomputing run.
+TEST(MpiHaloBytes, ReportCountsTheHaloRowsEachRankSent) {
+    TempDir t;
+    write_ppm(t / "in.ppm", 77, 53, 3);
+    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" +
+                                 node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1") +
+                                 node("b3", "gauss5x5", "b2") + "[nodes.out]\nop = \"save\"\ninput = \"b3\"\npath = \"" +
+                                 (t / "x.npy") + "\"\n");
+    const long long msg = 2 * 231 + 1;
+    for (int np : {2, 4}) {
+        auto ex = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
+                          " --backend cpu --report " + q(t / "e.json"));
+        auto re = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
+                          " --backend cpu --mpi-halo recompute --report " + q(t / "r.json"));
+        ASSERT_EQ(ex.exit_code, 0) << ex.err;
+        ASSERT_EQ(re.exit_code, 0) << re.err;
+        auto je = nlohmann::json::parse(slurp(t / "e.json")), jr = nlohmann::json::parse(slurp(t / "r.json"));
+        for (int r = 0; r < np; ++r) {
+            const long long neighbours = (r > 0) + (r + 1 < np);
+            EXPECT_EQ(je["ranks"][r]["halo_bytes_sent"].get<long long>(), 3 * neighbours * msg) << "rank " << r;
+            EXPECT_EQ(je["ranks"][r]["bytes_sent"].get<long long>() - 3 * neighbours * msg,
+                      jr["ranks"][r]["bytes_sent"].get<long long>())
+                << "rank " << r;
+            EXPECT_EQ(jr["ranks"][r]["halo_bytes_sent"].get<long long>(), 0);
+        }
+        EXPECT_NE(ex.err.find("(" + std::to_string(3 * msg) + " of them halo rows)"), std::string::npos) << ex.err;
+    }
+}
 
 namespace {
 
@@ -397,6 +558,21 @@ TEST(MpiImageFaults, OperatorEndingItsRankInARelayedChainStopsEveryRankAndWrites
     auto r = run_failing_rank(t, node("bad", "tp_fault_rows", "src") + node("d", "floyd_steinberg", "bad"), "d", "exit");
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("an operator called exit() on rank 1 on "), std::string::npos) << r.err;
+    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+}
+
+TEST(MpiImageFaults, RankFailingBeforeAHaloExchangeStopsItsNeighboursAndWritesNothing) {
+    TempDir t;
+    // rank 1 fails in its band before gauss: ranks 0 and 2, waiting for its rows of 'bad' (the
+    // gauss's halo), get "failed" instead and stop
+    auto r = run_failing_rank(t, node("g", "grayscale", "src") + node("bad", "tp_fault_rows", "g") +
+                                     node("b", "gauss5x5", "bad"),
+                              "b");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("stencil halos exchanged"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tp_fault_rows failed on purpose"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("another rank failed"), std::string::npos) << "only the cause is printed:\n" << r.err;
     EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
 }
 
