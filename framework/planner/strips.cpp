@@ -437,6 +437,19 @@ void refuse_or_note(const Graph& g, Plan& p, const StripPlan& sp, const Overrun&
 
 } // namespace
 
+namespace {
+/// A block node's output rows covering [a, b) in whole blocks (the last block to the output's
+/// end), and the input rows those blocks read.
+void whole_blocks(const RowAccess& acc, int last, int a, int b, int hin, int hout, int& out0, int& out1, int& in0,
+                  int& in1) {
+    const int kin = acc.in_rows, kout = acc.out_rows;
+    const int ja = std::min(a / kout, last), jb = (b - 1) / kout + 1;
+    out0 = ja * kout, in0 = ja * kin;
+    if (jb > last) out1 = hout, in1 = hin;
+    else out1 = jb * kout, in1 = jb * kin;
+}
+} // namespace
+
 void chain_strips(const Graph& g, StripChain& c, int rows) {
     const std::size_t m = c.nodes.size();
     const Node& tail = g.nodes[c.tail()];
@@ -463,14 +476,9 @@ void chain_strips(const Graph& g, StripChain& c, int rows) {
                     r.out0 = std::max(0, a - acc.halo), r.out1 = std::min(hout, b + acc.halo);
                     r.in0 = r.out0, r.in1 = r.out1;
                     break;
-                case PF_ACCESS_BLOCKS: {
-                    const int kin = acc.in_rows, kout = acc.out_rows, last = c.last_block[i];
-                    const int ja = std::min(a / kout, last), jb = (b - 1) / kout + 1;
-                    r.out0 = ja * kout, r.in0 = ja * kin;
-                    if (jb > last) r.out1 = hout, r.in1 = hin;
-                    else r.out1 = jb * kout, r.in1 = jb * kin;
+                case PF_ACCESS_BLOCKS:
+                    whole_blocks(acc, c.last_block[i], a, b, hin, hout, r.out0, r.out1, r.in0, r.in1);
                     break;
-                }
                 case PF_ACCESS_CARRIED:
                     // each row once, in order; rows read again come from the strip before
                     r.out0 = done[i], r.out1 = std::max(done[i], b);
@@ -517,16 +525,11 @@ void chain_bands(const Graph& g, StripChain& c, const std::vector<int>& edges) {
                 r.in0 = std::max(0, a - acc.halo), r.in1 = std::min(hin, b + acc.halo);
                 r.out0 = r.in0, r.out1 = r.in1;
                 break;
-            case PF_ACCESS_BLOCKS: {
-                const int kin = acc.in_rows, kout = acc.out_rows, last = c.last_block[i];
-                const int ja = std::min(a / kout, last), jb = (b - 1) / kout + 1;
-                r.out0 = ja * kout, ca = ja * kin;
-                if (jb > last) r.out1 = hout, cb = hin;
-                else r.out1 = jb * kout, cb = jb * kin;
-                if (a >= b) r.out0 = r.out1 = a, ca = cb = a * kin / kout;
+            case PF_ACCESS_BLOCKS:
+                whole_blocks(acc, c.last_block[i], a, b, hin, hout, r.out0, r.out1, ca, cb);
+                if (a >= b) r.out0 = r.out1 = a, ca = cb = a * acc.in_rows / acc.out_rows;
                 r.in0 = ca, r.in1 = cb;
                 break;
-            }
             default: // pointwise, carried: each row once, from the same rows
                 r.in0 = a, r.in1 = b;
             }
@@ -536,7 +539,6 @@ void chain_bands(const Graph& g, StripChain& c, const std::vector<int>& edges) {
             r.use0 = na, r.use1 = nb;
             r.win0 = std::min(r.out0, na), r.win1 = std::max(r.out1, nb);
             if (a >= b) r.win0 = r.win1 = r.use0 = r.use1 = r.own0 = r.own1 = r.out0;
-            (void)hout;
             c.max_window[i] = std::max(c.max_window[i], r.win1 - r.win0);
             c.max_input[i] = std::max(c.max_input[i], r.in1 - r.in0);
             a = ca, b = cb, na = r.in0, nb = r.in1;
