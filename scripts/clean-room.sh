@@ -135,6 +135,14 @@ tar -C "$root" --numeric-owner -xzf "$tarball" || fail unpack $?
     [ -n "$security" ] && echo "deb $security bookworm-security main"
 } >"$root/etc/apt/sources.list"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# /etc/hosts as the Debian installer (or any container runtime) writes it: debootstrap makes none,
+# and without it `localhost` goes to the DNS server. Every MPI rank's hwloc (its GL plugin, from
+# libhwloc-plugins) probes X displays :0 to :9, libxcb falling back to TCP on localhost for each;
+# one lost UDP reply among those lookups costs glibc's 5 s resolver timeout inside MPI_Init. That
+# made every mpiexec of 3 or more ranks take 6.3 s instead of 1.3 s here (strace of a rank: a
+# 4990 ms poll on the DNS socket after a `localhost` query), the bulk of the MPI tests' time.
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' \
+    "$(uname -n)" >"$root/etc/hosts"
 
 # ---- 3. the committed HEAD
 head=$(git -C "$repo" rev-parse HEAD)
