@@ -24,7 +24,8 @@
 # load -> save, no compute; any pipeline with one load and one save), N (64), SIZE (2048), PATTERN (synth pattern:
 # shapes), FORMATS ("ppm png jpg"), BACKEND (cpu), THREADS (nproc), REPEAT (3), BATCH_ARGS (more
 # arguments for the batch run, e.g. "--max-in-flight 8"), WORK (/tmp/pixflow-bench-codecs: the
-# inputs are kept for reuse), OUT (where both write their outputs: $WORK; /dev/shm/... keeps the
+# inputs are kept for reuse), CODECS (native: the tool's PNG and JPEG on libpng and libjpeg, as the
+# plugin's; oiio: through OpenImageIO), OUT (where both write their outputs: $WORK; /dev/shm/... keeps the
 # disk's write-back out of the figures), CXX (g++), CODEC_LIMIT (a codec_limit tool built elsewhere,
 # e.g. by scripts/gpu-mpi-check.sh pack for a machine without the build's headers: used as is).
 set -euo pipefail
@@ -45,14 +46,23 @@ CXX=${CXX:-g++}
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 mkdir -p "$WORK"
 
-# ---- the tool, from the io plugin's kernel sources (OpenImageIO when pkg-config finds it)
-tool=${CODEC_LIMIT:-$WORK/codec_limit}
-srcs=(file codecs netpbm npy)
+# ---- the tool, from the io plugin's kernel sources: PNG and JPEG on libpng and libjpeg as the
+# plugin has them (CODECS=oiio: through OpenImageIO instead, the plugin's path before they were
+# built in), OpenImageIO for the rest when pkg-config finds it
+CODECS=${CODECS:-native}
+tool=${CODEC_LIMIT:-$WORK/codec_limit-$CODECS}
+srcs=(file codecs netpbm npy grey_palette)
 defs=() libs=()
+if [ "$CODECS" = native ]; then
+  srcs+=(png jpeg)
+  defs=(-DPIXFLOW_IO_PNG=1 -DPIXFLOW_IO_JPEG=1)
+  libs=(-lpng -ljpeg)
+fi
 if pkg-config --exists OpenImageIO 2>/dev/null; then
-  srcs+=(oiio grey_palette stderr_capture)
-  defs=(-DPIXFLOW_WITH_OIIO=1)
-  read -r -a libs <<< "$(pkg-config --libs OpenImageIO)"
+  srcs+=(oiio stderr_capture)
+  defs+=(-DPIXFLOW_WITH_OIIO=1)
+  read -r -a more <<< "$(pkg-config --libs OpenImageIO)"
+  libs+=("${more[@]}")
 fi
 newest=$(ls -t scripts/bench/codec_limit.cpp plugins/io/kernels/* | head -1)
 if [ -z "${CODEC_LIMIT:-}" ] && { [ ! -x "$tool" ] || [ "$newest" -nt "$tool" ]; }; then

@@ -19,8 +19,8 @@
 #              binding; the outputs compared; then -np 2 and -np 4 on 16 small images, bit for bit
 #     cpu      the same 64 images --backend cpu: one process against mpirun -np 2 (MPI's overhead
 #              on a quiet many-core machine: wall and CPU time of every process, 3 rounds)
-#     codecs   scripts/bench-codecs.sh with BACKEND=cuda FORMATS=ppm: the CUDA batch against its
-#              codec limit (blur-pool, and load -> save)
+#     codecs   scripts/bench-codecs.sh with BACKEND=cuda FORMATS="ppm png jpg": the CUDA batch
+#              against its codec limit (blur-pool, and load -> save)
 #     segment  128 1000x1000 images through pipelines/batch-segment.toml (chan_vese, 500
 #              iterations) --backend cuda on one GPU, on every GPU, and one rank per GPU
 #     trace    the CUDA blur-pool batch of 64 and of 256 images (the 64, 4 times) with --trace:
@@ -46,13 +46,15 @@ if [ "$mode" = pack ]; then
   find "$pack/ompi" \( -name '*java*' -o -name '*.a' \) -print0 | xargs -0 rm -rf
   cp -r /usr/share/openmpi "$pack/ompi/usr/share/"
   cp -r /etc/openmpi "$pack/ompi/etc/"
-  # the codec-limit tool of scripts/bench-codecs.sh, without OpenImageIO (PPM)
+  # the codec-limit tool of scripts/bench-codecs.sh, without OpenImageIO: PPM, and PNG and JPEG
+  # on libpng and libjpeg (which the ldd below packs, as it does for pixflow_io.so)
   t=$(mktemp -d)
-  for s in file codecs netpbm npy; do
-    g++ -O2 -DNDEBUG -std=c++20 -Isdk/include -Iplugins/io/kernels -c "plugins/io/kernels/$s.cpp" -o "$t/$s.o"
+  for s in file codecs netpbm npy png jpeg grey_palette; do
+    g++ -O2 -DNDEBUG -std=c++20 -DPIXFLOW_IO_PNG=1 -DPIXFLOW_IO_JPEG=1 -Isdk/include -Iplugins/io/kernels \
+      -c "plugins/io/kernels/$s.cpp" -o "$t/$s.o"
   done
-  g++ -O2 -DNDEBUG -std=c++20 -Isdk/include -Iplugins/io/kernels scripts/bench/codec_limit.cpp "$t"/*.o -ltbb \
-    -o "$pack/build/bin/codec_limit"
+  g++ -O2 -DNDEBUG -std=c++20 -Isdk/include -Iplugins/io/kernels scripts/bench/codec_limit.cpp "$t"/*.o -lpng -ljpeg \
+    -ltbb -o "$pack/build/bin/codec_limit"
   rm -rf "$t"
   # Every shared library needed, except the C/C++ runtime and the driver the other machine has.
   find "$pack/build" "$pack/ompi" -type f \( -name '*.so*' -o -perm -u+x \) -print0 | xargs -0 ldd 2>/dev/null |
@@ -143,10 +145,10 @@ PY
     done
   fi
   if has codecs; then
-    echo "== codecs: the CUDA batch against its codec limit (PPM)"
+    echo "== codecs: the CUDA batch against its codec limit (PPM, PNG, JPEG)"
     mkdir -p /dev/shm/pf
     for pipe in pipelines/batch-blur-pool.toml copy; do
-      PIXFLOW=$px CODEC_LIMIT=$P/build/bin/codec_limit BACKEND=cuda FORMATS=ppm PIPELINE=$pipe OUT=/dev/shm/pf \
+      PIXFLOW=$px CODEC_LIMIT=$P/build/bin/codec_limit BACKEND=cuda FORMATS="ppm png jpg" PIPELINE=$pipe OUT=/dev/shm/pf \
         WORK=/tmp/pixflow-bench-codecs scripts/bench-codecs.sh 2>&1 | tee -a "$out/codecs.txt" || status=1
     done
   fi

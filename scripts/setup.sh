@@ -5,6 +5,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config file
           libopenimageio-dev openimageio-tools python3-imath  # OIIO's CMake package names /usr/bin/iconvert, Imath's its Python module
+          libpng-dev libjpeg62-turbo-dev  # load/save's own PNG and JPEG codecs (plugins/io/kernels/png.cpp, jpeg.cpp)
           libtbb-dev libboost-dev libboost-filesystem-dev libtomlplusplus-dev libgtest-dev libgmock-dev
           libcli11-dev nlohmann-json3-dev
           clang libc++-dev libc++abi-dev  # clang + libc++: the SDK test builds a plugin with them

@@ -1,8 +1,9 @@
 // lazy_oiio_test.cpp: issue 18, OpenImageIO loaded only when a file needs it. The `pixflow`
 // executable and the io plugin link no OpenImageIO (their ELF dynamic sections, read by
 // `readelf -d`, have no NEEDED entry for it); a run on PPM files never loads it (the dynamic
-// linker's own account, LD_DEBUG=files, of `pixflow run` and the plugin scan it starts), a run on
-// PNG files loads the io plugin's module pixflow_io_oiio.so and works; a module that cannot be
+// linker's own account, LD_DEBUG=files, of `pixflow run` and the plugin scan it starts), nor does
+// a run on PNG and JPEG files where libpng and libjpeg are built in; a run on TIFF files loads the
+// io plugin's module pixflow_io_oiio.so and works; a module that cannot be
 // loaded ($PIXFLOW_IO_OIIO_MODULE naming a file that does not exist) is an error naming the file
 // read or written, the module and what is built in. The PNG and TIFF codecs themselves are
 // tested through the module by plugins/io/test (Io*) and stream_test (Stream*).
@@ -102,16 +103,40 @@ TEST(LazyOiio, PpmRunLoadsNoOpenImageIO) {
     EXPECT_EQ(slurp(t.path / "out.ppm"), slurp(t.path / "in.ppm"));
 }
 
-TEST(LazyOiio, PngRunLoadsTheModuleAndRoundTrips) {
+TEST(LazyOiio, TiffRunLoadsTheModuleAndRoundTrips) {
     if (!k_with_oiio) GTEST_SKIP() << "this build has no OpenImageIO";
     TempDir t;
     write_ppm(t.path / "in.ppm", 16, 8, 2);
-    const std::string log = loaded_by("run " + q(copy_pipeline(t, t / "in.ppm", t / "mid.png")));
+    const std::string log = loaded_by("run " + q(copy_pipeline(t, t / "in.ppm", t / "mid.tif")));
     EXPECT_NE(log.find("pixflow_io_oiio.so"), std::string::npos);
     EXPECT_NE(log.find("libOpenImageIO"), std::string::npos);
-    const CommandResult back = run_with("", "run " + q(copy_pipeline(t, t / "mid.png", t / "back.ppm")));
+    const CommandResult back = run_with("", "run " + q(copy_pipeline(t, t / "mid.tif", t / "back.ppm")));
     ASSERT_EQ(back.exit_code, 0) << back.err;
-    EXPECT_EQ(slurp(t.path / "back.ppm"), slurp(t.path / "in.ppm")); // PNG is lossless
+    EXPECT_EQ(slurp(t.path / "back.ppm"), slurp(t.path / "in.ppm")); // TIFF is lossless
+}
+
+#if defined(PIXFLOW_IO_PNG) && defined(PIXFLOW_IO_JPEG)
+constexpr bool k_png_jpeg = true;
+#else
+constexpr bool k_png_jpeg = false;
+#endif
+
+TEST(LazyOiio, PngAndJpegRunsLoadNoOpenImageIO) {
+    if (!k_png_jpeg) GTEST_SKIP() << "this build has no built-in PNG and JPEG (libpng, libjpeg)";
+    TempDir t;
+    write_ppm(t.path / "in.ppm", 16, 8, 4);
+    for (const char* ext : {".png", ".jpg"}) {
+        SCOPED_TRACE(ext);
+        const std::string mid = t / (std::string("mid") + ext), back = t / (std::string("back") + ext + ".ppm");
+        for (const std::string& log : {loaded_by("run " + q(copy_pipeline(t, t / "in.ppm", mid))),
+                                       loaded_by("run " + q(copy_pipeline(t, mid, back)))}) {
+            ASSERT_NE(log.find("pixflow_io.so"), std::string::npos) << "LD_DEBUG=files did not show the io plugin";
+            EXPECT_NE(log.find(ext[1] == 'p' ? "libpng16" : "libjpeg"), std::string::npos);
+            EXPECT_EQ(log.find("libOpenImageIO"), std::string::npos) << "a run on " << ext << " files loaded OpenImageIO";
+            EXPECT_EQ(log.find("pixflow_io_oiio.so"), std::string::npos) << "a run on " << ext << " files loaded the module";
+        }
+    }
+    EXPECT_EQ(slurp(t.path / "back.png.ppm"), slurp(t.path / "in.ppm")); // PNG is lossless
 }
 
 TEST(LazyOiio, MissingModuleNamesFileModuleAndBuiltInFormats) {
@@ -121,19 +146,19 @@ TEST(LazyOiio, MissingModuleNamesFileModuleAndBuiltInFormats) {
     const std::string missing = (t.path / "nowhere" / "pixflow_io_oiio.so").string();
     const std::string env = "PIXFLOW_IO_OIIO_MODULE=" + q(missing);
     // writing a PNG: refused when the pipeline is checked, before anything runs
-    CommandResult w = run_with(env, "run " + q(copy_pipeline(t, t / "in.ppm", t / "out.png")));
+    CommandResult w = run_with(env, "run " + q(copy_pipeline(t, t / "in.ppm", t / "out.tif")));
     EXPECT_NE(w.exit_code, 0);
-    EXPECT_NE(w.err.find("copy.toml:8:8: node 'out': cannot write '" + (t / "out.png") + "'"), std::string::npos)
+    EXPECT_NE(w.err.find("copy.toml:8:8: node 'out': cannot write '" + (t / "out.tif") + "'"), std::string::npos)
         << w.err;
     EXPECT_NE(w.err.find("module '" + missing + "' cannot be loaded"), std::string::npos) << w.err;
     EXPECT_NE(w.err.find("No such file or directory"), std::string::npos) << w.err; // dlerror()
     EXPECT_NE(w.err.find(".pgm .ppm .pnm .pfm .npy"), std::string::npos) << w.err;
-    EXPECT_FALSE(fs::exists(t.path / "out.png"));
+    EXPECT_FALSE(fs::exists(t.path / "out.tif"));
     // reading one (written with the module found)
-    ASSERT_EQ(run_with("", "run " + q(copy_pipeline(t, t / "in.ppm", t / "in.png"))).exit_code, 0);
-    CommandResult r = run_with(env, "run " + q(copy_pipeline(t, t / "in.png", t / "out.ppm")));
+    ASSERT_EQ(run_with("", "run " + q(copy_pipeline(t, t / "in.ppm", t / "in.tif"))).exit_code, 0);
+    CommandResult r = run_with(env, "run " + q(copy_pipeline(t, t / "in.tif", t / "out.ppm")));
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.err.find("cannot read '" + (t / "in.png") + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot read '" + (t / "in.tif") + "'"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("module '" + missing + "' cannot be loaded"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(".pgm .ppm .pnm .pfm .npy"), std::string::npos) << r.err;
     // PPM needs no module
@@ -148,7 +173,10 @@ TEST(LazyOiio, VersionListsTheModulesFormats) {
         return;
     }
     EXPECT_NE(v.out.find("OpenImageIO: on ("), std::string::npos) << v.out;
-    EXPECT_NE(v.out.find("load/save formats: .pgm .ppm .pfm .npy built in, and"), std::string::npos) << v.out;
+    EXPECT_NE(v.out.find(std::string("load/save formats: .pgm .ppm .pfm .npy") + (k_png_jpeg ? " .png .jpg" : "") +
+                         " built in, and"),
+              std::string::npos)
+        << v.out;
     EXPECT_NE(v.out.find(" .png"), std::string::npos) << v.out;
     EXPECT_NE(v.out.find(" .tif"), std::string::npos) << v.out;
     const CommandResult m = run_with("PIXFLOW_IO_OIIO_MODULE=/nonexistent/pixflow_io_oiio.so", "--version");

@@ -2,8 +2,8 @@
 // (kernels/codecs.hpp). CPU only: they do file I/O; the host moves the image to or from a device
 // as the pipeline needs.
 //
-// Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM; TIFF
-// and PNG (not interlaced) read, TIFF and PNG written), load is a pointwise source (it reads any band of rows on its own, as synth makes
+// Strips (docs/strips.md): for the formats read and written by rows (.npy, PGM/PPM, PFM, PNG (not
+// interlaced when read); TIFF through OpenImageIO), load is a pointwise source (it reads any band of rows on its own, as synth makes
 // one) and save a carried sink (its bands in order, the first creating the file; its state counts
 // the rows written); whole_reason makes a node of any other format whole-image.
 #include "kernels/codecs.hpp"
@@ -33,24 +33,24 @@ struct Load {
     using Params = LoadParams;
 
     static Schema schema() {
-        return Schema("load", "read an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO; in "
-                              "strips, .npy .pgm .ppm .pfm .tif .png (not interlaced) are read by rows, the others whole")
+        return Schema("load", "read an image file: .pgm .ppm .pfm .npy .png .jpg built in (PNG and JPEG on libpng "
+                              "and libjpeg), others via OpenImageIO; in strips, .npy .pgm .ppm .pfm .tif .png (not interlaced) are read by rows, the others whole")
             .flags(PF_OP_SOURCE)
             .access(pixflow::pointwise())
             .output("out", all_dtypes(), channels(1, 4),
                     "the image, in the file's own dtype; a BMP or PNG of indices into an all-grey palette "
                     "(a 1-bit BMP) has 1 channel")
             .param(&Params::path, "path",
-                   "image file to read; the extension picks the format (.pgm .ppm .pnm .pfm .npy, or "
-                   ".png .jpg .tif .exr... with OpenImageIO)",
+                   "image file to read; the extension picks the format (.pgm .ppm .pnm .pfm .npy .png .jpg, "
+                   "or .tif .exr... with OpenImageIO; a CMYK JPEG too)",
                    PF_PARAM_REQUIRED | PF_PARAM_INPUT_PATH)
             .param(&Params::max_pixels, "max_pixels", range(0, 1e15),
                    "refuse a file whose header claims more than this many pixels (width x height), "
                    "before anything is allocated or decoded; 268435456 = 16384 x 16384; 0: no limit. "
                    "The CLI's --max-pixels sets it on every load")
             .param(&Params::fail_on, "fail_on",
-                   "which decoder complaints fail the load (OpenImageIO formats; the built-in ones "
-                   "fail on any problem): warning (any, such as a corrupt or truncated JPEG or TIFF), "
+                   "which decoder complaints fail the load (PNG, JPEG and OpenImageIO formats; the "
+                   "other built-in ones fail on any problem): warning (any, such as a corrupt or truncated JPEG or TIFF), "
                    "error (only where the decoder gives up, as on a truncated PNG; warnings are "
                    "printed), none (nothing: the complaint is printed, and what could not be decoded "
                    "is 0 or the decoder's fill)");
@@ -84,8 +84,8 @@ struct Save {
     using Params = SaveParams;
 
     static Schema schema() {
-        return Schema("save", "write an image file: .pgm .ppm .pfm .npy built in, others via OpenImageIO; in "
-                              "strips, .npy .pgm .ppm .pfm .tif .png are written by rows, the others whole")
+        return Schema("save", "write an image file: .pgm .ppm .pfm .npy .png .jpg built in (PNG and JPEG on "
+                              "libpng and libjpeg), others via OpenImageIO; in strips, .npy .pgm .ppm .pfm .tif .png are written by rows, the others whole")
             .flags(PF_OP_SINK)
             .access(pixflow::carried())
             .input("in", all_dtypes(), channels(1, 4), "the image to write, stored without conversion")

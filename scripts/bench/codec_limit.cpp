@@ -1,7 +1,8 @@
 // codec_limit.cpp: the codec limit of a batch (issue 18, "Batches at the speed of their codecs"):
 // the images of a folder read and decoded, and outputs encoded and written, by a plain
 // multithreaded loop that computes nothing, with the io plugin's own codecs
-// (plugins/io/kernels/codecs.hpp: PGM/PPM built in, PNG and JPEG through OpenImageIO). A batch
+// (plugins/io/kernels/codecs.hpp: PGM/PPM, PNG (libpng) and JPEG (libjpeg) built in, the rest
+// through OpenImageIO where it is linked). A batch
 // (`pixflow run P.toml --input DIR --output DIR`) does this and its compute, so this loop's rate
 // is the most a batch of the same files can reach on this machine. scripts/bench-codecs.sh
 // builds it (with the io plugin's sources) and runs it beside the batch.

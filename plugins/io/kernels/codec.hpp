@@ -78,6 +78,12 @@ struct Codec {
 extern const Codec pnm_codec; // netpbm.cpp: binary PGM/PPM
 extern const Codec pfm_codec; // netpbm.cpp: PFM
 extern const Codec npy_codec; // npy.cpp
+#ifdef PIXFLOW_IO_PNG
+extern const Codec png_codec; // png.cpp: libpng
+#endif
+#ifdef PIXFLOW_IO_JPEG
+extern const Codec jpeg_codec; // jpeg.cpp: libjpeg(-turbo)
+#endif
 #ifdef PIXFLOW_WITH_OIIO
 /// Every other format. In the plugin: oiio_lazy.cpp's row, which loads the module
 /// pixflow_io_oiio.so (oiio_module.h) on first use and forwards to the module's row,

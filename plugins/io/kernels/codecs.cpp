@@ -18,6 +18,12 @@ constexpr const Codec* k_codecs[] = {
     &pnm_codec,
     &pfm_codec,
     &npy_codec,
+#ifdef PIXFLOW_IO_PNG
+    &png_codec,
+#endif
+#ifdef PIXFLOW_IO_JPEG
+    &jpeg_codec,
+#endif
 #ifdef PIXFLOW_WITH_OIIO
     &oiio_codec,
 #endif
@@ -64,12 +70,18 @@ const Codec* fallback() {
     return nullptr;
 }
 
-/// ".pgm, .ppm, .pnm, .pfm and .npy": every extension of the built-in rows.
+/// The first of a format's extensions: ".jpg" of ".jpg .jpeg .jpe...".
+std::string first_ext(const Format& f) {
+    const std::string exts(f.exts);
+    return exts.substr(0, exts.find(' '));
+}
+
+/// ".pgm, .ppm, .pnm, .pfm, .npy, .png and .jpg": the (first) extension of each built-in format.
 std::string builtin_list() {
     std::vector<std::string> exts;
     for (const Codec* c : k_codecs)
         if (!c->fallback)
-            for (const Format& f : c->formats) exts.emplace_back(f.exts);
+            for (const Format& f : c->formats) exts.push_back(first_ext(f));
     return join(exts, " and ");
 }
 
@@ -78,8 +90,8 @@ std::string fallback_list() {
     const Codec* fb = fallback();
     if (!fb) return "";
     std::vector<std::string> exts;
-    for (const Format& f : fb->formats)
-        if (exts.size() < 4) exts.push_back(std::string(f.exts).substr(0, std::string(f.exts).find(' ')));
+    for (const Format& f : fb->formats) // those no built-in row takes
+        if (exts.size() < 4 && !listing(first_ext(f))) exts.push_back(first_ext(f));
     return ", and " + std::string(fb->name) + "'s (" + join(exts, ", ") + "...)";
 }
 
@@ -158,7 +170,7 @@ void check_format(const std::string& path, const Format& f, DType dtype, int cha
     for (const Codec* c : k_codecs)
         if (!c->fallback)
             for (const Format& a : c->formats)
-                if (a.suggested && accepts(a, dtype, channels)) alternatives.emplace_back(a.exts);
+                if (a.suggested && accepts(a, dtype, channels)) alternatives.push_back(first_ext(a));
     std::stable_sort(alternatives.begin(), alternatives.end(), [](const std::string& a, const std::string& b) {
         return (a == ".npy") > (b == ".npy"); // .npy, which takes anything, first
     });
@@ -166,6 +178,16 @@ void check_format(const std::string& path, const Format& f, DType dtype, int cha
     for (const std::string& a : alternatives) alt += (alt.empty() ? "" : "/") + a;
     if (!alt.empty()) msg += ", or save as " + alt;
     throw UserError(msg);
+}
+
+/// The formats read (or written) by rows, for whole_*_reason's messages.
+std::string rows_list(bool reading) {
+    const Codec* listed = listing(".png");
+    const bool png = listed ? listed->read_rows != nullptr : fallback() != nullptr;
+    std::string s = ".npy, .pgm/.ppm, .pfm";
+    if (fallback()) s += ", .tif";
+    if (png) s += reading ? " and .png (not interlaced)" : " and .png";
+    return s;
 }
 
 } // namespace
@@ -203,14 +225,13 @@ std::string whole_read_reason(const std::string& path) {
     if (c.read_rows && (!c.reads_rows || c.reads_rows(path))) return "";
     const std::string why = c.whole_why ? c.whole_why(path) : std::string();
     return (why.empty() ? "reads " + extension_of(path) + " files whole (" + c.name + ")" : why) +
-           "; .npy, .pgm/.ppm, .pfm" + (fallback() ? ", .tif and .png (not interlaced)" : "") + " are read by rows";
+           "; " + rows_list(true) + " are read by rows";
 }
 
 std::string whole_write_reason(const std::string& path) {
     const Codec& c = *writer_of(path).first;
     if (c.write_rows && (!c.writes_rows || c.writes_rows(path))) return "";
-    return "writes " + extension_of(path) + " files whole (" + c.name + "); .npy, .pgm/.ppm, .pfm" +
-           (fallback() ? ", .tif and .png" : "") + " are written by rows";
+    return "writes " + extension_of(path) + " files whole (" + c.name + "); " + rows_list(false) + " are written by rows";
 }
 
 void read_rows(const std::string& path, int height, int row0, const ImageView& dst, const ReadOptions& options) {

@@ -9,8 +9,15 @@
 //                                                          3 (PF)     scale sign = endianness
 //   .npy             yes        all eight                  1..4       format 1.0/2.0/3.0, C order,
 //                                                                     shape (H, W) or (H, W, C)
+//   .png             libpng     u8, u16 (palettes and      1..4       as OpenImageIO read them: palette
+//                               1/2/4-bit gray: u8)                   -> RGB(A), or 1 channel when its
+//                                                                     entries are grey; tRNS -> alpha
+//   .jpg .jpeg ...   libjpeg    u8                         1 (gray),  CMYK/YCCK files go to
+//                                                          3 (RGB)    OpenImageIO (it makes them RGB)
 //   anything else    OpenImageIO (when built with PIXFLOW_WITH_OIIO), native dtype kept; through
 //                    the module pixflow_io_oiio.so, loaded on the first such file (oiio_lazy.cpp)
+// (.png and .jpg are built in when CMake finds libpng and libjpeg: PIXFLOW_IO_PNG, PIXFLOW_IO_JPEG;
+// else they go through OpenImageIO too.)
 //
 // Every failure throws pixflow::Error whose one-line message names the file and the problem.
 // Two checks guard reading, both from the header, before any pixel memory exists:
@@ -19,7 +26,8 @@
 //    the bytes expected and present.
 // So `read_header` (used by shape inference, i.e. `pixflow validate`) already refuses both.
 // What only a full decode finds (a truncated or corrupt JPEG, TIFF or PNG stream) is found by
-// read_image, and ReadOptions::fail_on says which of the decoder's complaints fail the read.
+// read_image, and ReadOptions::fail_on says which of the decoder's complaints (libpng's,
+// libjpeg's, OpenImageIO's) fail the read.
 #pragma once
 
 #include <pixflow/image.hpp>
@@ -88,9 +96,10 @@ void write_image(const std::string& path, const ImageView& src);
 
 // ---- by rows (issue 16: images larger than memory) ----------------------------------------------
 //
-// .npy, binary PGM/PPM and PFM are read and written by bands of full-width rows; through
-// OpenImageIO, TIFF and PNG (not interlaced; through a decoder kept open between bands) are read
-// by bands and TIFF and PNG are written by bands (through an encoder kept open between bands);
+// .npy, binary PGM/PPM and PFM are read and written by bands of full-width rows; PNG (libpng) is
+// read by bands unless interlaced (through a decoder kept open between bands) and written by
+// bands (through an encoder kept open between bands); through OpenImageIO, TIFF is read and
+// written by bands (and PNG as libpng's, in a build without libpng);
 // other formats only whole. A band read checks the header against the whole image (and the file's size against
 // the header: a file shorter than its rows is an error naming the bytes, never rows of zeros);
 // bytes after the last row are ignored, as by NumPy and Netpbm readers (a Netpbm file may hold

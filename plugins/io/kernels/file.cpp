@@ -6,6 +6,7 @@
 #include <tbb/parallel_for.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -321,6 +322,33 @@ void expect_header(const std::string& path, const Header& want, const Header& no
         fail_read(path, "the file changed since its header was read (now " + std::to_string(now.width) + "x" +
                             std::to_string(now.height) + ", " + std::to_string(now.channels) + " channels, " +
                             dtype_name(now.dtype) + ")");
+}
+
+void judge_complaints(const std::string& path, const std::string& complaints, bool gave_up, const ReadOptions& options,
+                      const std::string& where) {
+    if (complaints.empty()) return;
+    const std::string at = where.empty() ? "" : where + ": ";
+    if (gave_up ? options.fail_on != FailOn::none : options.fail_on == FailOn::warning)
+        fail_read(path, at + complaints +
+                            (gave_up ? "; the decoder gave up (fail_on = \"none\" loads what it decoded)"
+                                     : "; the file is corrupt or truncated (fail_on = \"error\" or \"none\" loads it anyway)"));
+    if (options.warn)
+        options.warn("'" + path + "': " + (where.empty() ? "" : where + " ") +
+                     (gave_up ? "partly decoded: " : "decoded despite: ") + complaints + " (fail_on = \"" +
+                     (options.fail_on == FailOn::none ? "none" : "error") + "\")");
+}
+
+FileId file_id(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail_read(path, "cannot stat it: " + errno_text(errno));
+    return FileId{std::uint64_t(st.st_dev), std::uint64_t(st.st_ino), std::uint64_t(st.st_size),
+                  std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+std::pair<std::uint64_t, std::uint64_t> inode_of(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {0, 0};
+    return {std::uint64_t(st.st_dev), std::uint64_t(st.st_ino)};
 }
 
 } // namespace pixflow::io::detail

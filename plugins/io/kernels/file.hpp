@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace pixflow::io::detail {
 
@@ -100,6 +101,25 @@ void check_pixel_limit(const std::string& path, std::int64_t width, std::int64_t
 /// name are dropped, and the lines from the first that would pass `max_chars` are counted, not
 /// kept ("; ... (3 more)").
 std::string one_line(const std::string& text, const std::string& path = "", std::size_t max_chars = 400);
+
+/// A decoder's complaints (libpng's, libjpeg's, as one line) judged by options.fail_on, as
+/// OpenImageIO's are (codecs.hpp): `gave_up` when the decoder stopped before the last row. Fails
+/// when fail_on says so, with how to load the file anyway; else passes them to options.warn,
+/// prefixed by `where` ("rows from 10" or ""). Nothing when `complaints` is empty.
+void judge_complaints(const std::string& path, const std::string& complaints, bool gave_up, const ReadOptions& options,
+                      const std::string& where = "");
+
+/// The device, inode, size and modification time of `path` (a read error when it cannot be
+/// stat'ed): what tells a decoder kept open between bands that the file is still the same.
+struct FileId {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0;
+    bool operator==(const FileId&) const = default;
+};
+FileId file_id(const std::string& path);
+/// The device and inode of `path`, or {0, 0} when there is no such file: what tells an encoder
+/// kept open between bands that its file is gone.
+std::pair<std::uint64_t, std::uint64_t> inode_of(const std::string& path);
 
 /// Fails (the file changed since its header was read) unless `now` is `want`.
 void expect_header(const std::string& path, const Header& want, const Header& now);

@@ -288,19 +288,7 @@ constexpr int k_kept_rows = 64;
 constexpr std::size_t k_kept_bytes = std::size_t(16) << 20;
 constexpr std::size_t k_idle_cursors = 8;
 
-/// What identifies a file's contents between bands.
-struct FileId {
-    std::uint64_t dev = 0, ino = 0, size = 0;
-    std::int64_t mtime_ns = 0;
-    bool operator==(const FileId&) const = default;
-};
-
-FileId file_id(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) fail_read(path, std::string("cannot stat it: ") + std::strerror(errno));
-    return FileId{std::uint64_t(st.st_dev), std::uint64_t(st.st_ino), std::uint64_t(st.st_size),
-                  std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-}
+// FileId, file_id: file.hpp.
 
 struct PngCursor {
     std::string path;
@@ -488,12 +476,7 @@ struct Encoder {
     std::unique_ptr<OIIO::ImageOutput> out;
 };
 
-/// The file's device and inode, or {0, 0} when there is no such file.
-std::pair<std::uint64_t, std::uint64_t> inode_of(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return {0, 0};
-    return {std::uint64_t(st.st_dev), std::uint64_t(st.st_ino)};
-}
+// inode_of: file.hpp.
 
 class Encoders {
   public:

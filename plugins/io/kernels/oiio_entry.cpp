@@ -45,6 +45,19 @@ Header header_of(const pf_io_oiio_header* h) { return Header{h->width, h->height
 
 const Codec& row() { return oiio_direct_codec; }
 
+/// " .png .jpg" where the plugin has libpng and libjpeg (CMake gives the module the same
+/// definitions), whose extensions OpenImageIO then only lists too.
+std::string builtin_png_jpeg() {
+    std::string s;
+#ifdef PIXFLOW_IO_PNG
+    s += " .png";
+#endif
+#ifdef PIXFLOW_IO_JPEG
+    s += " .jpg";
+#endif
+    return s;
+}
+
 const char* version_text() {
     static const std::string text = [] {
         // "tiff:tif,tiff;png:png;..." -> ".tif .tiff .png ..."
@@ -62,7 +75,8 @@ const char* version_text() {
             }
             pos = end + 1;
         }
-        return "on (" OIIO_VERSION_STRING "); load/save formats: .pgm .ppm .pfm .npy built in, and" + exts;
+        return "on (" OIIO_VERSION_STRING "); load/save formats: .pgm .ppm .pfm .npy" + builtin_png_jpeg() +
+               " built in, and" + exts;
     }();
     return text.c_str();
 }

@@ -2,7 +2,7 @@
 // pixflow_io_oiio.so (oiio_module.h) on the first file that needs it and forwards every call to
 // it. The row's data (name, extensions, what each stores) is here (oiio_formats.hpp), so that
 // choosing a codec and save's checks and messages load nothing: a batch of .pgm .ppm .pnm .pfm
-// .npy files never loads OpenImageIO and its ~261 libraries (docs/performance.md, "Batches
+// .npy files (and .png .jpg, built in where libpng and libjpeg are) never loads OpenImageIO and its ~261 libraries (docs/performance.md, "Batches
 // against the codec limit").
 //
 // Where the module is, first found:
@@ -27,6 +27,17 @@
 
 namespace pixflow::io::detail {
 namespace {
+
+// the built-in formats this build adds to those of every build, for messages
+#if defined(PIXFLOW_IO_PNG) && defined(PIXFLOW_IO_JPEG)
+#define k_png_jpeg " .png .jpg"
+#elif defined(PIXFLOW_IO_PNG)
+#define k_png_jpeg " .png"
+#elif defined(PIXFLOW_IO_JPEG)
+#define k_png_jpeg " .jpg"
+#else
+#define k_png_jpeg ""
+#endif
 
 struct Loaded {
     const pf_io_oiio_module* module = nullptr;
@@ -80,7 +91,7 @@ const pf_io_oiio_module& module_for(const std::string& path, bool reading) {
     if (loaded.module) return *loaded.module;
     const std::string what = extension_of(path) + " files need OpenImageIO, whose module '" + loaded.path +
                              "' cannot be loaded (" + loaded.error +
-                             "); built-in formats are .pgm .ppm .pnm .pfm .npy (or set " PIXFLOW_IO_OIIO_ENV
+                             "); built-in formats are .pgm .ppm .pnm .pfm .npy" k_png_jpeg " (or set " PIXFLOW_IO_OIIO_ENV
                              " to the module's path)";
     if (reading) fail_read(path, what);
     fail_write(path, what, PF_ERR_UNSUPPORTED);

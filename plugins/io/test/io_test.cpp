@@ -82,11 +82,28 @@ void write_file(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
 }
 
-/// True when this build reads and writes PNG (OpenImageIO present).
+/// True when this build reads and writes TIFF (OpenImageIO present; PNG and JPEG may be built in).
 bool have_oiio() {
     TempDir dir;
     Image im = Image::make(2, 2, 1, DType::u8);
-    return error_of([&] { save(im, dir / "probe.png"); }).empty();
+    return error_of([&] { save(im, dir / "probe.tif"); }).empty();
+}
+
+#ifdef PIXFLOW_IO_PNG
+constexpr bool k_png = true;
+#else
+constexpr bool k_png = false;
+#endif
+#ifdef PIXFLOW_IO_JPEG
+constexpr bool k_jpeg = true;
+#else
+constexpr bool k_jpeg = false;
+#endif
+
+/// "built-in formats are ..." as codecs.cpp words it for this build.
+std::string builtin_formats() {
+    return std::string(".pgm, .ppm, .pnm, .pfm") + (k_png || k_jpeg ? ", .npy" : " and .npy") +
+           (k_png && k_jpeg ? ", .png and .jpg" : k_png ? " and .png" : k_jpeg ? " and .jpg" : "");
 }
 
 /// First line of a test of an OpenImageIO format: SKIPPED, never passed, without it.
@@ -344,7 +361,7 @@ TEST(IoSave, PngNamesWhatItAccepts) {
     TempDir dir;
     Image im = Image::make(4, 4, 3, DType::f32);
     const std::string e = error_of([&] { save(im, dir / "a.png"); });
-    if (have_oiio())
+    if (have_oiio() || k_png)
         EXPECT_NE(
             e.find("cannot save f32 with 3 channels as .png; accepted: u8 or u16, 1 to 4 channels "
                    "(use convert), or save as .npy/.pfm"),
@@ -369,12 +386,12 @@ TEST(IoSave, WritesExactlyOneFile) {
 TEST(IoOiio, WithoutOpenImageIOOtherFormatsAreAClearError) {
     if (have_oiio()) GTEST_SKIP() << "this build has OpenImageIO; the other IoOiio tests cover it";
     TempDir dir;
-    write_file(dir / "a.png", "\x89PNG\r\n\x1a\n");
-    for (const std::string& e : {error_of([&] { load(dir / "a.png"); }), error_of([&] {
-                                     save(Image::make(2, 2, 3, DType::u8), dir / "b.png");
+    write_file(dir / "a.tif", "II*\0");
+    for (const std::string& e : {error_of([&] { load(dir / "a.tif"); }), error_of([&] {
+                                     save(Image::make(2, 2, 3, DType::u8), dir / "b.tif");
                                  })}) {
-        EXPECT_NE(e.find(".png files need OpenImageIO"), std::string::npos) << e;
-        EXPECT_NE(e.find(".pgm, .ppm, .pnm, .pfm and .npy"), std::string::npos) << e;
+        EXPECT_NE(e.find(".tif files need OpenImageIO"), std::string::npos) << e;
+        EXPECT_NE(e.find(builtin_formats()), std::string::npos) << e;
     }
 }
 
@@ -450,8 +467,7 @@ TEST(IoCodecs, WriteAndReadThroughPaddedViewsInEveryBuiltInFormat) {
 
 TEST(IoCodecs, ANameWithoutExtensionListsTheFormats) {
     const std::string e = error_of([] { pixflow::io::read_header("/tmp/no-extension"); });
-    EXPECT_NE(e.find("no extension to choose a format by; built-in formats are .pgm, .ppm, .pnm, .pfm and .npy"),
-              std::string::npos)
+    EXPECT_NE(e.find("no extension to choose a format by; built-in formats are " + builtin_formats()), std::string::npos)
         << e;
 }
 
@@ -1013,3 +1029,407 @@ TEST(IoLargeBands, AFileCutInsideALaterChunkIsTruncated) {
     EXPECT_NE(e.find("cannot read '" + dir / "a.npy" + "'"), std::string::npos) << e;
     EXPECT_NE(e.find("truncated"), std::string::npos) << e;
 }
+
+// ---- PNG and JPEG built in (libpng, libjpeg): the same pixels as OpenImageIO's path -------------
+//
+// "OpenImageIO's path" is the io plugin's module, pixflow_io_oiio.so, called as the plugin called
+// it before PNG and JPEG were built in (its row still reads and writes them). Files are made here
+// by the built-in writers, by the module's, and by libpng and libjpeg directly for what save never
+// writes (palettes, low bit depths, transparency, interlacing, progressive, CMYK).
+
+#if defined(PIXFLOW_IO_PNG)
+#include <png.h>
+#endif
+#if defined(PIXFLOW_IO_JPEG)
+#include <cstdio>
+#include <jpeglib.h>
+#endif
+#ifdef PIXFLOW_TEST_WITH_OIIO
+#include "oiio_module.h"
+
+#include <dlfcn.h>
+#endif
+
+namespace {
+
+#ifdef PIXFLOW_TEST_WITH_OIIO
+/// The module's table, loaded from the build tree; null when it cannot be.
+const pf_io_oiio_module* oiio_module() {
+    static const pf_io_oiio_module* m = [] () -> const pf_io_oiio_module* {
+        const std::string path = (pixflow::testing::plugin_dir() / "io" / "pixflow_io_oiio.so").string();
+        void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!h) return nullptr;
+        auto entry = reinterpret_cast<pf_io_oiio_entry_fn>(dlsym(h, PIXFLOW_IO_OIIO_ENTRY));
+        return entry ? entry() : nullptr;
+    }();
+    return m;
+}
+
+struct ModuleError {
+    std::string text;
+    pf_io_oiio_sink sink{this, [](void* ctx, int, int, const char* t) { static_cast<ModuleError*>(ctx)->text = t; }};
+};
+
+/// `path` read through OpenImageIO (the module), as load read it before.
+Image oiio_load(const std::string& path, int fail_on = 0) {
+    const pf_io_oiio_module* m = oiio_module();
+    EXPECT_NE(m, nullptr);
+    ModuleError err;
+    pf_io_oiio_options o{0, fail_on, nullptr};
+    pf_io_oiio_header h{};
+    if (m->read_header(path.c_str(), &o, &h, &err.sink) != PF_IO_OIIO_OK) throw std::runtime_error(err.text);
+    Image im = Image::make(h.width, h.height, h.channels, DType(h.dtype));
+    const pf_image d = im.view().to_c();
+    if (m->read(path.c_str(), &h, &d, &o, &err.sink) != PF_IO_OIIO_OK) throw std::runtime_error(err.text);
+    return im;
+}
+
+/// `im` written through OpenImageIO (the module), as save wrote it before.
+void oiio_save(const Image& im, const std::string& path) {
+    ModuleError err;
+    const pf_image s = im.view().to_c();
+    ASSERT_EQ(oiio_module()->write(path.c_str(), &s, &err.sink), PF_IO_OIIO_OK) << err.text;
+}
+#endif
+
+#define REQUIRE_PNG()                                                                              \
+    do {                                                                                           \
+        if (!k_png) GTEST_SKIP() << "this build has no libpng";                                    \
+    } while (0)
+#define REQUIRE_JPEG()                                                                             \
+    do {                                                                                           \
+        if (!k_jpeg) GTEST_SKIP() << "this build has no libjpeg";                                  \
+    } while (0)
+
+/// Loads `path` with the built-in codec and, where OpenImageIO is built, expects its path to give
+/// the same image, bit for bit.
+Image expect_load_as_oiio(const std::string& path) {
+    const Image native = load(path);
+#ifdef PIXFLOW_TEST_WITH_OIIO
+    SCOPED_TRACE(path);
+    expect_same(oiio_load(path), native);
+#endif
+    return native;
+}
+
+TEST(IoPng, RoundTripsEveryDtypeAndChannelCount) {
+    REQUIRE_PNG();
+    TempDir dir;
+    for (DType d : {DType::u8, DType::u16})
+        for (int c = 1; c <= 4; ++c) {
+            SCOPED_TRACE(describe(Image::make(1, 1, c, d)));
+            Image im = random_image(37, 23, c, d, 100u + std::uint32_t(c));
+            if (c == 4) im.at<std::uint8_t>(0, 0, 3) = 0; // transparent: the colour survives
+            save(im, dir / "a.png");
+            expect_same(im, expect_load_as_oiio(dir / "a.png"));
+        }
+}
+
+TEST(IoPng, SixteenBitSamplesAreStoredBigEndian) {
+    REQUIRE_PNG();
+    TempDir dir;
+    // a file made by hand (stored deflate): one row of gray 0x0102, 0xFF00
+    write_file(dir / "a.png", png_file(2, 1, 16, 0, std::string("\0\x01\x02\xFF\x00", 5)));
+    const Image im = load(dir / "a.png");
+    ASSERT_EQ(describe(im), "2x1x1 u16");
+    EXPECT_EQ(im.at<std::uint16_t>(0, 0), 0x0102);
+    EXPECT_EQ(im.at<std::uint16_t>(1, 0), 0xFF00);
+    // and save writes what a reader of big-endian samples reads back
+    save(im, dir / "b.png");
+    expect_same(im, expect_load_as_oiio(dir / "b.png"));
+}
+
+#ifdef PIXFLOW_IO_PNG
+/// A PNG written by libpng itself: `packed` rows of `depth`-bit samples of colour type `colour`,
+/// with a palette of `palette` (RGB triples) and a tRNS chunk when given.
+void write_png(const std::string& path, int w, int h, int depth, int colour, bool interlaced,
+               const std::vector<unsigned char>& packed, const std::string& palette = "",
+               const std::string& trns = "") {
+    std::FILE* fp = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(fp, nullptr);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png_create_info_struct(png);
+    png_init_io(png, fp);
+    png_set_IHDR(png, info, png_uint_32(w), png_uint_32(h), depth, colour,
+                 interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    std::vector<png_color> pal;
+    for (std::size_t k = 0; k + 2 < palette.size(); k += 3)
+        pal.push_back(png_color{png_byte(palette[k]), png_byte(palette[k + 1]), png_byte(palette[k + 2])});
+    if (!pal.empty()) png_set_PLTE(png, info, pal.data(), int(pal.size()));
+    png_color_16 key{};
+    key.gray = 3;
+    key.red = 200;
+    key.green = 100;
+    key.blue = 50;
+    if (!trns.empty()) {
+        if (colour == PNG_COLOR_TYPE_PALETTE)
+            png_set_tRNS(png, info, reinterpret_cast<png_const_bytep>(trns.data()), int(trns.size()), nullptr);
+        else
+            png_set_tRNS(png, info, nullptr, 0, &key);
+    }
+    png_write_info(png, info);
+    const std::size_t rb = png_get_rowbytes(png, info);
+    std::vector<png_bytep> rows;
+    for (int y = 0; y < h; ++y) rows.push_back(const_cast<png_bytep>(packed.data() + std::size_t(y) * rb));
+    png_write_image(png, rows.data());
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    std::fclose(fp);
+}
+#endif
+
+TEST(IoPng, ReadsPalettesLowBitDepthsTransparencyAndInterlacingAsOpenImageIODoes) {
+    REQUIRE_PNG();
+#ifdef PIXFLOW_IO_PNG
+    TempDir dir;
+    struct Case {
+        const char* name;
+        int depth, colour;
+        bool interlaced;
+        const char* palette; // "grey", "colour" or ""
+        bool trns;
+        const char* loads;   // the shape load gives (OpenImageIO's, kept)
+    };
+    const int w = 13, h = 11;
+    const std::vector<Case> cases = {
+        {"gray1", 1, PNG_COLOR_TYPE_GRAY, false, "", false, "13x11x1 u8"},
+        {"gray2", 2, PNG_COLOR_TYPE_GRAY, false, "", false, "13x11x1 u8"},
+        {"gray4", 4, PNG_COLOR_TYPE_GRAY, true, "", false, "13x11x1 u8"},
+        {"gray8trns", 8, PNG_COLOR_TYPE_GRAY, false, "", true, "13x11x2 u8"},
+        {"gray16trns", 16, PNG_COLOR_TYPE_GRAY, false, "", true, "13x11x2 u16"},
+        {"ga16", 16, PNG_COLOR_TYPE_GRAY_ALPHA, true, "", false, "13x11x2 u16"},
+        {"rgb8trns", 8, PNG_COLOR_TYPE_RGB, false, "", true, "13x11x4 u8"},
+        {"rgb16", 16, PNG_COLOR_TYPE_RGB, true, "", false, "13x11x3 u16"},
+        {"rgba8", 8, PNG_COLOR_TYPE_RGB_ALPHA, true, "", false, "13x11x4 u8"},
+        {"rgba16", 16, PNG_COLOR_TYPE_RGB_ALPHA, false, "", false, "13x11x4 u16"},
+        {"pal1grey", 1, PNG_COLOR_TYPE_PALETTE, false, "grey", false, "13x11x1 u8"},
+        {"pal2colour", 2, PNG_COLOR_TYPE_PALETTE, false, "colour", false, "13x11x3 u8"},
+        {"pal4grey", 4, PNG_COLOR_TYPE_PALETTE, true, "grey", false, "13x11x1 u8"},
+        {"pal8colour", 8, PNG_COLOR_TYPE_PALETTE, true, "colour", false, "13x11x3 u8"},
+        {"pal8trns", 8, PNG_COLOR_TYPE_PALETTE, false, "grey", true, "13x11x4 u8"},
+        {"pal4colourtrns", 4, PNG_COLOR_TYPE_PALETTE, true, "colour", true, "13x11x4 u8"},
+    };
+    std::uint32_t seed = 300;
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.name);
+        static const int samples[] = {1, 0, 3, 1, 2, 0, 4}; // per colour type
+        const std::size_t rb = (std::size_t(w) * std::size_t(samples[c.colour]) * std::size_t(c.depth) + 7) / 8;
+        Image bytes = random_image(int(rb), h, 1, DType::u8, seed++);
+        std::string palette, trns;
+        for (int k = 0; k < 1 << std::min(c.depth, 8); ++k) {
+            const int v = (k * 37 + 11) % 256;
+            palette += std::string(c.palette) == "grey" ? std::string(3, char(v)) : std::string{char(v), char(k), char(255 - v)};
+            trns += char((k * 91) % 256);
+        }
+        const std::string path = dir / (std::string(c.name) + ".png");
+        write_png(path, w, h, c.depth, c.colour, c.interlaced,
+                  std::vector<unsigned char>(reinterpret_cast<unsigned char*>(bytes.bytes.data()),
+                                             reinterpret_cast<unsigned char*>(bytes.bytes.data()) + bytes.bytes.size()),
+                  c.palette[0] ? palette : "", c.trns ? trns : "");
+        EXPECT_EQ(describe(expect_load_as_oiio(path)), c.loads);
+        if (c.interlaced)
+            EXPECT_NE(pixflow::io::whole_read_reason(path).find("interlaced"), std::string::npos);
+        else
+            EXPECT_EQ(pixflow::io::whole_read_reason(path), "");
+    }
+#endif
+}
+
+TEST(IoPng, WritesTheSameFileAsOpenImageIO) {
+    REQUIRE_PNG();
+    REQUIRE_OIIO();
+#ifdef PIXFLOW_TEST_WITH_OIIO
+    TempDir dir;
+    for (DType d : {DType::u8, DType::u16})
+        for (int c = 1; c <= 4; ++c) {
+            const Image im = random_image(64, 40, c, d, 7u * std::uint32_t(c));
+            SCOPED_TRACE(describe(im));
+            save(im, dir / "native.png");
+            oiio_save(im, dir / "oiio.png");
+            EXPECT_TRUE(read_file(dir / "native.png") == read_file(dir / "oiio.png"));
+        }
+#endif
+}
+
+TEST(IoPng, TruncatedAndCorruptFilesAreErrorsNamingTheFile) {
+    REQUIRE_PNG();
+    TempDir dir;
+    save(noise(20, 12), dir / "a.png");
+    const std::string png = read_file(dir / "a.png");
+    const std::size_t iend = png.size() - 12; // the IEND chunk, which load does not need
+    for (std::size_t n = 0; n < iend; n += (n < 64 ? 1 : 7)) {
+        write_file(dir / "cut.png", png.substr(0, n));
+        const std::string e = error_of([&] { load(dir / "cut.png"); });
+        EXPECT_NE(e.find("cannot read '" + dir / "cut.png" + "'"), std::string::npos) << n << ": " << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << "one line: " << e;
+    }
+    std::string flipped = png;
+    flipped[png.find("IDAT") + 20] ^= 0x40; // the chunk's CRC no longer matches
+    write_file(dir / "crc.png", flipped);
+    const std::string e = error_of([&] { load(dir / "crc.png"); });
+    EXPECT_NE(e.find("cannot read '" + dir / "crc.png" + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find("PNG read error"), std::string::npos) << e;
+    write_file(dir / "not.png", "GIF89a" + std::string(40, '\0'));
+    EXPECT_NE(error_of([&] { load(dir / "not.png"); }).find("not a PNG file"), std::string::npos);
+}
+
+TEST(IoPng, ATruncatedFileUnderFailOnNoneGivesTheRowsDecodedThenZeros) {
+    REQUIRE_PNG();
+    TempDir dir;
+    // 192 KiB: libpng reads the stream 8 KiB at a time, so half the file gives many rows
+    const Image im = noise(256, 256);
+    save(im, dir / "a.png");
+    const std::string png = read_file(dir / "a.png");
+    write_file(dir / "cut.png", png.substr(0, png.size() / 2));
+    const Image whole = load_with(dir / "cut.png", {{"fail_on", "none"}});
+    ASSERT_EQ(describe(whole), "256x256x3 u8");
+    const std::size_t rb = 256 * 3;
+    int decoded = 0; // rows equal to the image's, then only zeros
+    while (decoded < 256 && std::memcmp(&whole.bytes[rb * std::size_t(decoded)], &im.bytes[rb * std::size_t(decoded)], rb) == 0)
+        ++decoded;
+    EXPECT_GT(decoded, 64);
+    EXPECT_LT(decoded, 256);
+    EXPECT_TRUE(std::all_of(whole.bytes.begin() + std::ptrdiff_t(rb * std::size_t(decoded)), whole.bytes.end(),
+                            [](std::byte b) { return b == std::byte{0}; }));
+    // and by rows, the same
+    Image band = Image::make(256, 256, 3, DType::u8);
+    pixflow::io::ReadOptions none;
+    none.fail_on = pixflow::io::FailOn::none;
+    pixflow::io::read_rows(dir / "cut.png", 256, 0, band.view(), none);
+    expect_same(whole, band);
+}
+
+TEST(IoJpeg, RoundTripsGrayAndRgbClosely) {
+    REQUIRE_JPEG();
+    TempDir dir;
+    for (int c : {1, 3}) {
+        Image im = Image::make(33, 17, c, DType::u8);
+        for (int y = 0; y < 17; ++y)
+            for (int x = 0; x < 33; ++x)
+                for (int k = 0; k < c; ++k) im.at<std::uint8_t>(x, y, k) = std::uint8_t(3 * x + 2 * y + 40 * k); // smooth, no wrap
+        save(im, dir / "a.jpg");
+        const Image back = expect_load_as_oiio(dir / "a.jpg");
+        ASSERT_EQ(describe(back), describe(im));
+        double err = 0;
+        for (std::size_t k = 0; k < im.samples(); ++k) err += std::abs(im.get(k) - back.get(k));
+        EXPECT_LT(err / double(im.samples()), 3.0) << c << " channels";
+    }
+}
+
+TEST(IoJpeg, DecodesFilesOfEitherWriterAsOpenImageIODoes) {
+    REQUIRE_JPEG();
+    REQUIRE_OIIO();
+#ifdef PIXFLOW_TEST_WITH_OIIO
+    TempDir dir;
+    for (int c : {1, 3})
+        for (auto [w, h] : {std::pair{64, 48}, std::pair{37, 23}, std::pair{1, 1}, std::pair{255, 3}}) {
+            const Image im = random_image(w, h, c, DType::u8, std::uint32_t(w * h + c));
+            SCOPED_TRACE(describe(im));
+            save(im, dir / "native.jpg");
+            oiio_save(im, dir / "oiio.jpg");
+            EXPECT_TRUE(read_file(dir / "native.jpg") == read_file(dir / "oiio.jpg")) << "the same encoder settings";
+            expect_load_as_oiio(dir / "native.jpg");
+            // what save never writes: progressive, 4:4:4 and 4:2:2, another quality
+            for (const char* kind : {"progressive", "444", "422", "q50"}) {
+                if (c == 1 && kind[0] == '4') continue;
+                OIIO::ImageSpec spec(w, h, c, OIIO::TypeDesc::UINT8);
+                if (kind[0] == 'p') spec.attribute("jpeg:progressive", 1);
+                if (kind[0] == '4') spec.attribute("jpeg:subsampling", kind[1] == '4' ? "4:4:4" : "4:2:2");
+                if (kind[0] == 'q') spec.attribute("Compression", "jpeg:50");
+                const std::string path = dir / (std::string(kind) + ".jpg");
+                auto out = OIIO::ImageOutput::create(path);
+                ASSERT_TRUE(out && out->open(path, spec));
+                ASSERT_TRUE(out->write_image(OIIO::TypeDesc::UINT8, im.bytes.data()));
+                ASSERT_TRUE(out->close());
+                SCOPED_TRACE(kind);
+                expect_load_as_oiio(path);
+            }
+        }
+#endif
+}
+
+TEST(IoJpeg, ATruncatedFileFailsAndUnderFailOnNoneGivesOpenImageIOsPixels) {
+    REQUIRE_JPEG();
+    TempDir dir;
+    save(noise(48, 40), dir / "a.jpg");
+    const std::string jpg = read_file(dir / "a.jpg");
+    for (std::size_t n = 0; n < jpg.size(); n += (n < 700 ? 13 : 101)) {
+        write_file(dir / "cut.jpg", jpg.substr(0, n));
+        const std::string e = error_of([&] { load(dir / "cut.jpg"); });
+        EXPECT_NE(e.find("cannot read '" + dir / "cut.jpg" + "'"), std::string::npos) << n << ": " << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << "one line: " << e;
+    }
+    write_file(dir / "cut.jpg", jpg.substr(0, jpg.size() * 2 / 3));
+    EXPECT_NE(error_of([&] { load(dir / "cut.jpg"); }).find("Premature end of JPEG file"), std::string::npos);
+    const Image relaxed = load_with(dir / "cut.jpg", {{"fail_on", "none"}});
+#ifdef PIXFLOW_TEST_WITH_OIIO
+    expect_same(oiio_load(dir / "cut.jpg", 2), relaxed);
+#endif
+}
+
+TEST(IoJpeg, CmykFilesAreLeftToOpenImageIOOrRefusedClearly) {
+    REQUIRE_JPEG();
+#ifdef PIXFLOW_IO_JPEG
+    TempDir dir;
+    const std::string path = dir / "cmyk.jpg";
+    const Image im = random_image(16, 8, 4, DType::u8, 5);
+    {
+        jpeg_compress_struct c{};
+        jpeg_error_mgr e{};
+        c.err = jpeg_std_error(&e);
+        jpeg_create_compress(&c);
+        std::FILE* fp = std::fopen(path.c_str(), "wb");
+        jpeg_stdio_dest(&c, fp);
+        c.image_width = 16;
+        c.image_height = 8;
+        c.input_components = 4;
+        c.in_color_space = JCS_CMYK;
+        jpeg_set_defaults(&c);
+        jpeg_start_compress(&c, TRUE);
+        for (int y = 0; y < 8; ++y) {
+            JSAMPROW row = const_cast<JSAMPROW>(reinterpret_cast<const JSAMPLE*>(&im.at<std::uint8_t>(0, y)));
+            jpeg_write_scanlines(&c, &row, 1);
+        }
+        jpeg_finish_compress(&c);
+        jpeg_destroy_compress(&c);
+        std::fclose(fp);
+    }
+    if (have_oiio()) {
+        EXPECT_EQ(describe(expect_load_as_oiio(path)), "16x8x3 u8") << "OpenImageIO converts it to RGB, as before";
+    } else {
+        const std::string e = error_of([&] { load(path); });
+        EXPECT_NE(e.find("cannot read '" + path + "'"), std::string::npos) << e;
+        EXPECT_NE(e.find("CMYK"), std::string::npos) << e;
+    }
+#endif
+}
+
+TEST(IoJpeg, SaveRefusesWhatJpegCannotHold) {
+    REQUIRE_JPEG();
+    TempDir dir;
+    const std::string e = error_of([&] { save(Image::make(4, 4, 4, DType::u8), dir / "a.jpg"); });
+    EXPECT_NE(e.find("cannot save u8 with 4 channels as .jpg; accepted: u8, 1 or 3 channels"), std::string::npos) << e;
+    EXPECT_NE(error_of([&] { save(Image::make(4, 4, 3, DType::u16), dir / "a.jpeg"); }).find("accepted: u8"),
+              std::string::npos);
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path));
+}
+
+TEST(IoPngRows, BandsWrittenInOrderGiveTheWholeWritesFile) {
+    REQUIRE_PNG();
+    TempDir dir;
+    for (DType d : {DType::u8, DType::u16}) {
+        const Image im = random_image(29, 50, 3, d, 12);
+        save(im, dir / "whole.png");
+        const std::size_t rb = std::size_t(29) * 3 * pixflow::dtype_size(d);
+        for (int y0 = 0; y0 < 50; y0 += 16) {
+            const int n = std::min(16, 50 - y0);
+            Image band = Image::make(29, n, 3, d);
+            std::memcpy(band.bytes.data(), im.bytes.data() + std::size_t(y0) * rb, std::size_t(n) * rb);
+            pixflow::io::write_rows(dir / "bands.png", 50, y0, band.view());
+        }
+        EXPECT_TRUE(read_file(dir / "bands.png") == read_file(dir / "whole.png"));
+    }
+}
+
+} // namespace
