@@ -562,6 +562,359 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
+// ---- integer outputs from u8 input: one pass, decoupled look-back between tiles -------------
+//
+// Tile (tx, ty) of tile_w x TH pixels, origin (x0, y0). With local(x, y) the tile's own integral,
+// rowcarry(y) = sum of row y left of x0, colcarry(x) = sum of column x above y0 and
+// corner = sum of everything left of x0 and above y0:
+//     out(x, y) = local(x, y) + sum_{y0 <= j <= y} rowcarry(j) + sum_{x0 <= i <= x} colcarry(i) + corner
+// Three look-backs (Merrill & Garland's decoupled look-back, along x, along y, and along x for
+// the corner) give the carries; integer sums modulo 2^n, so the order does not matter.
+
+/// Status of what a tile has published for one look-back: nothing yet, its own aggregate, or the
+/// inclusive prefix (its aggregate plus everything before it).
+enum : unsigned { lb_none = 0, lb_aggregate = 1, lb_inclusive = 2 };
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+/// Spins until the flag is set, then returns it; the loads after it see the data published
+/// before it (acquire). Only tiles with an earlier ticket are waited for, and those have started.
+__device__ __forceinline__ unsigned wait_flag(const unsigned* p) {
+    unsigned f;
+    while ((f = ld_acquire(p)) == lb_none) __nanosleep(32);
+    return f;
+}
+
+/// Rows of a look-back tile for u8 input, output U and C channels: as many as fit four blocks
+/// per SM in shared memory (228 KB; a tile row is tile_w * C bytes, plus the staging area of
+/// put_row and about 3 KB of the rest, plus 1 KB the system reserves per block), and th * C <=
+/// block_threads (one thread per value of the row look-back).
+template <class U, int C> constexpr int lb_rows() {
+    constexpr int per_block = 228 * 1024 / 4 - 1024 - 3 * 1024 - 4 * Shape<std::uint8_t, U, C>::stage_words * 4;
+    constexpr int th = per_block / (tile_w * C);
+    return th * C > block_threads ? block_threads / C : th;
+}
+
+/// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket):
+/// per tile, for rows (TH * C values): the aggregate (row sums over the tile's columns) and the
+/// inclusive prefix (sums over all columns up to the tile's last); for columns (tile_w * C): the
+/// column sums over the tile's rows and the inclusive prefix (all rows down to the tile's last);
+/// for the corner (C): the sum over the tile's columns of all rows above it, and the inclusive
+/// prefix of that along x. flags[tile][3]: x, y, corner status; `ticket` hands out tiles.
+template <class U, int C, int TH> struct LookBack {
+    static constexpr int row_n = TH * C;
+    static constexpr int col_n = tile_w * C;
+    U *agg_row, *inc_row, *agg_col, *inc_col, *agg_c, *inc_c;
+    unsigned* flags;
+    unsigned* ticket;
+    int n_tx;
+
+    static std::size_t bytes(std::size_t n_tiles) {
+        return n_tiles * (2 * row_n + 2 * col_n + 2 * C) * sizeof(U) + flag_bytes(n_tiles);
+    }
+    static std::size_t flag_bytes(std::size_t n_tiles) { return (n_tiles * 3 + 1) * sizeof(unsigned); }
+    LookBack(void* scratch, std::size_t n_tiles, int n_tx_) : n_tx(n_tx_) {
+        U* p = static_cast<U*>(scratch); // the column arrays first: 16-byte vectors
+        agg_col = p, p += n_tiles * col_n;
+        inc_col = p, p += n_tiles * col_n;
+        agg_row = p, p += n_tiles * row_n;
+        inc_row = p, p += n_tiles * row_n;
+        agg_c = p, p += n_tiles * C;
+        inc_c = p, p += n_tiles * C;
+        flags = reinterpret_cast<unsigned*>(p);
+        ticket = flags + n_tiles * 3;
+    }
+};
+
+/// Word w (32 bits, little-endian) of K samples of type U.
+template <class U, int K> __device__ __forceinline__ std::uint32_t word_of(const U (&v)[K], int w) {
+    constexpr int per = int(sizeof(U)) / 4;
+    return std::uint32_t(std::uint64_t(v[w / per]) >> (32 * (w % per)));
+}
+/// Stores K samples (K * sizeof(U) a multiple of 16, dst 16-byte aligned) as 16-byte vectors,
+/// through L2 only (look-back data are read by other SMs).
+template <class U, int K> __device__ __forceinline__ void store_vec(U* dst, const U (&v)[K]) {
+    constexpr int n = K * int(sizeof(U)) / 16;
+    static_assert(K * sizeof(U) % 16 == 0, "whole vectors");
+#pragma unroll
+    for (int q = 0; q < n; ++q)
+        __stcg(reinterpret_cast<uint4*>(dst) + q,
+               make_uint4(word_of(v, 4 * q), word_of(v, 4 * q + 1), word_of(v, 4 * q + 2), word_of(v, 4 * q + 3)));
+}
+/// Adds K samples loaded from L2 (never a stale L1 line) into v.
+template <class U, int K> __device__ __forceinline__ void add_vec(U (&v)[K], const U* src) {
+    constexpr int n = K * int(sizeof(U)) / 16;
+    std::uint32_t w[4 * n];
+#pragma unroll
+    for (int q = 0; q < n; ++q) {
+        const uint4 x = __ldcg(reinterpret_cast<const uint4*>(src) + q);
+        w[4 * q] = x.x, w[4 * q + 1] = x.y, w[4 * q + 2] = x.z, w[4 * q + 3] = x.w;
+    }
+    constexpr int per = int(sizeof(U)) / 4;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        U s = w[k * per];
+        if constexpr (per == 2) s |= U(w[k * per + 1]) << 32;
+        v[k] += s;
+    }
+}
+
+/// This thread's C words (its 4 pixels) of a tile row in shared memory, as wide as C allows.
+template <int C> __device__ __forceinline__ void load_words(const unsigned char* row, std::uint32_t (&w)[C]) {
+    const std::uint32_t* p = reinterpret_cast<const std::uint32_t*>(row) + threadIdx.x * C;
+    if constexpr (C == 4) {
+        const uint4 x = *reinterpret_cast<const uint4*>(p);
+        w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w;
+    } else if constexpr (C == 2) {
+        const uint2 x = *reinterpret_cast<const uint2*>(p);
+        w[0] = x.x, w[1] = x.y;
+    } else {
+#pragma unroll
+        for (int j = 0; j < C; ++j) w[j] = p[j];
+    }
+}
+
+// The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
+// waits for has an earlier ticket, so its block has started: no deadlock), 128 threads, thread t
+// owning pixels 4t .. 4t+3 of each row of the tile (K = 4C samples), and:
+//   1. copies the tile's input (TH rows of tile_w * C bytes) into shared memory with cp.async,
+//      16 bytes a copy, all in flight at once (zero-filled past the image's right edge); the
+//      input is read from DRAM once;
+//   2. from shared memory: per thread its K column sums (two per register, 16-bit halves) and,
+//      per row, the row sums per channel (__dp4a with byte masks, warp shuffles, the 4 warps'
+//      sums added through `part`); publishes them (flags x and y: aggregate, or inclusive at
+//      tx = 0 / ty = 0);
+//   3. looks back: thread i < TH * C along x for row value i (rowcarry), every thread along y for
+//      its K column values (colcarry); publishes the inclusive prefixes; a block scan of colcarry
+//      along the tile gives the column carries and their total over the tile (published as the
+//      corner aggregate); thread 0 looks back along x over those totals for the corner;
+//   4. walks down the tile in shared memory as integral_tiles does (per row: block scan along
+//      the row, plus rowcarry, into per-thread column sums that start at the column carries +
+//      corner + `above`) and writes each output sample once, through the warp's staging area.
+// Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan storage,
+// `part` and the row carries.
+template <class U, int C, int TH>
+__global__ void __launch_bounds__(block_threads, 4)
+    integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH> lb, const U* d_above,
+                             bool in_aligned, bool out_aligned) {
+    using S = Shape<std::uint8_t, U, C>;
+    using LB = LookBack<U, C, TH>;
+    constexpr int K = S::K;
+    constexpr int row_bytes = tile_w * C; // a tile row in shared memory
+    constexpr int pairs = (C + 1) / 2;
+    static_assert(TH * 255 < 65536, "16-bit column sums would overflow");
+    static_assert(TH * C <= block_threads, "one thread per row value");
+    extern __shared__ __align__(16) unsigned char tile_in[];
+    __shared__ std::uint32_t stage[warps][S::stage_words];
+    __shared__ typename BlockScanT<U, C>::TempStorage scan[2];
+    __shared__ U part[TH][warps][C];
+    __shared__ U row_carry[TH * C];
+    __shared__ U corner[C];
+    __shared__ unsigned tile_id;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (tid == 0) tile_id = atomicAdd(lb.ticket, 1u);
+    __syncthreads();
+    const unsigned id = tile_id;
+    const int tx = int(id % unsigned(lb.n_tx)), ty = int(id / unsigned(lb.n_tx));
+    const int x0 = tx * tile_w, y0 = ty * TH;
+    const int rows = min(TH, in.height - y0);
+    const int valid = min(tile_w, in.width - x0) * C; // samples (bytes) of a tile row
+    const int base = tid * K;
+    const std::size_t seg = std::size_t(x0) * C;
+
+    // 1. The tile's input into shared memory.
+    if (in_aligned) {
+        constexpr int chunks = row_bytes / 16;
+        const unsigned smem0 = unsigned(__cvta_generic_to_shared(tile_in));
+        for (int i = tid; i < rows * chunks; i += block_threads) {
+            const int r = i / chunks, off = (i - r * chunks) * 16;
+            const int n = max(0, min(16, valid - off)); // bytes to read; the rest is zero-filled
+            const std::uint8_t* src = in.row<std::uint8_t>(y0 + r) + seg + (n > 0 ? off : 0);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem0 + r * row_bytes + off),
+                         "l"(src), "r"(n)
+                         : "memory");
+        }
+        asm volatile("cp.async.wait_all;" ::: "memory");
+    } else {
+        for (int i = tid; i < rows * row_bytes; i += block_threads) {
+            const int r = i / row_bytes, b = i - r * row_bytes;
+            tile_in[i] = b < valid ? in.row<std::uint8_t>(y0 + r)[seg + b] : std::uint8_t(0);
+        }
+    }
+    __syncthreads();
+
+    // 2. Column sums and row sums; publish them.
+    std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
+#pragma unroll 4
+    for (int r = 0; r < rows; ++r) {
+        std::uint32_t w[C];
+        load_words<C>(tile_in + r * row_bytes, w);
+        std::uint32_t sum[2 * pairs] = {};
+#pragma unroll
+        for (int j = 0; j < C; ++j) {
+            even[j] += w[j] & 0x00FF00FFu;
+            odd[j] += (w[j] >> 8) & 0x00FF00FFu;
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                if (const unsigned m = channel_mask<C>(j, c)) sum[c] = __dp4a(w[j], m, sum[c]);
+        }
+        std::uint32_t packed[pairs];
+#pragma unroll
+        for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
+#pragma unroll
+        for (int p = 0; p < pairs; ++p)
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
+        if (lane == 0)
+#pragma unroll
+            for (int c = 0; c < C; ++c) part[r][warp][c] = U((packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu);
+    }
+    U colsum[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const std::uint32_t pair = k % 2 ? odd[k / 4] : even[k / 4];
+        colsum[k] = U((pair >> (16 * ((k % 4) / 2))) & 0xFFFFu);
+    }
+    __syncthreads(); // part is complete
+    const bool row_thread = tid < LB::row_n;
+    U row_total = 0;
+    if (row_thread) {
+        const int r = tid / C, c = tid - r * C;
+        if (r < rows)
+#pragma unroll
+            for (int w = 0; w < warps; ++w) row_total += part[r][w][c];
+        __stcg((tx == 0 ? lb.inc_row : lb.agg_row) + std::size_t(id) * LB::row_n + tid, row_total);
+    }
+    store_vec<U, K>((ty == 0 ? lb.inc_col : lb.agg_col) + std::size_t(id) * LB::col_n + base, colsum);
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        st_release(lb.flags + 3 * std::size_t(id), tx == 0 ? lb_inclusive : lb_aggregate);
+        st_release(lb.flags + 3 * std::size_t(id) + 1, ty == 0 ? lb_inclusive : lb_aggregate);
+    }
+
+    // 3. Look back along x (rows) and along y (columns); publish the inclusive prefixes.
+    U rc = 0;
+    if (row_thread && tx > 0) {
+        for (unsigned i = id - 1;; --i) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
+            const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i));
+            if (f == lb_inclusive) {
+                rc += __ldcg(lb.inc_row + std::size_t(i) * LB::row_n + tid);
+                break;
+            }
+            rc += __ldcg(lb.agg_row + std::size_t(i) * LB::row_n + tid);
+        }
+        __stcg(lb.inc_row + std::size_t(id) * LB::row_n + tid, rc + row_total);
+    }
+    if (row_thread) row_carry[tid] = rc;
+    U cc[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) cc[k] = 0;
+    if (ty > 0) {
+        for (unsigned j = id - unsigned(lb.n_tx);; j -= unsigned(lb.n_tx)) { // (tx, ty - 1), ..; (tx, 0) is inclusive
+            const unsigned f = wait_flag(lb.flags + 3 * std::size_t(j) + 1);
+            if (f == lb_inclusive) {
+                add_vec<U, K>(cc, lb.inc_col + std::size_t(j) * LB::col_n + base);
+                break;
+            }
+            add_vec<U, K>(cc, lb.agg_col + std::size_t(j) * LB::col_n + base);
+        }
+        U inc[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) inc[k] = cc[k] + colsum[k];
+        store_vec<U, K>(lb.inc_col + std::size_t(id) * LB::col_n + base, inc);
+    }
+    __threadfence();
+    // Column carries along the tile: cc becomes sum_{x0 <= i <= x} colcarry(i); tcol is the total.
+    Vec<U, C> before, tcol;
+    BlockScanT<U, C>(scan[0]).ExclusiveSum(scan_own<U, C>(cc), before, tcol);
+#pragma unroll
+    for (int k = 0; k < K; ++k) cc[k] += before.v[k % C];
+    __syncthreads(); // every inclusive prefix above is written and fenced
+    if (tid == 0) {
+        unsigned* flags = lb.flags + 3 * std::size_t(id);
+        if (tx > 0) st_release(flags, lb_inclusive);
+        if (ty > 0) st_release(flags + 1, lb_inclusive);
+        // The corner: sum over tiles (i < tx, ty) of their tcol, looked back along x.
+        U cor[C] = {};
+        const bool first = tx == 0 || ty == 0; // corner 0 (and tcol 0 when ty = 0)
+#pragma unroll
+        for (int c = 0; c < C; ++c) __stcg((first ? lb.inc_c : lb.agg_c) + std::size_t(id) * C + c, tcol.v[c]);
+        __threadfence();
+        st_release(flags + 2, first ? lb_inclusive : lb_aggregate);
+        if (!first) {
+            for (unsigned i = id - 1;; --i) {
+                const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i) + 2);
+                const U* src = (f == lb_inclusive ? lb.inc_c : lb.agg_c) + std::size_t(i) * C;
+#pragma unroll
+                for (int c = 0; c < C; ++c) cor[c] += __ldcg(src + c);
+                if (f == lb_inclusive) break;
+            }
+#pragma unroll
+            for (int c = 0; c < C; ++c) __stcg(lb.inc_c + std::size_t(id) * C + c, cor[c] + tcol.v[c]);
+            __threadfence();
+            st_release(flags + 2, lb_inclusive);
+        }
+#pragma unroll
+        for (int c = 0; c < C; ++c) corner[c] = cor[c];
+    }
+    __syncthreads(); // corner and row_carry are ready; scan[0] may be reused
+
+    // 4. The output, row by row.
+    U col[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        col[k] = cc[k] + corner[k % C];
+        if (d_above && base + k < valid) col[k] += d_above[seg + base + k]; // a band of a larger image
+    }
+    for (int r = 0; r < rows; ++r) {
+        std::uint32_t w[C];
+        load_words<C>(tile_in + r * row_bytes, w);
+        U v[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = U((w[k / 4] >> (8 * (k % 4))) & 0xFFu);
+        Vec<U, C> row_before;
+        BlockScanT<U, C>(scan[r & 1]).ExclusiveSum(scan_own<U, C>(v), row_before);
+#pragma unroll
+        for (int k = 0; k < K; ++k) col[k] += v[k] + row_carry[r * C + k % C] + row_before.v[k % C];
+        put_row<std::uint8_t, U, C>(out.row<U>(y0 + r) + seg, valid, out_aligned, stage[warp], col);
+    }
+}
+
+template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_tiles(const ImageView& in, int& n_tx) {
+    n_tx = int(cuda::div_up(in.width, tile_w));
+    return std::size_t(n_tx) * cuda::div_up(in.height, TH);
+}
+
+template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_scratch_bytes(const ImageView& in) {
+    int n_tx = 0;
+    return LookBack<U, C, TH>::bytes(lookback_tiles<U, C, TH>(in, n_tx));
+}
+
+/// Integer output from u8 input in one kernel (plus a memset of the flags and the ticket).
+template <class U, int C, int TH = lb_rows<U, C>()>
+void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s) {
+    int n_tx = 0;
+    const std::size_t n_tiles = lookback_tiles<U, C, TH>(in, n_tx);
+    const LookBack<U, C, TH> lb(d_scratch, n_tiles, n_tx);
+    PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.flags, 0, LookBack<U, C, TH>::flag_bytes(n_tiles), s));
+    constexpr int smem = TH * tile_w * C;
+    auto kernel = integral_lookback_kernel<U, C, TH>;
+    PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            int(cudaSharedmemCarveoutMaxShared)));
+    kernel<<<unsigned(n_tiles), block_threads, smem, s>>>(in, out, lb, d_above, is_aligned(in, 16),
+                                                          is_aligned(out, 4));
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+}
+
 // ---- f64 outputs: the fixed summation order --------------------------------------------------
 
 constexpr int seq_threads = 256;
@@ -670,6 +1023,12 @@ void launch_seq(const ImageView& in, const ImageView& out, const double* d_above
 
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
     int n_tx = 0, n_ty = 0;
+    if (in.dtype == DType::u8 && (out.dtype == DType::u32 || out.dtype == DType::u64))
+        return visit_channels("integral", in.channels, [&](auto channels) {
+            constexpr int C = decltype(channels)::value;
+            return out.dtype == DType::u32 ? lookback_scratch_bytes<std::uint32_t, C>(in)
+                                           : lookback_scratch_bytes<std::uint64_t, C>(in);
+        });
     switch (out.dtype) {
     case DType::u32: return scratch_elements<std::uint32_t>(in, n_tx, n_ty) * 4;
     case DType::u64: return scratch_elements<std::uint64_t>(in, n_tx, n_ty) * 8;
@@ -686,6 +1045,12 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
         visit_channels("integral", in.channels, [&](auto channels) {
             constexpr int C = decltype(channels)::value;
             if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, static_cast<const double*>(above), s);
+            if constexpr (std::is_same_v<T, std::uint8_t>) { // one pass (look-back)
+                if (out.dtype == DType::u32)
+                    return launch_lookback<std::uint32_t, C>(in, out, scratch, static_cast<const std::uint32_t*>(above), s);
+                if (out.dtype == DType::u64)
+                    return launch_lookback<std::uint64_t, C>(in, out, scratch, static_cast<const std::uint64_t*>(above), s);
+            }
             if constexpr (std::is_integral_v<T>) {
                 if (out.dtype == DType::u32)
                     return launch_tiles<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch),
