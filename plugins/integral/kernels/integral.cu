@@ -591,26 +591,29 @@ __device__ __forceinline__ unsigned wait_flag(const unsigned* p) {
     return f;
 }
 
-/// Rows of a look-back tile for u8 input, output U and C channels: as many as fit four blocks
-/// per SM in shared memory (228 KB; a tile row is tile_w * C bytes, plus the staging area of
-/// put_row and about 3 KB of the rest, plus 1 KB the system reserves per block), and th * C <=
-/// block_threads (one thread per value of the row look-back).
+/// Rows of a look-back tile for u8 input, output U and C channels: as many as let four blocks
+/// share an SM's 228 KB of shared memory (per block: 1 KB the system reserves, the staging area
+/// of put_row, about 1 KB of scan storage, and per row the tile row of tile_w * C bytes plus
+/// `part` and the row carry), and th * C <= block_threads (one thread per value of the row
+/// look-back).
 template <class U, int C> constexpr int lb_rows() {
-    constexpr int per_block = 228 * 1024 / 4 - 1024 - 3 * 1024 - 4 * Shape<std::uint8_t, U, C>::stage_words * 4;
-    constexpr int th = per_block / (tile_w * C);
+    constexpr int fixed = 1024 + 4 * Shape<std::uint8_t, U, C>::stage_words * 4 + 1024;
+    constexpr int per_row = tile_w * C + (warps + 1) * C * int(sizeof(U));
+    constexpr int th = (228 * 1024 / 4 - fixed) / per_row;
     return th * C > block_threads ? block_threads / C : th;
 }
 
 /// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket):
-/// per tile, for rows (TH * C values): the aggregate (row sums over the tile's columns) and the
-/// inclusive prefix (sums over all columns up to the tile's last); for columns (tile_w * C): the
-/// column sums over the tile's rows and the inclusive prefix (all rows down to the tile's last);
-/// for the corner (C): the sum over the tile's columns of all rows above it, and the inclusive
-/// prefix of that along x. flags[tile][3]: x, y, corner status; `ticket` hands out tiles.
+/// per tile, for columns (tile_w * C values): the column sums over the tile's rows (aggregate)
+/// and the sums over all rows down to the tile's last (inclusive); for rows (TH * C): the row
+/// sums over the tile's columns and the sums over all columns up to the tile's last; z (C): the
+/// tile's inclusive column sums added over its columns (z of tile (i, ty) is the sum of all the
+/// input above row y0 + TH in its columns), and its inclusive prefix along x (the corner of tile
+/// (i + 1, ty + 1)). flags[tile][3]: x, y and z status; `ticket` hands out tiles.
 template <class U, int C, int TH> struct LookBack {
     static constexpr int row_n = TH * C;
     static constexpr int col_n = tile_w * C;
-    U *agg_row, *inc_row, *agg_col, *inc_col, *agg_c, *inc_c;
+    U *agg_row, *inc_row, *agg_col, *inc_col, *agg_z, *inc_z;
     unsigned* flags;
     unsigned* ticket;
     int n_tx;
@@ -625,8 +628,8 @@ template <class U, int C, int TH> struct LookBack {
         inc_col = p, p += n_tiles * col_n;
         agg_row = p, p += n_tiles * row_n;
         inc_row = p, p += n_tiles * row_n;
-        agg_c = p, p += n_tiles * C;
-        inc_c = p, p += n_tiles * C;
+        agg_z = p, p += n_tiles * C;
+        inc_z = p, p += n_tiles * C;
         flags = reinterpret_cast<unsigned*>(p);
         ticket = flags + n_tiles * 3;
     }
@@ -680,29 +683,81 @@ template <int C> __device__ __forceinline__ void load_words(const unsigned char*
     }
 }
 
+/// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 2 and 3 are where the
+/// compute warps hand published data to the publisher warp (they arrive, it waits).
+enum : int { bar_compute = 1, bar_aggregates = 2, bar_inclusive = 3 };
+constexpr int lb_threads = block_threads + 32; // 4 compute warps and the publisher warp
+__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
+/// Warp totals of block_exclusive (two, used alternately: see there).
+template <class U, int N> struct ScanTotals {
+    Vec<U, N> warp[warps];
+};
+/// Exclusive prefix sum over the 128 compute threads (they alone call it), and the total: warp
+/// shuffles, then the warp totals through shared memory and one named barrier. Consecutive
+/// calls must alternate between two ScanTotals: a warp may start the next scan while another
+/// still reads this one's totals, but not the one after (it waits at the next call's barrier).
+template <class U, int N>
+__device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, N>& total, ScanTotals<U, N>& st) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    Vec<U, N> inc = x;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1)
+#pragma unroll
+        for (int c = 0; c < N; ++c) {
+            const U y = __shfl_up_sync(0xFFFFFFFFu, inc.v[c], d);
+            if (lane >= d) inc.v[c] += y;
+        }
+    if (lane == 31) st.warp[warp] = inc;
+    bar_sync(bar_compute, block_threads);
+    Vec<U, N> before;
+#pragma unroll
+    for (int c = 0; c < N; ++c) before.v[c] = inc.v[c] - x.v[c], total.v[c] = 0; // modulo 2^n
+#pragma unroll
+    for (int w = 0; w < warps; ++w) {
+        const Vec<U, N> t = st.warp[w];
+#pragma unroll
+        for (int c = 0; c < N; ++c) {
+            if (w < warp) before.v[c] += t.v[c];
+            total.v[c] += t.v[c];
+        }
+    }
+    return before;
+}
+
 // The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
-// waits for has an earlier ticket, so its block has started: no deadlock), 128 threads, thread t
-// owning pixels 4t .. 4t+3 of each row of the tile (K = 4C samples), and:
-//   1. copies the tile's input (TH rows of tile_w * C bytes) into shared memory with cp.async,
+// waits for has an earlier ticket, so its block has started: no deadlock). 160 threads: 4
+// compute warps, thread t < 128 owning pixels 4t .. 4t+3 of each row of the tile (K = 4C
+// samples), and a publisher warp that makes what the compute warps wrote visible (fence, then
+// the flag), so that no compute warp ever waits for a fence (a fence under the output's store
+// traffic took several microseconds: the first version, with the compute warps fencing, spent
+// 57 us per tile against 17 for its output). The compute warps:
+//   1. copy the tile's input (TH rows of tile_w * C bytes) into shared memory with cp.async,
 //      16 bytes a copy, all in flight at once (zero-filled past the image's right edge); the
 //      input is read from DRAM once;
 //   2. from shared memory: per thread its K column sums (two per register, 16-bit halves) and,
 //      per row, the row sums per channel (__dp4a with byte masks, warp shuffles, the 4 warps'
-//      sums added through `part`); publishes them (flags x and y: aggregate, or inclusive at
-//      tx = 0 / ty = 0);
-//   3. looks back: thread i < TH * C along x for row value i (rowcarry), every thread along y for
-//      its K column values (colcarry); publishes the inclusive prefixes; a block scan of colcarry
-//      along the tile gives the column carries and their total over the tile (published as the
-//      corner aggregate); thread 0 looks back along x over those totals for the corner;
-//   4. walks down the tile in shared memory as integral_tiles does (per row: block scan along
-//      the row, plus rowcarry, into per-thread column sums that start at the column carries +
-//      corner + `above`) and writes each output sample once, through the warp's staging area.
-// Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan storage,
-// `part` and the row carries.
-template <class U, int C, int TH>
-__global__ void __launch_bounds__(block_threads, 4)
+//      sums added through `part`); write them (aggregates, or inclusive at tx = 0 / ty = 0) and
+//      arrive at bar_aggregates;
+//   3. look back: thread i < TH * C along x for row value i (rowcarry), every thread along y for
+//      its K column values (colcarry); write the inclusive prefixes; one block scan gives the
+//      column carries along the tile and z; arrive at bar_inclusive;
+//   4. thread 0 looks back along x over z of the tile row above for the corner;
+//   5. walk down the tile in shared memory RPS rows at a time (one block scan of RPS * C
+//      values: the row prefix sums, plus rowcarry, go into per-thread column sums that start at
+//      the column carries + corner + `above`) and write each output sample once, through the
+//      warp's staging area (coalesced 128-byte stores).
+// The publisher warp: after bar_aggregates, fence and flags x, y; after bar_inclusive, fence,
+// flags x, y inclusive and z's aggregate, then looks back along x over z for z's inclusive.
+// Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
+// `part`, the row carries, z and the corner.
+template <class U, int C, int TH, int RPS, bool Prof>
+__global__ void __launch_bounds__(lb_threads, 4)
     integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH> lb, const U* d_above,
-                             bool in_aligned, bool out_aligned) {
+                             bool in_aligned, bool out_aligned, std::uint64_t* d_prof) {
     using S = Shape<std::uint8_t, U, C>;
     using LB = LookBack<U, C, TH>;
     constexpr int K = S::K;
@@ -712,10 +767,11 @@ __global__ void __launch_bounds__(block_threads, 4)
     static_assert(TH * C <= block_threads, "one thread per row value");
     extern __shared__ __align__(16) unsigned char tile_in[];
     __shared__ std::uint32_t stage[warps][S::stage_words];
-    __shared__ typename BlockScanT<U, C>::TempStorage scan[2];
+    __shared__ ScanTotals<U, 2 * C> scan_cols;
+    __shared__ ScanTotals<U, RPS * C> scan_rows[2];
     __shared__ U part[TH][warps][C];
     __shared__ U row_carry[TH * C];
-    __shared__ U corner[C];
+    __shared__ U z_s[C], corner[C];
     __shared__ unsigned tile_id;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -723,6 +779,48 @@ __global__ void __launch_bounds__(block_threads, 4)
     __syncthreads();
     const unsigned id = tile_id;
     const int tx = int(id % unsigned(lb.n_tx)), ty = int(id / unsigned(lb.n_tx));
+    unsigned* const flags = lb.flags + 3 * std::size_t(id);
+    auto stamp = [&](int i) { // profiling only: when block `id` passed point i (ns)
+        if constexpr (Prof)
+            if (tid == 0) {
+                std::uint64_t t;
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+                d_prof[std::size_t(id) * 6 + i] = t;
+            }
+    };
+    stamp(0);
+
+    if (warp == warps) { // the publisher warp
+        bar_sync(bar_aggregates, lb_threads);
+        if (lane == 0) {
+            __threadfence(); // the compute warps' aggregates (they arrived before bar_aggregates)
+            st_release(flags, tx == 0 ? lb_inclusive : lb_aggregate);
+            st_release(flags + 1, ty == 0 ? lb_inclusive : lb_aggregate);
+        }
+        bar_sync(bar_inclusive, lb_threads);
+        if (lane == 0) {
+            __threadfence();
+            if (tx > 0) st_release(flags, lb_inclusive);
+            if (ty > 0) st_release(flags + 1, lb_inclusive);
+            st_release(flags + 2, tx == 0 ? lb_inclusive : lb_aggregate);
+            if (tx > 0) { // z's inclusive prefix along x: tiles (tx - 1, ty), ..; (0, ty) is inclusive
+                U acc[C] = {};
+                for (unsigned i = id - 1;; --i) {
+                    const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i) + 2);
+                    const U* src = (f == lb_inclusive ? lb.inc_z : lb.agg_z) + std::size_t(i) * C;
+#pragma unroll
+                    for (int c = 0; c < C; ++c) acc[c] += __ldcg(src + c);
+                    if (f == lb_inclusive) break;
+                }
+#pragma unroll
+                for (int c = 0; c < C; ++c) __stcg(lb.inc_z + std::size_t(id) * C + c, acc[c] + z_s[c]);
+                __threadfence();
+                st_release(flags + 2, lb_inclusive);
+            }
+        }
+        return;
+    }
+
     const int x0 = tx * tile_w, y0 = ty * TH;
     const int rows = min(TH, in.height - y0);
     const int valid = min(tile_w, in.width - x0) * C; // samples (bytes) of a tile row
@@ -748,9 +846,10 @@ __global__ void __launch_bounds__(block_threads, 4)
             tile_in[i] = b < valid ? in.row<std::uint8_t>(y0 + r)[seg + b] : std::uint8_t(0);
         }
     }
-    __syncthreads();
+    bar_sync(bar_compute, block_threads);
+    stamp(1);
 
-    // 2. Column sums and row sums; publish them.
+    // 2. Column sums and row sums; hand them to the publisher.
     std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
 #pragma unroll 4
     for (int r = 0; r < rows; ++r) {
@@ -782,7 +881,7 @@ __global__ void __launch_bounds__(block_threads, 4)
         const std::uint32_t pair = k % 2 ? odd[k / 4] : even[k / 4];
         colsum[k] = U((pair >> (16 * ((k % 4) / 2))) & 0xFFFFu);
     }
-    __syncthreads(); // part is complete
+    bar_sync(bar_compute, block_threads); // part is complete
     const bool row_thread = tid < LB::row_n;
     U row_total = 0;
     if (row_thread) {
@@ -793,14 +892,10 @@ __global__ void __launch_bounds__(block_threads, 4)
         __stcg((tx == 0 ? lb.inc_row : lb.agg_row) + std::size_t(id) * LB::row_n + tid, row_total);
     }
     store_vec<U, K>((ty == 0 ? lb.inc_col : lb.agg_col) + std::size_t(id) * LB::col_n + base, colsum);
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        st_release(lb.flags + 3 * std::size_t(id), tx == 0 ? lb_inclusive : lb_aggregate);
-        st_release(lb.flags + 3 * std::size_t(id) + 1, ty == 0 ? lb_inclusive : lb_aggregate);
-    }
+    bar_arrive(bar_aggregates, lb_threads);
+    stamp(2);
 
-    // 3. Look back along x (rows) and along y (columns); publish the inclusive prefixes.
+    // 3. Look back along x (rows) and along y (columns); write the inclusive prefixes.
     U rc = 0;
     if (row_thread && tx > 0) {
         for (unsigned i = id - 1;; --i) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
@@ -831,61 +926,77 @@ __global__ void __launch_bounds__(block_threads, 4)
         for (int k = 0; k < K; ++k) inc[k] = cc[k] + colsum[k];
         store_vec<U, K>(lb.inc_col + std::size_t(id) * LB::col_n + base, inc);
     }
-    __threadfence();
-    // Column carries along the tile: cc becomes sum_{x0 <= i <= x} colcarry(i); tcol is the total.
-    Vec<U, C> before, tcol;
-    BlockScanT<U, C>(scan[0]).ExclusiveSum(scan_own<U, C>(cc), before, tcol);
+    // One block scan: the column carries along the tile (first C values) and, from the totals,
+    // z = the sum over the tile's columns of carries and column sums (all input above y0 + TH).
+    Vec<U, 2 * C> own, total;
+    {
+        const Vec<U, C> carry_own = scan_own<U, C>(cc);
+#pragma unroll
+        for (int c = 0; c < C; ++c) own.v[c] = carry_own.v[c], own.v[C + c] = 0;
+#pragma unroll
+        for (int k = 0; k < K; ++k) own.v[C + k % C] += colsum[k];
+    }
+    const Vec<U, 2 * C> before = block_exclusive<U, 2 * C>(own, total, scan_cols);
 #pragma unroll
     for (int k = 0; k < K; ++k) cc[k] += before.v[k % C];
-    __syncthreads(); // every inclusive prefix above is written and fenced
-    if (tid == 0) {
-        unsigned* flags = lb.flags + 3 * std::size_t(id);
-        if (tx > 0) st_release(flags, lb_inclusive);
-        if (ty > 0) st_release(flags + 1, lb_inclusive);
-        // The corner: sum over tiles (i < tx, ty) of their tcol, looked back along x.
-        U cor[C] = {};
-        const bool first = tx == 0 || ty == 0; // corner 0 (and tcol 0 when ty = 0)
+    if (tid == 0)
 #pragma unroll
-        for (int c = 0; c < C; ++c) __stcg((first ? lb.inc_c : lb.agg_c) + std::size_t(id) * C + c, tcol.v[c]);
-        __threadfence();
-        st_release(flags + 2, first ? lb_inclusive : lb_aggregate);
-        if (!first) {
-            for (unsigned i = id - 1;; --i) {
+        for (int c = 0; c < C; ++c) {
+            const U z = total.v[c] + total.v[C + c];
+            z_s[c] = z;
+            __stcg((tx == 0 ? lb.inc_z : lb.agg_z) + std::size_t(id) * C + c, z);
+        }
+    bar_arrive(bar_inclusive, lb_threads);
+    stamp(3);
+
+    // 4. The corner: z of tiles (i < tx, ty - 1), looked back along x (usually one inclusive).
+    if (tid == 0) {
+        U cor[C] = {};
+        if (tx > 0 && ty > 0)
+            for (unsigned i = id - unsigned(lb.n_tx) - 1;; --i) { // (tx - 1, ty - 1), ..; (0, ty - 1) is inclusive
                 const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i) + 2);
-                const U* src = (f == lb_inclusive ? lb.inc_c : lb.agg_c) + std::size_t(i) * C;
+                const U* src = (f == lb_inclusive ? lb.inc_z : lb.agg_z) + std::size_t(i) * C;
 #pragma unroll
                 for (int c = 0; c < C; ++c) cor[c] += __ldcg(src + c);
                 if (f == lb_inclusive) break;
             }
 #pragma unroll
-            for (int c = 0; c < C; ++c) __stcg(lb.inc_c + std::size_t(id) * C + c, cor[c] + tcol.v[c]);
-            __threadfence();
-            st_release(flags + 2, lb_inclusive);
-        }
-#pragma unroll
         for (int c = 0; c < C; ++c) corner[c] = cor[c];
     }
-    __syncthreads(); // corner and row_carry are ready; scan[0] may be reused
+    bar_sync(bar_compute, block_threads); // corner and row_carry are ready
+    stamp(4);
 
-    // 4. The output, row by row.
+    // 5. The output, RPS rows at a time.
     U col[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         col[k] = cc[k] + corner[k % C];
         if (d_above && base + k < valid) col[k] += d_above[seg + base + k]; // a band of a larger image
     }
-    for (int r = 0; r < rows; ++r) {
-        std::uint32_t w[C];
-        load_words<C>(tile_in + r * row_bytes, w);
-        U v[K];
+    for (int r0 = 0, parity = 0; r0 < rows; r0 += RPS, parity ^= 1) {
+        U v[RPS][K];
+        Vec<U, RPS * C> totals, unused;
 #pragma unroll
-        for (int k = 0; k < K; ++k) v[k] = U((w[k / 4] >> (8 * (k % 4))) & 0xFFu);
-        Vec<U, C> row_before;
-        BlockScanT<U, C>(scan[r & 1]).ExclusiveSum(scan_own<U, C>(v), row_before);
+        for (int q = 0; q < RPS; ++q) {
+            std::uint32_t w[C] = {};
+            if (RPS == 1 || r0 + q < rows) load_words<C>(tile_in + (r0 + q) * row_bytes, w);
 #pragma unroll
-        for (int k = 0; k < K; ++k) col[k] += v[k] + row_carry[r * C + k % C] + row_before.v[k % C];
-        put_row<std::uint8_t, U, C>(out.row<U>(y0 + r) + seg, valid, out_aligned, stage[warp], col);
+            for (int k = 0; k < K; ++k) v[q][k] = U((w[k / 4] >> (8 * (k % 4))) & 0xFFu);
+            const Vec<U, C> t = scan_own<U, C>(v[q]);
+#pragma unroll
+            for (int c = 0; c < C; ++c) totals.v[q * C + c] = t.v[c];
+        }
+        const Vec<U, RPS * C> row_before = block_exclusive<U, RPS * C>(totals, unused, scan_rows[parity]);
+#pragma unroll
+        for (int q = 0; q < RPS; ++q) {
+            if (RPS > 1 && r0 + q >= rows) break;
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+                col[k] += v[q][k] + row_carry[(r0 + q) * C + k % C] + row_before.v[q * C + k % C];
+            put_row<std::uint8_t, U, C>(out.row<U>(y0 + r0 + q) + seg, valid, out_aligned, stage[warp], col);
+        }
     }
+    stamp(5);
 }
 
 template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_tiles(const ImageView& in, int& n_tx) {
@@ -899,19 +1010,20 @@ template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_scratch
 }
 
 /// Integer output from u8 input in one kernel (plus a memset of the flags and the ticket).
-template <class U, int C, int TH = lb_rows<U, C>()>
-void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s) {
+template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 1, bool Prof = false>
+void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,
+                     std::uint64_t* d_prof = nullptr) {
     int n_tx = 0;
     const std::size_t n_tiles = lookback_tiles<U, C, TH>(in, n_tx);
     const LookBack<U, C, TH> lb(d_scratch, n_tiles, n_tx);
     PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.flags, 0, LookBack<U, C, TH>::flag_bytes(n_tiles), s));
     constexpr int smem = TH * tile_w * C;
-    auto kernel = integral_lookback_kernel<U, C, TH>;
+    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof>;
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             int(cudaSharedmemCarveoutMaxShared)));
-    kernel<<<unsigned(n_tiles), block_threads, smem, s>>>(in, out, lb, d_above, is_aligned(in, 16),
-                                                          is_aligned(out, 4));
+    kernel<<<unsigned(n_tiles), lb_threads, smem, s>>>(in, out, lb, d_above, is_aligned(in, 16),
+                                                          is_aligned(out, 4), d_prof);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
