@@ -1,7 +1,31 @@
 // integral.cu: CUDA kernels of integral.
 //
-// Integer outputs (u32, u64): "reduce, then scan", over tiles of tile_w x tile_h = 512 x 128
-// pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
+// u8 -> u32 (issue 18): one pass, "decoupled look-back" between tiles (Merrill & Garland's
+// single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 101, 48, 31, 22 rows for 1-4
+// channels, so that 4 blocks share an SM's shared memory), taken in row-major order from an
+// atomic ticket; one block of 4 compute warps and a publisher warp per tile. The block copies its
+// tile's input into shared memory (cp.async; the input is read from DRAM once), publishes its
+// row sums and column sums, looks back along x for each row's sum left of the tile and along y
+// for each column's sum above it, gets the corner (everything above and left) from the tile row
+// above, and writes out(x, y) = local + carries + corner once. See integral_lookback_kernel.
+// Scratch: per tile the aggregate and the inclusive prefix of its 512 * C column values and
+// TH * C row values (2 / TH + 2 / 512 of the output: 6.9% for RGB), 3 flags, and a ticket; the
+// flags and the ticket are cleared by a memset before each launch.
+// Measured on an H100 (harness of 2026-11-27: the old and new kernels and a device-to-device copy
+// of the floor's bytes in one run, 3 rounds of medians of 25), 8192 x 8192 x 3 u8 -> u32, floor
+// 1.007 GB = 0.339 ms at the copy's 2.97 TB/s: 0.484-0.492 ms, 1.42-1.44x, against 0.506-0.509 ms
+// (1.49x) for reduce-then-scan. The 1.2x target is not reached: with the tile held in shared
+// memory only 4 tiles fit an SM (about 490 in flight), and a tile lives 54 us (globaltimer stamps,
+// mean over the 4240 tiles: load 3.8, sums 6.5, look-backs 20.6, corner 6.6, output 16.4 us), so
+// tiles complete at about 9 per us. The look-backs wait for the flags of neighbours that started
+// at the same time; a flag goes up only after a __threadfence, which under the output's store
+// traffic takes several microseconds (with the compute warps fencing themselves, the first
+// version spent 57 us per tile and ran 0.51 ms; moving the fences to a publisher warp gave 0.49).
+// For u64 outputs the same kernel ran 0.91 ms against 0.83 for reduce-then-scan (its tiles are
+// shorter and its output phase twice as long), so u64 keeps reduce-then-scan below.
+//
+// Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
+// tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
 // of its tile (K = 4 * C consecutive samples), so a row of a tile is 128 * K samples.
 //   1. tile_sums:  each block walks down its tile once and writes, for each column of the tile,
 //                  the column's sum over the tile's rows (d_col[ty][x]) and, for each row, the
@@ -34,8 +58,9 @@
 // CPU's order exactly.
 //
 // Strips (a band of a larger image, `above` given): carry_scan starts each column of d_col at the
-// output row above the band instead of 0 (integers), col_scan_seq starts from it (f64); the band's
-// last output row is then copied into `last`, the state for the next band.
+// output row above the band instead of 0 (integers), the look-back kernel adds it to each
+// column's start, col_scan_seq starts from it (f64); the band's last output row is then copied
+// into `last`, the state for the next band.
 //
 // f64 outputs: the additions must happen in the order integral.hpp defines (along each row,
 // then down each column), so the tile decomposition above, which regroups them, cannot be used:
@@ -771,7 +796,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
     __shared__ ScanTotals<U, RPS * C> scan_rows[2];
     __shared__ U part[TH][warps][C];
     __shared__ U row_carry[TH * C];
-    __shared__ U z_s[C], corner[C];
+    __shared__ U corner[C];
     __shared__ unsigned tile_id;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -812,8 +837,9 @@ __global__ void __launch_bounds__(lb_threads, 4)
                     for (int c = 0; c < C; ++c) acc[c] += __ldcg(src + c);
                     if (f == lb_inclusive) break;
                 }
-#pragma unroll
-                for (int c = 0; c < C; ++c) __stcg(lb.inc_z + std::size_t(id) * C + c, acc[c] + z_s[c]);
+#pragma unroll // this tile's z: written by compute thread 0 before bar_inclusive
+                for (int c = 0; c < C; ++c)
+                    __stcg(lb.inc_z + std::size_t(id) * C + c, acc[c] + __ldcg(lb.agg_z + std::size_t(id) * C + c));
                 __threadfence();
                 st_release(flags + 2, lb_inclusive);
             }
@@ -941,11 +967,8 @@ __global__ void __launch_bounds__(lb_threads, 4)
     for (int k = 0; k < K; ++k) cc[k] += before.v[k % C];
     if (tid == 0)
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-            const U z = total.v[c] + total.v[C + c];
-            z_s[c] = z;
-            __stcg((tx == 0 ? lb.inc_z : lb.agg_z) + std::size_t(id) * C + c, z);
-        }
+        for (int c = 0; c < C; ++c)
+            __stcg((tx == 0 ? lb.inc_z : lb.agg_z) + std::size_t(id) * C + c, total.v[c] + total.v[C + c]);
     bar_arrive(bar_inclusive, lb_threads);
     stamp(3);
 
@@ -1010,7 +1033,7 @@ template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_scratch
 }
 
 /// Integer output from u8 input in one kernel (plus a memset of the flags and the ticket).
-template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 1, bool Prof = false>
+template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false>
 void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,
                      std::uint64_t* d_prof = nullptr) {
     int n_tx = 0;
@@ -1135,11 +1158,9 @@ void launch_seq(const ImageView& in, const ImageView& out, const double* d_above
 
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
     int n_tx = 0, n_ty = 0;
-    if (in.dtype == DType::u8 && (out.dtype == DType::u32 || out.dtype == DType::u64))
+    if (in.dtype == DType::u8 && out.dtype == DType::u32)
         return visit_channels("integral", in.channels, [&](auto channels) {
-            constexpr int C = decltype(channels)::value;
-            return out.dtype == DType::u32 ? lookback_scratch_bytes<std::uint32_t, C>(in)
-                                           : lookback_scratch_bytes<std::uint64_t, C>(in);
+            return lookback_scratch_bytes<std::uint32_t, decltype(channels)::value>(in);
         });
     switch (out.dtype) {
     case DType::u32: return scratch_elements<std::uint32_t>(in, n_tx, n_ty) * 4;
@@ -1157,12 +1178,9 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
         visit_channels("integral", in.channels, [&](auto channels) {
             constexpr int C = decltype(channels)::value;
             if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, static_cast<const double*>(above), s);
-            if constexpr (std::is_same_v<T, std::uint8_t>) { // one pass (look-back)
+            if constexpr (std::is_same_v<T, std::uint8_t>) // one pass (look-back); u64: see the note
                 if (out.dtype == DType::u32)
                     return launch_lookback<std::uint32_t, C>(in, out, scratch, static_cast<const std::uint32_t*>(above), s);
-                if (out.dtype == DType::u64)
-                    return launch_lookback<std::uint64_t, C>(in, out, scratch, static_cast<const std::uint64_t*>(above), s);
-            }
             if constexpr (std::is_integral_v<T>) {
                 if (out.dtype == DType::u32)
                     return launch_tiles<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch),
