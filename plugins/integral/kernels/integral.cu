@@ -1,7 +1,31 @@
 // integral.cu: CUDA kernels of integral.
 //
-// Integer outputs (u32, u64): "reduce, then scan", over tiles of tile_w x tile_h = 512 x 128
-// pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
+// u8 -> u32 (issue 18): one pass, "decoupled look-back" between tiles (Merrill & Garland's
+// single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 101, 48, 31, 22 rows for 1-4
+// channels, so that 4 blocks share an SM's shared memory), taken in row-major order from an
+// atomic ticket; one block of 4 compute warps and a publisher warp per tile. The block copies its
+// tile's input into shared memory (cp.async; the input is read from DRAM once), publishes its
+// row sums and column sums, looks back along x for each row's sum left of the tile and along y
+// for each column's sum above it, gets the corner (everything above and left) from the tile row
+// above, and writes out(x, y) = local + carries + corner once. See integral_lookback_kernel.
+// Scratch: per tile the aggregate and the inclusive prefix of its 512 * C column values and
+// TH * C row values (2 / TH + 2 / 512 of the output: 6.9% for RGB), 3 flags, and a ticket; the
+// flags and the ticket are cleared by a memset before each launch.
+// Measured on an H100 (harness of 2026-11-27: the old and new kernels and a device-to-device copy
+// of the floor's bytes in one run, 3 rounds of medians of 25), 8192 x 8192 x 3 u8 -> u32, floor
+// 1.007 GB = 0.339 ms at the copy's 2.97 TB/s: 0.484-0.492 ms, 1.42-1.44x, against 0.506-0.509 ms
+// (1.49x) for reduce-then-scan. The 1.2x target is not reached: with the tile held in shared
+// memory only 4 tiles fit an SM (about 490 in flight), and a tile lives 54 us (globaltimer stamps,
+// mean over the 4240 tiles: load 3.8, sums 6.5, look-backs 20.6, corner 6.6, output 16.4 us), so
+// tiles complete at about 9 per us. The look-backs wait for the flags of neighbours that started
+// at the same time; a flag goes up only after a __threadfence, which under the output's store
+// traffic takes several microseconds (with the compute warps fencing themselves, the first
+// version spent 57 us per tile and ran 0.51 ms; moving the fences to a publisher warp gave 0.49).
+// For u64 outputs the same kernel ran 0.91 ms against 0.83 for reduce-then-scan (its tiles are
+// shorter and its output phase twice as long), so u64 keeps reduce-then-scan below.
+//
+// Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
+// tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
 // of its tile (K = 4 * C consecutive samples), so a row of a tile is 128 * K samples.
 //   1. tile_sums:  each block walks down its tile once and writes, for each column of the tile,
 //                  the column's sum over the tile's rows (d_col[ty][x]) and, for each row, the
@@ -34,8 +58,9 @@
 // CPU's order exactly.
 //
 // Strips (a band of a larger image, `above` given): carry_scan starts each column of d_col at the
-// output row above the band instead of 0 (integers), col_scan_seq starts from it (f64); the band's
-// last output row is then copied into `last`, the state for the next band.
+// output row above the band instead of 0 (integers), the look-back kernel adds it to each
+// column's start, col_scan_seq starts from it (f64); the band's last output row is then copied
+// into `last`, the state for the next band.
 //
 // f64 outputs: the additions must happen in the order integral.hpp defines (along each row,
 // then down each column), so the tile decomposition above, which regroups them, cannot be used:
@@ -562,6 +587,469 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
+// ---- integer outputs from u8 input: one pass, decoupled look-back between tiles -------------
+//
+// Tile (tx, ty) of tile_w x TH pixels, origin (x0, y0). With local(x, y) the tile's own integral,
+// rowcarry(y) = sum of row y left of x0, colcarry(x) = sum of column x above y0 and
+// corner = sum of everything left of x0 and above y0:
+//     out(x, y) = local(x, y) + sum_{y0 <= j <= y} rowcarry(j) + sum_{x0 <= i <= x} colcarry(i) + corner
+// Three look-backs (Merrill & Garland's decoupled look-back, along x, along y, and along x for
+// the corner) give the carries; integer sums modulo 2^n, so the order does not matter.
+
+/// Status of what a tile has published for one look-back: nothing yet, its own aggregate, or the
+/// inclusive prefix (its aggregate plus everything before it).
+enum : unsigned { lb_none = 0, lb_aggregate = 1, lb_inclusive = 2 };
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+/// Spins until the flag is set, then returns it; the loads after it see the data published
+/// before it (acquire). Only tiles with an earlier ticket are waited for, and those have started.
+__device__ __forceinline__ unsigned wait_flag(const unsigned* p) {
+    unsigned f;
+    while ((f = ld_acquire(p)) == lb_none) __nanosleep(32);
+    return f;
+}
+
+/// Rows of a look-back tile for u8 input, output U and C channels: as many as let four blocks
+/// share an SM's 228 KB of shared memory (per block: 1 KB the system reserves, the staging area
+/// of put_row, about 1 KB of scan storage, and per row the tile row of tile_w * C bytes plus
+/// `part` and the row carry), and th * C <= block_threads (one thread per value of the row
+/// look-back).
+template <class U, int C> constexpr int lb_rows() {
+    constexpr int fixed = 1024 + 4 * Shape<std::uint8_t, U, C>::stage_words * 4 + 1024;
+    constexpr int per_row = tile_w * C + (warps + 1) * C * int(sizeof(U));
+    constexpr int th = (228 * 1024 / 4 - fixed) / per_row;
+    return th * C > block_threads ? block_threads / C : th;
+}
+
+/// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket):
+/// per tile, for columns (tile_w * C values): the column sums over the tile's rows (aggregate)
+/// and the sums over all rows down to the tile's last (inclusive); for rows (TH * C): the row
+/// sums over the tile's columns and the sums over all columns up to the tile's last; z (C): the
+/// tile's inclusive column sums added over its columns (z of tile (i, ty) is the sum of all the
+/// input above row y0 + TH in its columns), and its inclusive prefix along x (the corner of tile
+/// (i + 1, ty + 1)). flags[tile][3]: x, y and z status; `ticket` hands out tiles.
+template <class U, int C, int TH> struct LookBack {
+    static constexpr int row_n = TH * C;
+    static constexpr int col_n = tile_w * C;
+    U *agg_row, *inc_row, *agg_col, *inc_col, *agg_z, *inc_z;
+    unsigned* flags;
+    unsigned* ticket;
+    int n_tx;
+
+    static std::size_t bytes(std::size_t n_tiles) {
+        return n_tiles * (2 * row_n + 2 * col_n + 2 * C) * sizeof(U) + flag_bytes(n_tiles);
+    }
+    static std::size_t flag_bytes(std::size_t n_tiles) { return (n_tiles * 3 + 1) * sizeof(unsigned); }
+    LookBack(void* scratch, std::size_t n_tiles, int n_tx_) : n_tx(n_tx_) {
+        U* p = static_cast<U*>(scratch); // the column arrays first: 16-byte vectors
+        agg_col = p, p += n_tiles * col_n;
+        inc_col = p, p += n_tiles * col_n;
+        agg_row = p, p += n_tiles * row_n;
+        inc_row = p, p += n_tiles * row_n;
+        agg_z = p, p += n_tiles * C;
+        inc_z = p, p += n_tiles * C;
+        flags = reinterpret_cast<unsigned*>(p);
+        ticket = flags + n_tiles * 3;
+    }
+};
+
+/// Word w (32 bits, little-endian) of K samples of type U.
+template <class U, int K> __device__ __forceinline__ std::uint32_t word_of(const U (&v)[K], int w) {
+    constexpr int per = int(sizeof(U)) / 4;
+    return std::uint32_t(std::uint64_t(v[w / per]) >> (32 * (w % per)));
+}
+/// Stores K samples (K * sizeof(U) a multiple of 16, dst 16-byte aligned) as 16-byte vectors,
+/// through L2 only (look-back data are read by other SMs).
+template <class U, int K> __device__ __forceinline__ void store_vec(U* dst, const U (&v)[K]) {
+    constexpr int n = K * int(sizeof(U)) / 16;
+    static_assert(K * sizeof(U) % 16 == 0, "whole vectors");
+#pragma unroll
+    for (int q = 0; q < n; ++q)
+        __stcg(reinterpret_cast<uint4*>(dst) + q,
+               make_uint4(word_of(v, 4 * q), word_of(v, 4 * q + 1), word_of(v, 4 * q + 2), word_of(v, 4 * q + 3)));
+}
+/// Adds K samples loaded from L2 (never a stale L1 line) into v.
+template <class U, int K> __device__ __forceinline__ void add_vec(U (&v)[K], const U* src) {
+    constexpr int n = K * int(sizeof(U)) / 16;
+    std::uint32_t w[4 * n];
+#pragma unroll
+    for (int q = 0; q < n; ++q) {
+        const uint4 x = __ldcg(reinterpret_cast<const uint4*>(src) + q);
+        w[4 * q] = x.x, w[4 * q + 1] = x.y, w[4 * q + 2] = x.z, w[4 * q + 3] = x.w;
+    }
+    constexpr int per = int(sizeof(U)) / 4;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        U s = w[k * per];
+        if constexpr (per == 2) s |= U(w[k * per + 1]) << 32;
+        v[k] += s;
+    }
+}
+
+/// This thread's C words (its 4 pixels) of a tile row in shared memory, as wide as C allows.
+template <int C> __device__ __forceinline__ void load_words(const unsigned char* row, std::uint32_t (&w)[C]) {
+    const std::uint32_t* p = reinterpret_cast<const std::uint32_t*>(row) + threadIdx.x * C;
+    if constexpr (C == 4) {
+        const uint4 x = *reinterpret_cast<const uint4*>(p);
+        w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w;
+    } else if constexpr (C == 2) {
+        const uint2 x = *reinterpret_cast<const uint2*>(p);
+        w[0] = x.x, w[1] = x.y;
+    } else {
+#pragma unroll
+        for (int j = 0; j < C; ++j) w[j] = p[j];
+    }
+}
+
+/// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 2 and 3 are where the
+/// compute warps hand published data to the publisher warp (they arrive, it waits).
+enum : int { bar_compute = 1, bar_aggregates = 2, bar_inclusive = 3 };
+constexpr int lb_threads = block_threads + 32; // 4 compute warps and the publisher warp
+__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
+/// Warp totals of block_exclusive (two, used alternately: see there).
+template <class U, int N> struct ScanTotals {
+    Vec<U, N> warp[warps];
+};
+/// Exclusive prefix sum over the 128 compute threads (they alone call it), and the total: warp
+/// shuffles, then the warp totals through shared memory and one named barrier. Consecutive
+/// calls must alternate between two ScanTotals: a warp may start the next scan while another
+/// still reads this one's totals, but not the one after (it waits at the next call's barrier).
+template <class U, int N>
+__device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, N>& total, ScanTotals<U, N>& st) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    Vec<U, N> inc = x;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1)
+#pragma unroll
+        for (int c = 0; c < N; ++c) {
+            const U y = __shfl_up_sync(0xFFFFFFFFu, inc.v[c], d);
+            if (lane >= d) inc.v[c] += y;
+        }
+    if (lane == 31) st.warp[warp] = inc;
+    bar_sync(bar_compute, block_threads);
+    Vec<U, N> before;
+#pragma unroll
+    for (int c = 0; c < N; ++c) before.v[c] = inc.v[c] - x.v[c], total.v[c] = 0; // modulo 2^n
+#pragma unroll
+    for (int w = 0; w < warps; ++w) {
+        const Vec<U, N> t = st.warp[w];
+#pragma unroll
+        for (int c = 0; c < N; ++c) {
+            if (w < warp) before.v[c] += t.v[c];
+            total.v[c] += t.v[c];
+        }
+    }
+    return before;
+}
+
+// The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
+// waits for has an earlier ticket, so its block has started: no deadlock). 160 threads: 4
+// compute warps, thread t < 128 owning pixels 4t .. 4t+3 of each row of the tile (K = 4C
+// samples), and a publisher warp that makes what the compute warps wrote visible (fence, then
+// the flag), so that no compute warp ever waits for a fence (a fence under the output's store
+// traffic took several microseconds: the first version, with the compute warps fencing, spent
+// 57 us per tile against 17 for its output). The compute warps:
+//   1. copy the tile's input (TH rows of tile_w * C bytes) into shared memory with cp.async,
+//      16 bytes a copy, all in flight at once (zero-filled past the image's right edge); the
+//      input is read from DRAM once;
+//   2. from shared memory: per thread its K column sums (two per register, 16-bit halves) and,
+//      per row, the row sums per channel (__dp4a with byte masks, warp shuffles, the 4 warps'
+//      sums added through `part`); write them (aggregates, or inclusive at tx = 0 / ty = 0) and
+//      arrive at bar_aggregates;
+//   3. look back: thread i < TH * C along x for row value i (rowcarry), every thread along y for
+//      its K column values (colcarry); write the inclusive prefixes; one block scan gives the
+//      column carries along the tile and z; arrive at bar_inclusive;
+//   4. thread 0 looks back along x over z of the tile row above for the corner;
+//   5. walk down the tile in shared memory RPS rows at a time (one block scan of RPS * C
+//      values: the row prefix sums, plus rowcarry, go into per-thread column sums that start at
+//      the column carries + corner + `above`) and write each output sample once, through the
+//      warp's staging area (coalesced 128-byte stores).
+// The publisher warp: after bar_aggregates, fence and flags x, y; after bar_inclusive, fence,
+// flags x, y inclusive and z's aggregate, then looks back along x over z for z's inclusive.
+// Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
+// `part`, the row carries, z and the corner.
+template <class U, int C, int TH, int RPS, bool Prof>
+__global__ void __launch_bounds__(lb_threads, 4)
+    integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH> lb, const U* d_above,
+                             bool in_aligned, bool out_aligned, std::uint64_t* d_prof) {
+    using S = Shape<std::uint8_t, U, C>;
+    using LB = LookBack<U, C, TH>;
+    constexpr int K = S::K;
+    constexpr int row_bytes = tile_w * C; // a tile row in shared memory
+    constexpr int pairs = (C + 1) / 2;
+    static_assert(TH * 255 < 65536, "16-bit column sums would overflow");
+    static_assert(TH * C <= block_threads, "one thread per row value");
+    extern __shared__ __align__(16) unsigned char tile_in[];
+    __shared__ std::uint32_t stage[warps][S::stage_words];
+    __shared__ ScanTotals<U, 2 * C> scan_cols;
+    __shared__ ScanTotals<U, RPS * C> scan_rows[2];
+    __shared__ U part[TH][warps][C];
+    __shared__ U row_carry[TH * C];
+    __shared__ U corner[C];
+    __shared__ unsigned tile_id;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (tid == 0) tile_id = atomicAdd(lb.ticket, 1u);
+    __syncthreads();
+    const unsigned id = tile_id;
+    const int tx = int(id % unsigned(lb.n_tx)), ty = int(id / unsigned(lb.n_tx));
+    unsigned* const flags = lb.flags + 3 * std::size_t(id);
+    auto stamp = [&](int i) { // profiling only: when block `id` passed point i (ns)
+        if constexpr (Prof)
+            if (tid == 0) {
+                std::uint64_t t;
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+                d_prof[std::size_t(id) * 6 + i] = t;
+            }
+    };
+    stamp(0);
+
+    if (warp == warps) { // the publisher warp
+        bar_sync(bar_aggregates, lb_threads);
+        if (lane == 0) {
+            __threadfence(); // the compute warps' aggregates (they arrived before bar_aggregates)
+            st_release(flags, tx == 0 ? lb_inclusive : lb_aggregate);
+            st_release(flags + 1, ty == 0 ? lb_inclusive : lb_aggregate);
+        }
+        bar_sync(bar_inclusive, lb_threads);
+        if (lane == 0) {
+            __threadfence();
+            if (tx > 0) st_release(flags, lb_inclusive);
+            if (ty > 0) st_release(flags + 1, lb_inclusive);
+            st_release(flags + 2, tx == 0 ? lb_inclusive : lb_aggregate);
+            if (tx > 0) { // z's inclusive prefix along x: tiles (tx - 1, ty), ..; (0, ty) is inclusive
+                U acc[C] = {};
+                for (unsigned i = id - 1;; --i) {
+                    const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i) + 2);
+                    const U* src = (f == lb_inclusive ? lb.inc_z : lb.agg_z) + std::size_t(i) * C;
+#pragma unroll
+                    for (int c = 0; c < C; ++c) acc[c] += __ldcg(src + c);
+                    if (f == lb_inclusive) break;
+                }
+#pragma unroll // this tile's z: written by compute thread 0 before bar_inclusive
+                for (int c = 0; c < C; ++c)
+                    __stcg(lb.inc_z + std::size_t(id) * C + c, acc[c] + __ldcg(lb.agg_z + std::size_t(id) * C + c));
+                __threadfence();
+                st_release(flags + 2, lb_inclusive);
+            }
+        }
+        return;
+    }
+
+    const int x0 = tx * tile_w, y0 = ty * TH;
+    const int rows = min(TH, in.height - y0);
+    const int valid = min(tile_w, in.width - x0) * C; // samples (bytes) of a tile row
+    const int base = tid * K;
+    const std::size_t seg = std::size_t(x0) * C;
+
+    // 1. The tile's input into shared memory.
+    if (in_aligned) {
+        constexpr int chunks = row_bytes / 16;
+        const unsigned smem0 = unsigned(__cvta_generic_to_shared(tile_in));
+        for (int i = tid; i < rows * chunks; i += block_threads) {
+            const int r = i / chunks, off = (i - r * chunks) * 16;
+            const int n = max(0, min(16, valid - off)); // bytes to read; the rest is zero-filled
+            const std::uint8_t* src = in.row<std::uint8_t>(y0 + r) + seg + (n > 0 ? off : 0);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem0 + r * row_bytes + off),
+                         "l"(src), "r"(n)
+                         : "memory");
+        }
+        asm volatile("cp.async.wait_all;" ::: "memory");
+    } else {
+        for (int i = tid; i < rows * row_bytes; i += block_threads) {
+            const int r = i / row_bytes, b = i - r * row_bytes;
+            tile_in[i] = b < valid ? in.row<std::uint8_t>(y0 + r)[seg + b] : std::uint8_t(0);
+        }
+    }
+    bar_sync(bar_compute, block_threads);
+    stamp(1);
+
+    // 2. Column sums and row sums; hand them to the publisher.
+    std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
+#pragma unroll 4
+    for (int r = 0; r < rows; ++r) {
+        std::uint32_t w[C];
+        load_words<C>(tile_in + r * row_bytes, w);
+        std::uint32_t sum[2 * pairs] = {};
+#pragma unroll
+        for (int j = 0; j < C; ++j) {
+            even[j] += w[j] & 0x00FF00FFu;
+            odd[j] += (w[j] >> 8) & 0x00FF00FFu;
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                if (const unsigned m = channel_mask<C>(j, c)) sum[c] = __dp4a(w[j], m, sum[c]);
+        }
+        std::uint32_t packed[pairs];
+#pragma unroll
+        for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
+#pragma unroll
+        for (int p = 0; p < pairs; ++p)
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
+        if (lane == 0)
+#pragma unroll
+            for (int c = 0; c < C; ++c) part[r][warp][c] = U((packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu);
+    }
+    U colsum[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const std::uint32_t pair = k % 2 ? odd[k / 4] : even[k / 4];
+        colsum[k] = U((pair >> (16 * ((k % 4) / 2))) & 0xFFFFu);
+    }
+    bar_sync(bar_compute, block_threads); // part is complete
+    const bool row_thread = tid < LB::row_n;
+    U row_total = 0;
+    if (row_thread) {
+        const int r = tid / C, c = tid - r * C;
+        if (r < rows)
+#pragma unroll
+            for (int w = 0; w < warps; ++w) row_total += part[r][w][c];
+        __stcg((tx == 0 ? lb.inc_row : lb.agg_row) + std::size_t(id) * LB::row_n + tid, row_total);
+    }
+    store_vec<U, K>((ty == 0 ? lb.inc_col : lb.agg_col) + std::size_t(id) * LB::col_n + base, colsum);
+    bar_arrive(bar_aggregates, lb_threads);
+    stamp(2);
+
+    // 3. Look back along x (rows) and along y (columns); write the inclusive prefixes.
+    U rc = 0;
+    if (row_thread && tx > 0) {
+        for (unsigned i = id - 1;; --i) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
+            const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i));
+            if (f == lb_inclusive) {
+                rc += __ldcg(lb.inc_row + std::size_t(i) * LB::row_n + tid);
+                break;
+            }
+            rc += __ldcg(lb.agg_row + std::size_t(i) * LB::row_n + tid);
+        }
+        __stcg(lb.inc_row + std::size_t(id) * LB::row_n + tid, rc + row_total);
+    }
+    if (row_thread) row_carry[tid] = rc;
+    U cc[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) cc[k] = 0;
+    if (ty > 0) {
+        for (unsigned j = id - unsigned(lb.n_tx);; j -= unsigned(lb.n_tx)) { // (tx, ty - 1), ..; (tx, 0) is inclusive
+            const unsigned f = wait_flag(lb.flags + 3 * std::size_t(j) + 1);
+            if (f == lb_inclusive) {
+                add_vec<U, K>(cc, lb.inc_col + std::size_t(j) * LB::col_n + base);
+                break;
+            }
+            add_vec<U, K>(cc, lb.agg_col + std::size_t(j) * LB::col_n + base);
+        }
+        U inc[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) inc[k] = cc[k] + colsum[k];
+        store_vec<U, K>(lb.inc_col + std::size_t(id) * LB::col_n + base, inc);
+    }
+    // One block scan: the column carries along the tile (first C values) and, from the totals,
+    // z = the sum over the tile's columns of carries and column sums (all input above y0 + TH).
+    Vec<U, 2 * C> own, total;
+    {
+        const Vec<U, C> carry_own = scan_own<U, C>(cc);
+#pragma unroll
+        for (int c = 0; c < C; ++c) own.v[c] = carry_own.v[c], own.v[C + c] = 0;
+#pragma unroll
+        for (int k = 0; k < K; ++k) own.v[C + k % C] += colsum[k];
+    }
+    const Vec<U, 2 * C> before = block_exclusive<U, 2 * C>(own, total, scan_cols);
+#pragma unroll
+    for (int k = 0; k < K; ++k) cc[k] += before.v[k % C];
+    if (tid == 0)
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            __stcg((tx == 0 ? lb.inc_z : lb.agg_z) + std::size_t(id) * C + c, total.v[c] + total.v[C + c]);
+    bar_arrive(bar_inclusive, lb_threads);
+    stamp(3);
+
+    // 4. The corner: z of tiles (i < tx, ty - 1), looked back along x (usually one inclusive).
+    if (tid == 0) {
+        U cor[C] = {};
+        if (tx > 0 && ty > 0)
+            for (unsigned i = id - unsigned(lb.n_tx) - 1;; --i) { // (tx - 1, ty - 1), ..; (0, ty - 1) is inclusive
+                const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i) + 2);
+                const U* src = (f == lb_inclusive ? lb.inc_z : lb.agg_z) + std::size_t(i) * C;
+#pragma unroll
+                for (int c = 0; c < C; ++c) cor[c] += __ldcg(src + c);
+                if (f == lb_inclusive) break;
+            }
+#pragma unroll
+        for (int c = 0; c < C; ++c) corner[c] = cor[c];
+    }
+    bar_sync(bar_compute, block_threads); // corner and row_carry are ready
+    stamp(4);
+
+    // 5. The output, RPS rows at a time.
+    U col[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        col[k] = cc[k] + corner[k % C];
+        if (d_above && base + k < valid) col[k] += d_above[seg + base + k]; // a band of a larger image
+    }
+    for (int r0 = 0, parity = 0; r0 < rows; r0 += RPS, parity ^= 1) {
+        U v[RPS][K];
+        Vec<U, RPS * C> totals, unused;
+#pragma unroll
+        for (int q = 0; q < RPS; ++q) {
+            std::uint32_t w[C] = {};
+            if (RPS == 1 || r0 + q < rows) load_words<C>(tile_in + (r0 + q) * row_bytes, w);
+#pragma unroll
+            for (int k = 0; k < K; ++k) v[q][k] = U((w[k / 4] >> (8 * (k % 4))) & 0xFFu);
+            const Vec<U, C> t = scan_own<U, C>(v[q]);
+#pragma unroll
+            for (int c = 0; c < C; ++c) totals.v[q * C + c] = t.v[c];
+        }
+        const Vec<U, RPS * C> row_before = block_exclusive<U, RPS * C>(totals, unused, scan_rows[parity]);
+#pragma unroll
+        for (int q = 0; q < RPS; ++q) {
+            if (RPS > 1 && r0 + q >= rows) break;
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+                col[k] += v[q][k] + row_carry[(r0 + q) * C + k % C] + row_before.v[q * C + k % C];
+            put_row<std::uint8_t, U, C>(out.row<U>(y0 + r0 + q) + seg, valid, out_aligned, stage[warp], col);
+        }
+    }
+    stamp(5);
+}
+
+template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_tiles(const ImageView& in, int& n_tx) {
+    n_tx = int(cuda::div_up(in.width, tile_w));
+    return std::size_t(n_tx) * cuda::div_up(in.height, TH);
+}
+
+template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_scratch_bytes(const ImageView& in) {
+    int n_tx = 0;
+    return LookBack<U, C, TH>::bytes(lookback_tiles<U, C, TH>(in, n_tx));
+}
+
+/// Integer output from u8 input in one kernel (plus a memset of the flags and the ticket).
+template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false>
+void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,
+                     std::uint64_t* d_prof = nullptr) {
+    int n_tx = 0;
+    const std::size_t n_tiles = lookback_tiles<U, C, TH>(in, n_tx);
+    const LookBack<U, C, TH> lb(d_scratch, n_tiles, n_tx);
+    PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.flags, 0, LookBack<U, C, TH>::flag_bytes(n_tiles), s));
+    constexpr int smem = TH * tile_w * C;
+    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof>;
+    PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            int(cudaSharedmemCarveoutMaxShared)));
+    kernel<<<unsigned(n_tiles), lb_threads, smem, s>>>(in, out, lb, d_above, is_aligned(in, 16),
+                                                          is_aligned(out, 4), d_prof);
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+}
+
 // ---- f64 outputs: the fixed summation order --------------------------------------------------
 
 constexpr int seq_threads = 256;
@@ -670,6 +1158,10 @@ void launch_seq(const ImageView& in, const ImageView& out, const double* d_above
 
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
     int n_tx = 0, n_ty = 0;
+    if (in.dtype == DType::u8 && out.dtype == DType::u32)
+        return visit_channels("integral", in.channels, [&](auto channels) {
+            return lookback_scratch_bytes<std::uint32_t, decltype(channels)::value>(in);
+        });
     switch (out.dtype) {
     case DType::u32: return scratch_elements<std::uint32_t>(in, n_tx, n_ty) * 4;
     case DType::u64: return scratch_elements<std::uint64_t>(in, n_tx, n_ty) * 8;
@@ -686,6 +1178,9 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
         visit_channels("integral", in.channels, [&](auto channels) {
             constexpr int C = decltype(channels)::value;
             if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, static_cast<const double*>(above), s);
+            if constexpr (std::is_same_v<T, std::uint8_t>) // one pass (look-back); u64: see the note
+                if (out.dtype == DType::u32)
+                    return launch_lookback<std::uint32_t, C>(in, out, scratch, static_cast<const std::uint32_t*>(above), s);
             if constexpr (std::is_integral_v<T>) {
                 if (out.dtype == DType::u32)
                     return launch_tiles<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch),

@@ -218,6 +218,38 @@ TEST(IntegralCuda, MatchesCpuBitForBit) {
                 }
 }
 
+// u8 -> u32 on CUDA is one pass with decoupled look-back between tiles of 512 x TH pixels (TH =
+// 101, 48, 31, 22 rows for 1-4 channels; kernels/integral.cu): widths at the tile edge (one
+// tile, one more pixel, four tile columns so that look-backs add aggregates before they find an
+// inclusive prefix), heights at the tile edge (TH - 1, TH, TH + 1, several tile rows, so that the
+// corner comes from the tile row above), a tall image of one tile column and hundreds of tile
+// rows, and a grid of 5 x 20 tiles, all against the reference and the CPU, bit for bit.
+TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
+    PIXFLOW_REQUIRE_CUDA();
+    const int tile_rows[] = {101, 48, 31, 22};
+    std::uint32_t seed = 1300;
+    for (int c : {1, 2, 3, 4}) {
+        const int th = tile_rows[c - 1];
+        std::vector<std::pair<int, int>> shapes;
+        for (int w : {1, 511, 512, 513, 2049})
+            for (int h : {1, th - 1, th, th + 1, 3 * th + 2}) shapes.push_back({w, h});
+        shapes.push_back({64, 200 * th + 7}); // one tile column, many tile rows
+        shapes.push_back({5 * 512 - 3, 20 * th}); // 5 x 20 tiles
+        for (auto [w, h] : shapes) {
+            SCOPED_TRACE(describe(w, h, c, DType::u8, "u32"));
+            Image in = Image::make(w, h, c, DType::u8);
+            fill_random(in, seed++);
+            const Image gpu = integral("cuda", in, "u32");
+            ASSERT_EQ(gpu.dtype, DType::u32);
+            EXPECT_TRUE(gpu.bytes == reference(in, DType::u32).bytes);
+        }
+    }
+    // the largest values everywhere: every carry and the corner are exercised at their largest
+    Image full = Image::make(2049, 3 * 31 + 2, 3, DType::u8);
+    for (std::size_t k = 0; k < full.samples(); ++k) full.set(k, 255);
+    EXPECT_TRUE(integral("cuda", full, "u32").bytes == integral("cpu", full, "u32").bytes);
+}
+
 } // namespace
 
 // ---- the kernel on its own, without pixflow

@@ -1,0 +1,291 @@
+// lookback_harness.cu: standalone check and timing of integral.cu's integer paths from u8 (issue
+// 18), not part of the build. It includes the kernel file itself, so it reaches the kernels in
+// its anonymous namespace:
+//   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/integral/test/bench/lookback_harness.cu -o harness
+//   ./harness          every check, then the timings of 8192 x 8192 x 3 (u32 and u64 outputs)
+//   ./harness small    the checks of small sizes only (for compute-sanitizer)
+//   ./harness ncu      a few launches of two variants, for ncu
+// Checks: integral_cuda (the dispatch the plugin uses) against a CPU reference byte for byte, on
+// random inputs of many sizes (tile edges, tall, wide), 1-4 channels, u32 and u64, aligned and
+// unaligned views (the fallback loads), and in bands of rows with the carried row (strips), with
+// poisoned outputs and scratch. Timings: the old reduce-then-scan kernels, look-back variants
+// (tile rows TH, rows per block scan RPS) and a device-to-device copy of the floor's bytes, in one
+// run, 3 rounds of medians; then per-phase globaltimer stamps of the look-back kernel.
+#include "../../kernels/integral.cu"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+using namespace pixflow;
+namespace pi = pixflow::integral;
+
+#define CK(x) PIXFLOW_CUDA_CHECK(x)
+
+static int failures = 0;
+
+template <class U>
+std::vector<U> reference(const std::vector<std::uint8_t>& in, int w, int h, int c, const std::vector<U>* above) {
+    const std::size_t row = std::size_t(w) * c;
+    std::vector<std::uint64_t> acc(row, 0);
+    if (above) for (std::size_t i = 0; i < row; ++i) acc[i] = (*above)[i];
+    std::vector<U> out(row * h);
+    std::vector<std::uint64_t> rs(c);
+    for (int y = 0; y < h; ++y) {
+        std::fill(rs.begin(), rs.end(), 0);
+        for (std::size_t i = 0; i < row; ++i) {
+            rs[i % c] += in[y * row + i];
+            acc[i] += rs[i % c];
+            out[y * row + i] = U(acc[i]);
+        }
+    }
+    return out;
+}
+
+struct Dev {
+    void* p = nullptr;
+    explicit Dev(std::size_t n) { CK(cudaMalloc(&p, n ? n : 1)); }
+    ~Dev() { cudaFree(p); }
+    Dev(const Dev&) = delete;
+};
+
+template <class U>
+void check_case(int w, int h, int c, bool aligned, bool strips, std::mt19937& rng, const char* label = "") {
+    const std::size_t row = std::size_t(w) * c;
+    std::vector<std::uint8_t> hin(row * h);
+    for (auto& b : hin) b = std::uint8_t(rng());
+    const std::size_t in_pitch = aligned ? (row + 255) / 256 * 256 : row;
+    const std::size_t out_pitch = aligned ? (row * sizeof(U) + 255) / 256 * 256 : row * sizeof(U);
+    Dev din(in_pitch * h + 64), dout(out_pitch * h + 64);
+    std::uint8_t* in_base = static_cast<std::uint8_t*>(din.p) + (aligned ? 0 : 1);
+    CK(cudaMemcpy2D(in_base, in_pitch, hin.data(), row, row, h, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dout.p, 0xAB, out_pitch * h + 64));
+    ImageView in, out;
+    in.width = out.width = w;
+    in.channels = out.channels = c;
+    in.dtype = DType::u8;
+    out.dtype = sizeof(U) == 4 ? DType::u32 : DType::u64;
+    in.device = out.device = 0;
+    in.pitch = std::int64_t(in_pitch);
+    out.pitch = std::int64_t(out_pitch);
+    Dev carry(row * sizeof(U));
+    std::vector<int> bands;
+    if (strips) {
+        for (int y = 0; y < h;) {
+            int b = 1 + int(rng() % std::max(1, h / 2));
+            if (y + b > h) b = h - y;
+            bands.push_back(b);
+            y += b;
+        }
+    } else {
+        bands.push_back(h);
+    }
+    int y = 0;
+    for (std::size_t k = 0; k < bands.size(); ++k) {
+        ImageView bi = in, bo = out;
+        bi.height = bo.height = bands[k];
+        bi.data = in_base + std::size_t(y) * in_pitch;
+        bo.data = static_cast<char*>(dout.p) + std::size_t(y) * out_pitch;
+        const std::size_t sb = pi::integral_cuda_scratch_bytes(bi, bo);
+        Dev scratch(sb);
+        CK(cudaMemset(scratch.p, 0xCD, sb)); // nothing may rely on zeroed scratch
+        pi::integral_cuda(bi, bo, scratch.p, nullptr, k ? carry.p : nullptr, strips ? carry.p : nullptr);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        y += bands[k];
+    }
+    std::vector<U> got(row * h);
+    CK(cudaMemcpy2D(got.data(), row * sizeof(U), dout.p, out_pitch, row * sizeof(U), h, cudaMemcpyDeviceToHost));
+    const auto ref = reference<U>(hin, w, h, c, nullptr);
+    std::size_t bad = 0, first = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+        if (ref[i] != got[i] && bad++ == 0) first = i;
+    if (strips) { // the last band's carry = the last row
+        std::vector<U> last(row);
+        CK(cudaMemcpy(last.data(), carry.p, row * sizeof(U), cudaMemcpyDeviceToHost));
+        for (std::size_t i = 0; i < row; ++i) if (last[i] != ref[(h - 1) * row + i]) ++bad;
+    }
+    if (bad) {
+        ++failures;
+        std::printf("FAIL %s %dx%dx%d u%d aligned=%d strips=%zu: %zu bad, first at y=%zu x=%zu c=%zu got %llu want %llu\n",
+                    label, w, h, c, int(8 * sizeof(U)), aligned, bands.size(), bad, first / row, (first % row) / c,
+                    first % c, (unsigned long long)got[first], (unsigned long long)ref[first]);
+    }
+}
+
+static float median(std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+template <class F> float time_it(F&& f, int reps) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; ++i) f();
+    CK(cudaDeviceSynchronize());
+    std::vector<float> ts;
+    for (int i = 0; i < reps; ++i) {
+        CK(cudaEventRecord(a));
+        f();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        ts.push_back(ms);
+    }
+    CK(cudaGetLastError());
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return median(ts);
+}
+
+template <class U> void bench(int reps, std::mt19937& rng, bool ncu_mode = false) {
+    constexpr int C = 3;
+    const int w = 8192, h = 8192;
+    const std::size_t row = std::size_t(w) * C;
+    std::vector<std::uint8_t> hin(row * h);
+    for (auto& b : hin) b = std::uint8_t(rng());
+    Dev din(row * h), dout(row * h * sizeof(U));
+    CK(cudaMemcpy(din.p, hin.data(), row * h, cudaMemcpyHostToDevice));
+    ImageView in, out;
+    in.width = out.width = w;
+    in.height = out.height = h;
+    in.channels = out.channels = C;
+    in.dtype = DType::u8;
+    out.dtype = sizeof(U) == 4 ? DType::u32 : DType::u64;
+    in.device = out.device = 0;
+    in.pitch = std::int64_t(row);
+    out.pitch = std::int64_t(row * sizeof(U));
+    in.data = din.p;
+    out.data = dout.p;
+    const std::size_t floor_bytes = row * h * (1 + sizeof(U));
+    Dev cpy_a(floor_bytes / 2), cpy_b(floor_bytes / 2);
+    CK(cudaMemset(cpy_a.p, 1, floor_bytes / 2));
+    int ntx = 0, nty = 0;
+    Dev old_scratch(pi::scratch_elements<U>(in, ntx, nty) * sizeof(U));
+    Dev new_scratch(pi::lookback_scratch_bytes<U, C, 12>(in) * 3); // the largest of the variants
+    const auto ref = reference<U>(hin, w, h, C, nullptr);
+    std::vector<U> got(row * h);
+    auto verify = [&](const char* name) {
+        CK(cudaMemcpy(got.data(), dout.p, row * h * sizeof(U), cudaMemcpyDeviceToHost));
+        if (std::memcmp(got.data(), ref.data(), got.size() * sizeof(U)) != 0) {
+            ++failures;
+            std::printf("FAIL bench output of %s u%d\n", name, int(8 * sizeof(U)));
+        }
+        CK(cudaMemset(dout.p, 0xAB, row * h * sizeof(U)));
+    };
+    std::vector<const char*> names;
+    std::vector<std::function<void()>> fns;
+    auto add = [&](const char* n, std::function<void()> f) { names.push_back(n); fns.push_back(std::move(f)); };
+    add("d2d copy of floor bytes", [&] { CK(cudaMemcpyAsync(cpy_b.p, cpy_a.p, floor_bytes / 2, cudaMemcpyDeviceToDevice)); });
+    add("old reduce-then-scan", [&] { pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(old_scratch.p), nullptr, nullptr); });
+    constexpr int D = pi::lb_rows<U, C>();
+    add("lookback default (RPS 1)", [&] { pi::launch_lookback<U, C, D, 1>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("lookback default RPS 2", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("lookback TH=24 RPS 2", [&] { pi::launch_lookback<U, C, 24, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    if constexpr (sizeof(U) == 4) {
+        add("lookback default RPS 4", [&] { pi::launch_lookback<U, C, D, 4>(in, out, new_scratch.p, nullptr, nullptr); });
+        add("lookback TH=24 RPS 4", [&] { pi::launch_lookback<U, C, 24, 4>(in, out, new_scratch.p, nullptr, nullptr); });
+        add("lookback TH=20 RPS 4", [&] { pi::launch_lookback<U, C, 20, 4>(in, out, new_scratch.p, nullptr, nullptr); });
+    } else {
+        add("lookback TH=20 RPS 2", [&] { pi::launch_lookback<U, C, 20, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    }
+    if (ncu_mode) { // a few launches of two variants for the profiler
+        for (int i = 0; i < 3; ++i) fns[2](), fns[3](), fns[1]();
+        CK(cudaDeviceSynchronize());
+        return;
+    }
+    const int nv = int(fns.size());
+    std::vector<std::vector<float>> t(nv);
+    for (int round = 0; round < 3; ++round)
+        for (int i = 0; i < nv; ++i) {
+            t[i].push_back(time_it(fns[i], reps));
+            if (i) verify(names[i]);
+        }
+    std::printf("8192x8192x3 u8 -> u%d (default TH %d), floor %.3f GB; medians of %d, 3 rounds; x = / copy's first median:\n",
+                int(8 * sizeof(U)), D, floor_bytes / 1e9, reps);
+    for (int i = 0; i < nv; ++i) {
+        std::printf("  %-26s", names[i]);
+        for (float x : t[i]) std::printf(" %.4f ms (%.3fx)", x, x / t[0][0]);
+        std::printf("   [%.2f TB/s eff]\n", floor_bytes / 1e9 / t[i][0]);
+    }
+    // Where a tile's time goes: per-phase stamps of the default variant with RPS 2.
+    int ntx2 = 0;
+    const std::size_t n_tiles = pi::lookback_tiles<U, C, D>(in, ntx2);
+    Dev prof(n_tiles * 6 * 8);
+    for (int rep = 0; rep < 2; ++rep)
+        pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
+    CK(cudaDeviceSynchronize());
+    verify("profiled");
+    std::vector<std::uint64_t> st(n_tiles * 6);
+    CK(cudaMemcpy(st.data(), prof.p, st.size() * 8, cudaMemcpyDeviceToHost));
+    double sum[6] = {}, life = 0;
+    std::uint64_t t0 = ~0ull, t1 = 0;
+    for (std::size_t i = 0; i < n_tiles; ++i) {
+        for (int k = 1; k < 6; ++k) sum[k] += double(st[i * 6 + k] - st[i * 6 + k - 1]);
+        life += double(st[i * 6 + 5] - st[i * 6]);
+        t0 = std::min(t0, st[i * 6]);
+        t1 = std::max(t1, st[i * 6 + 5]);
+    }
+    std::printf("  profile (TH %d RPS 2, %zu tiles): mean us load %.2f, sums %.2f, look-backs+scan %.2f, corner %.2f,"
+                " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
+                D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
+                sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
+    // the first 6 tiles of the second-to-last tile row, as a sample
+    for (std::size_t i = n_tiles - 2 * ntx2; i < n_tiles - 2 * ntx2 + 6; ++i)
+        std::printf("    tile %zu: start %+.1f us, phases %.1f %.1f %.1f %.1f %.1f\n", i, (st[i * 6] - t0) / 1e3,
+                    (st[i * 6 + 1] - st[i * 6]) / 1e3, (st[i * 6 + 2] - st[i * 6 + 1]) / 1e3,
+                    (st[i * 6 + 3] - st[i * 6 + 2]) / 1e3, (st[i * 6 + 4] - st[i * 6 + 3]) / 1e3,
+                    (st[i * 6 + 5] - st[i * 6 + 4]) / 1e3);
+}
+
+int main(int argc, char** argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    const bool small = argc > 1 && std::strcmp(argv[1], "small") == 0;
+    if (argc > 1 && std::strcmp(argv[1], "ncu") == 0) {
+        std::mt19937 r(7);
+        bench<std::uint32_t>(1, r, true);
+        return 0;
+    }
+    std::mt19937 rng(12345);
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("device %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+    const std::pair<int, int> sizes[] = {{1, 1}, {2, 2}, {511, 1}, {512, 1}, {513, 1}, {1, 23}, {1, 24}, {1, 25},
+                                         {1, 31}, {1, 32}, {1, 33}, {511, 31}, {512, 32}, {513, 33}, {7, 9},
+                                         {513, 131}, {1024, 258}, {1023, 769}, {1537, 97}, {3000, 100}};
+    int cases = 0;
+    for (auto [w, h] : sizes)
+        for (int c = 1; c <= 4; ++c) {
+            const bool big = std::size_t(w) * h > 200000;
+            if (small && big) continue;
+            check_case<std::uint32_t>(w, h, c, true, false, rng);
+            check_case<std::uint64_t>(w, h, c, true, false, rng);
+            check_case<std::uint32_t>(w, h, c, false, false, rng, "unaligned");
+            check_case<std::uint32_t>(w, h, c, true, true, rng, "strips");
+            check_case<std::uint64_t>(w, h, c, false, true, rng, "strips unaligned");
+            cases += 5;
+        }
+    if (!small) {
+        for (int c = 1; c <= 4; ++c) {
+            check_case<std::uint32_t>(64, 70000, c, true, false, rng, "tall");
+            check_case<std::uint64_t>(70000, 3, c, true, false, rng, "wide");
+            check_case<std::uint32_t>(64, 70000, c, true, true, rng, "tall strips");
+            cases += 3;
+        }
+        check_case<std::uint32_t>(8192, 8192, 3, true, false, rng, "8192");
+        check_case<std::uint64_t>(4097, 4099, 4, true, true, rng, "4097 strips");
+        cases += 2;
+    }
+    std::printf("correctness: %d cases, %d failures\n", cases, failures);
+    if (!small) {
+        bench<std::uint32_t>(25, rng);
+        bench<std::uint64_t>(25, rng);
+    }
+    std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
+    return failures ? 1 : 0;
+}
