@@ -1,6 +1,7 @@
 // Batch runs (`pixflow run P.toml --input ... --output DIR`): input expansion, output naming,
 // failure isolation, --fail-fast, the in-flight bound and the trace. CPU only, small images.
 #include "batch/batch.hpp"
+#include "device/device.hpp"
 #include "support/op_harness.hpp"
 #include "support/paths.hpp"
 
@@ -365,6 +366,26 @@ TEST(Batch, DevicesWithoutAGpuAreIgnoredUnlessCudaWasAskedFor) {
     EXPECT_EQ(c.exit_code, 1);
     EXPECT_NE(c.err.find("backend = \"cuda\" but"), std::string::npos) << c.err;
     EXPECT_FALSE(fs::exists(t.path / "out2"));
+}
+
+// A thread of a batch builds executors for every GPU of --devices; their CUDA events must be made
+// on their own GPU (the images of the second GPU failed with "invalid resource handle" on a machine
+// with 2 H100s, 2026-11-27). Needs two GPUs: skips visibly otherwise.
+TEST(Batch, DevicesAllRunsEveryImageOnEveryGpuWithTheOneGpuBits) {
+    const int gpus = pixflow::host::cuda_device_count();
+    if (gpus < 2) GTEST_SKIP() << "needs 2 GPUs; this machine has " << gpus;
+    TempDir t;
+    for (int i = 0; i < 16; ++i) write_ppm(t.path / ("in/i" + std::to_string(i) + ".ppm"), 64 + i, 48 + 2 * i, i);
+    std::string p = blur_pipeline(t);
+    auto one = run_pixflow("run " + q(p) + " --backend cuda --devices 0 --input " + q(t / "in") + " --output " + q(t / "one"));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    auto all = run_pixflow("run " + q(p) + " --backend cuda --devices all --max-in-flight 8 --input " + q(t / "in") +
+                           " --output " + q(t / "all"));
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    for (int i = 0; i < 16; ++i) {
+        const std::string name = "i" + std::to_string(i) + ".ppm";
+        EXPECT_EQ(slurp(t / ("one/" + name)), slurp(t / ("all/" + name))) << name;
+    }
 }
 
 TEST(Batch, OptionsOfBatchRunsNeedInput) {

@@ -19,6 +19,11 @@
 #include <cstdlib>
 #include <string>
 
+// The formats the io plugin builds in (plugins/io/CMakeLists.txt defines this for the executable).
+#ifndef PIXFLOW_IO_BUILTIN_EXTS
+#define PIXFLOW_IO_BUILTIN_EXTS ".pgm .ppm .pnm .pfm .npy"
+#endif
+
 namespace pixflow::cli {
 
 #ifdef PIXFLOW_WITH_OIIO
@@ -47,7 +52,7 @@ std::string oiio_text() {
     return "on, but its module '" + path + "' cannot be loaded (" +
            (why ? std::string(why) : std::string("no entry point of module ABI ") +
                                          std::to_string(PIXFLOW_IO_OIIO_ABI_VERSION)) +
-           "); load/save formats: .pgm .ppm .pnm .pfm .npy";
+           "); load/save formats: " PIXFLOW_IO_BUILTIN_EXTS;
 }
 } // namespace
 #endif
@@ -59,7 +64,7 @@ std::string version_text() {
 #ifdef PIXFLOW_WITH_OIIO
     s += "  OpenImageIO: " + oiio_text() + "\n";
 #else
-    s += "  OpenImageIO: off; load/save formats: .pgm .ppm .pnm .pfm .npy\n";
+    s += "  OpenImageIO: off; load/save formats: " PIXFLOW_IO_BUILTIN_EXTS "\n";
 #endif
 #ifdef PIXFLOW_WITH_MPI
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};

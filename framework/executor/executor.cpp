@@ -25,8 +25,18 @@ Executor::Impl::Impl(const Graph& g_, const Plan& p_)
     timings.strip_end.resize(n);
     timings.strip_ran.resize(n);
     timings.strip_cpu.resize(n);
+    // CUDA events belong to the device current when they are made, and a batch's thread builds
+    // executors for every GPU of --devices: make them on the plan's device, or recording them on
+    // its streams fails (cudaErrorInvalidResourceHandle; seen on 2 GPUs, 2026-11-27).
+    bool device_set = false;
+    auto on_plan_device = [&] {
+        if (!device_set) set_device(p.device);
+        device_set = true;
+    };
+    if (p.n_streams > 0) on_plan_device();
     for (NodeId v : g.nodes.ids())
         if (p.on_device(v) && g.nodes[v].op) {
+            on_plan_device();
             timings.start[v] = Event(true);
             timings.end[v] = Event(true);
         }
