@@ -15,14 +15,14 @@
 # build-fuzz/ as it is: no setup, no build; for a long run on a machine with more cores).
 #
 # Targets: fuzz_pipeline (TOML text and --set overrides to a checked graph, every plugin but
-# chan_vese), fuzz_codec_{npy,pgm,ppm,pfm} (the io plugin's codecs called directly, with a write
+# chan_vese), fuzz_codec_{npy,pgm,ppm,pfm,png,jpg} (the io plugin's codecs called directly, with a write
 # and read-back round trip), fuzz_descriptor (the plugin descriptor validator).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 long=0
 if [ "${1:-}" = long ]; then long=1; shift; fi
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-all=(fuzz_pipeline fuzz_codec_npy fuzz_codec_pgm fuzz_codec_ppm fuzz_codec_pfm fuzz_descriptor)
+all=(fuzz_pipeline fuzz_codec_npy fuzz_codec_pgm fuzz_codec_ppm fuzz_codec_pfm fuzz_codec_png fuzz_codec_jpg fuzz_descriptor)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 for t in "${targets[@]}"; do

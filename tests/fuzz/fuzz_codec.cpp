@@ -7,7 +7,9 @@
 // Every input must either decode or be refused with a UserError whose message names the file;
 // anything else (another exception, an internal error, a crash, a sanitizer report, a hang) is a
 // finding. A decoded image must then survive a round trip: when the format can store it
-// (check_can_save), write_image and read it back, and the samples must be the same bytes.
+// (check_can_save), write_image and read it back, and the samples must be the same bytes (the
+// same shape for JPEG, which is lossy). .png and .jpg exercise the libpng and libjpeg codecs
+// (png.cpp, jpeg.cpp) and their error handlers, where a longjmp leaves the library.
 #include "codecs.hpp"
 
 #include <pixflow/error.hpp>
@@ -19,11 +21,13 @@
 #include <fcntl.h>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 #include <vector>
 
 namespace {
 
+constexpr bool kLossy = std::string_view(PIXFLOW_FUZZ_EXT) == ".jpg";
 std::string in_path, out_path;
 
 /// A folder on a RAM file system when there is one (the codecs read paths, not memory).
@@ -112,7 +116,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             finding("the round trip changed the shape", out_path);
         Buffer back(again);
         read_image(out_path, back.view);
-        if (back.bytes != image->bytes) finding("the round trip changed the samples", out_path);
+        // JPEG is lossy: its round trip must keep the shape and decode, not the bytes.
+        if (!kLossy && back.bytes != image->bytes) finding("the round trip changed the samples", out_path);
     } catch (const pixflow::Error& e) {
         finding("the round trip of a decoded image failed", e.what());
     }
