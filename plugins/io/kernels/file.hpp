@@ -10,8 +10,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace pixflow::io::detail {
 
@@ -120,6 +123,47 @@ FileId file_id(const std::string& path);
 /// The device and inode of `path`, or {0, 0} when there is no such file: what tells an encoder
 /// kept open between bands that its file is gone.
 std::pair<std::uint64_t, std::uint64_t> inode_of(const std::string& path);
+
+/// The encoders of files written by bands of rows (write_rows), waiting for their next band, keyed
+/// by path; shared by every codec that streams its writes (png.cpp, oiio.cpp). Encoder has `path`
+/// and the (dev, ino) of the file it opened, so that an encoder whose file is gone or replaced (a
+/// run that failed between bands removed its temporary) can be found and closed.
+template <class Encoder> class WaitingEncoders {
+  public:
+    /// The waiting encoder of `path`, or null.
+    std::unique_ptr<Encoder> take(const std::string& path) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        for (auto it = m_waiting.begin(); it != m_waiting.end(); ++it)
+            if ((*it)->path == path) {
+                std::unique_ptr<Encoder> e = std::move(*it);
+                m_waiting.erase(it);
+                return e;
+            }
+        return nullptr;
+    }
+    void keep(std::unique_ptr<Encoder> e) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_waiting.push_back(std::move(e));
+    }
+    /// The waiting encoders whose file is gone or replaced, for the caller to close (outside the
+    /// lock).
+    std::vector<std::unique_ptr<Encoder>> take_orphans() {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        std::vector<std::unique_ptr<Encoder>> orphans;
+        for (auto it = m_waiting.begin(); it != m_waiting.end();) {
+            if (inode_of((*it)->path) != std::pair{(*it)->dev, (*it)->ino}) {
+                orphans.push_back(std::move(*it));
+                it = m_waiting.erase(it);
+            } else
+                ++it;
+        }
+        return orphans;
+    }
+
+  private:
+    std::mutex m_mutex;
+    std::vector<std::unique_ptr<Encoder>> m_waiting;
+};
 
 /// Fails (the file changed since its header was read) unless `now` is `want`.
 void expect_header(const std::string& path, const Header& want, const Header& now);

@@ -478,41 +478,7 @@ struct Encoder {
 
 // inode_of: file.hpp.
 
-class Encoders {
-  public:
-    /// The waiting encoder of `path`, or null.
-    std::unique_ptr<Encoder> take(const std::string& path) {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        for (auto it = m_waiting.begin(); it != m_waiting.end(); ++it)
-            if ((*it)->path == path) {
-                std::unique_ptr<Encoder> e = std::move(*it);
-                m_waiting.erase(it);
-                return e;
-            }
-        return nullptr;
-    }
-    void keep(std::unique_ptr<Encoder> e) {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        m_waiting.push_back(std::move(e));
-    }
-    /// The waiting encoders whose file is gone or replaced, for the caller to close.
-    std::vector<std::unique_ptr<Encoder>> take_orphans() {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        std::vector<std::unique_ptr<Encoder>> orphans;
-        for (auto it = m_waiting.begin(); it != m_waiting.end();) {
-            if (inode_of((*it)->path) != std::pair{(*it)->dev, (*it)->ino}) {
-                orphans.push_back(std::move(*it));
-                it = m_waiting.erase(it);
-            } else
-                ++it;
-        }
-        return orphans;
-    }
-
-  private:
-    std::mutex m_mutex;
-    std::vector<std::unique_ptr<Encoder>> m_waiting;
-};
+using Encoders = WaitingEncoders<Encoder>;
 
 Encoders& encoders() {
     static auto* e = new Encoders; // never destroyed: OpenImageIO may be gone at exit

@@ -406,41 +406,8 @@ bool step_end(Encoder& e) {
     return true;
 }
 
-/// The encoders waiting for their next band, keyed by path.
-class Encoders {
-  public:
-    std::unique_ptr<Encoder> take(const std::string& path) {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        for (auto it = m_waiting.begin(); it != m_waiting.end(); ++it)
-            if ((*it)->path == path) {
-                std::unique_ptr<Encoder> e = std::move(*it);
-                m_waiting.erase(it);
-                return e;
-            }
-        return nullptr;
-    }
-    void keep(std::unique_ptr<Encoder> e) {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        m_waiting.push_back(std::move(e));
-    }
-    /// Closes the waiting encoders whose file is gone or replaced (a run that failed between
-    /// bands removed its temporary), so that they do not pile up.
-    void close_orphans() {
-        std::vector<std::unique_ptr<Encoder>> orphans;
-        std::lock_guard<std::mutex> lock(m_mutex);
-        for (auto it = m_waiting.begin(); it != m_waiting.end();) {
-            if (inode_of((*it)->path) != std::pair{(*it)->dev, (*it)->ino}) {
-                orphans.push_back(std::move(*it));
-                it = m_waiting.erase(it);
-            } else
-                ++it;
-        }
-    }
-
-  private:
-    std::mutex m_mutex;
-    std::vector<std::unique_ptr<Encoder>> m_waiting;
-};
+/// The encoders waiting for their next band, keyed by path (file.hpp).
+using Encoders = WaitingEncoders<Encoder>;
 
 Encoders& encoders() {
     static Encoders e;
@@ -448,7 +415,7 @@ Encoders& encoders() {
 }
 
 void png_write_rows(const std::string& path, int height, int row0, const ImageView& src) {
-    encoders().close_orphans();
+    (void)encoders().take_orphans(); // closed at the end of this statement, outside the lock
     std::unique_ptr<Encoder> e;
     if (row0 == 0) {
         (void)encoders().take(path); // a stale one of the same name (a run that failed): closed here
