@@ -6,6 +6,7 @@
 
 #include <pixflow/error.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -163,6 +164,59 @@ template <class Encoder> class WaitingEncoders {
   private:
     std::mutex m_mutex;
     std::vector<std::unique_ptr<Encoder>> m_waiting;
+};
+
+/// Row decoders kept open between bands (a PNG decodes from its top only, so the next band of a
+/// file opened again would decode every row above it; png.cpp and oiio.cpp keep one per file
+/// instead). A cursor keeps the last rows it gave, for the next band's halo: at most the band, and
+/// at most k_kept_rows or k_kept_bytes, whichever is more (a halo of 32 rows on each side at any
+/// width; 256 rows of a 65536-wide u8 image). At most k_idle_cursors wait; beyond that the oldest
+/// is handed back to be closed (cursors left by a run that failed between bands).
+constexpr int k_kept_rows = 64;
+constexpr std::size_t k_kept_bytes = std::size_t(16) << 20;
+constexpr std::size_t k_idle_cursors = 8;
+
+/// The idle cursors of the process, shared by every codec that reads by rows. Cursor has `id`
+/// (the FileId it opened), `next` (the row it gives next), `kept0` (its kept rows are [kept0,
+/// next)), `used` (for closing the oldest), and `file_path()` and `file_header()`.
+template <class Cursor> class IdleCursors {
+  public:
+    /// An idle cursor of this file (same path, FileId and header) whose kept rows reach down to
+    /// row0, the one furthest down, or null.
+    std::unique_ptr<Cursor> take(const std::string& path, const FileId& id, const Header& h, int row0) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        auto best = m_idle.end();
+        for (auto it = m_idle.begin(); it != m_idle.end(); ++it) {
+            const Cursor& c = **it;
+            const Header& ch = c.file_header();
+            if (c.file_path() != path || !(c.id == id) || ch.width != h.width || ch.height != h.height ||
+                ch.channels != h.channels || ch.dtype != h.dtype || c.kept0 > row0)
+                continue;
+            if (best == m_idle.end() || c.next > (*best)->next) best = it;
+        }
+        if (best == m_idle.end()) return nullptr;
+        std::unique_ptr<Cursor> c = std::move(*best);
+        m_idle.erase(best);
+        return c;
+    }
+    /// Keeps `c` for the next band; returns the oldest idle cursor when too many wait, for the
+    /// caller to close outside the lock, else null.
+    [[nodiscard]] std::unique_ptr<Cursor> give_back(std::unique_ptr<Cursor> c) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        c->used = ++m_clock;
+        m_idle.push_back(std::move(c));
+        if (m_idle.size() <= k_idle_cursors) return nullptr;
+        auto oldest = std::min_element(m_idle.begin(), m_idle.end(),
+                                       [](const auto& a, const auto& b) { return a->used < b->used; });
+        std::unique_ptr<Cursor> out = std::move(*oldest);
+        m_idle.erase(oldest);
+        return out;
+    }
+
+  private:
+    std::mutex m_mutex;
+    std::vector<std::unique_ptr<Cursor>> m_idle;
+    std::uint64_t m_clock = 0;
 };
 
 /// Fails (the file changed since its header was read) unless `now` is `want`.

@@ -282,13 +282,7 @@ void oiio_read_rows(const std::string& path, const Header& want, int row0, const
 // An interlaced (Adam7) PNG does not decode by rows: it is read whole (oiio_reads_rows), the
 // node's whole_reason says so.
 
-// rows a cursor keeps for the next band's halo: at most the band, and at most 64 rows or 16 MiB,
-// whichever is more (a halo of 32 rows on each side at any width; 256 rows of a 65536-wide u8 image)
-constexpr int k_kept_rows = 64;
-constexpr std::size_t k_kept_bytes = std::size_t(16) << 20;
-constexpr std::size_t k_idle_cursors = 8;
-
-// FileId, file_id: file.hpp.
+// FileId, file_id, IdleCursors and the kept rows' limits: file.hpp.
 
 struct PngCursor {
     std::string path;
@@ -300,46 +294,12 @@ struct PngCursor {
     std::vector<unsigned char> kept; ///< the last rows given (k_kept_rows or k_kept_bytes)
     int failed_at = -1;              ///< under fail_on error or none: the row the decoder gave up at
     std::uint64_t used = 0;          ///< for closing the oldest idle one
+    const std::string& file_path() const { return path; }
+    const Header& file_header() const { return header; }
 };
 
 /// The idle cursors of the process. A cursor is closed inside a StderrCapture of its caller.
-class PngCursors {
-  public:
-    /// An idle cursor of this file whose rows reach down to row0, or null.
-    std::unique_ptr<PngCursor> take(const std::string& path, const FileId& id, const Header& h, int row0) {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        auto best = m_idle.end();
-        for (auto it = m_idle.begin(); it != m_idle.end(); ++it) {
-            const PngCursor& c = **it;
-            if (c.path != path || !(c.id == id) || c.header.width != h.width || c.header.height != h.height ||
-                c.header.channels != h.channels || c.header.dtype != h.dtype || c.kept0 > row0)
-                continue;
-            if (best == m_idle.end() || c.next > (*best)->next) best = it;
-        }
-        if (best == m_idle.end()) return nullptr;
-        std::unique_ptr<PngCursor> c = std::move(*best);
-        m_idle.erase(best);
-        return c;
-    }
-    /// Keeps `c` for the next band; returns the oldest idle cursor when too many wait (to be
-    /// closed by the caller), else null.
-    std::unique_ptr<PngCursor> give_back(std::unique_ptr<PngCursor> c) {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        c->used = ++m_clock;
-        m_idle.push_back(std::move(c));
-        if (m_idle.size() <= k_idle_cursors) return nullptr;
-        auto oldest = std::min_element(m_idle.begin(), m_idle.end(),
-                                       [](const auto& a, const auto& b) { return a->used < b->used; });
-        std::unique_ptr<PngCursor> out = std::move(*oldest);
-        m_idle.erase(oldest);
-        return out;
-    }
-
-  private:
-    std::mutex m_mutex;
-    std::vector<std::unique_ptr<PngCursor>> m_idle;
-    std::uint64_t m_clock = 0;
-};
+using PngCursors = IdleCursors<PngCursor>;
 
 PngCursors& png_cursors() {
     static auto* cursors = new PngCursors; // never destroyed: OpenImageIO may be gone at exit

@@ -240,58 +240,18 @@ std::string png_whole_why(const std::string& path) {
 
 // -- by rows: cursors (see the top of the file)
 
-// rows a cursor keeps for the next band's halo: at most the band, and at most 64 rows or 16 MiB,
-// whichever is more (a halo of 32 rows on each side at any width; 256 rows of a 65536-wide u8 image)
-constexpr int k_kept_rows = 64;
-constexpr std::size_t k_kept_bytes = std::size_t(16) << 20;
-constexpr std::size_t k_idle_cursors = 8;
-
 struct Cursor {
     FileId id;
     std::unique_ptr<Decoder> d;
     int next = 0;                    ///< the row the decoder gives next
     int kept0 = 0;                   ///< kept holds rows [kept0, next)
-    std::vector<unsigned char> kept; ///< the last rows given
+    std::vector<unsigned char> kept; ///< the last rows given (k_kept_rows or k_kept_bytes: file.hpp)
     int failed_at = -1;              ///< under fail_on = none: the row the decoder gave up at
     std::uint64_t used = 0;          ///< for closing the oldest idle one
+    const std::string& file_path() const { return d->path; }
+    const Header& file_header() const { return d->header; }
 };
-
-class Cursors {
-  public:
-    /// An idle cursor of this file whose rows reach down to row0, or null.
-    std::unique_ptr<Cursor> take(const std::string& path, const FileId& id, const Header& h, int row0) {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        auto best = m_idle.end();
-        for (auto it = m_idle.begin(); it != m_idle.end(); ++it) {
-            const Cursor& c = **it;
-            const Header& ch = c.d->header;
-            if (c.d->path != path || !(c.id == id) || ch.width != h.width || ch.height != h.height ||
-                ch.channels != h.channels || ch.dtype != h.dtype || c.kept0 > row0)
-                continue;
-            if (best == m_idle.end() || c.next > (*best)->next) best = it;
-        }
-        if (best == m_idle.end()) return nullptr;
-        std::unique_ptr<Cursor> c = std::move(*best);
-        m_idle.erase(best);
-        return c;
-    }
-    /// Keeps `c` for the next band; closes the oldest idle cursor when too many wait.
-    void give_back(std::unique_ptr<Cursor> c) {
-        std::unique_ptr<Cursor> oldest; // closed after the lock is released
-        std::lock_guard<std::mutex> lock(m_mutex);
-        c->used = ++m_clock;
-        m_idle.push_back(std::move(c));
-        if (m_idle.size() <= k_idle_cursors) return;
-        auto it = std::min_element(m_idle.begin(), m_idle.end(), [](const auto& a, const auto& b) { return a->used < b->used; });
-        oldest = std::move(*it);
-        m_idle.erase(it);
-    }
-
-  private:
-    std::mutex m_mutex;
-    std::vector<std::unique_ptr<Cursor>> m_idle;
-    std::uint64_t m_clock = 0;
-};
+using Cursors = IdleCursors<Cursor>;
 
 Cursors& cursors() {
     static Cursors c;
@@ -357,7 +317,7 @@ void png_read_rows(const std::string& path, const Header& want, int row0, const 
         c->next = end;
     }
     if (end >= want.height) return; // the last band: the cursor closes here
-    cursors().give_back(std::move(c));
+    (void)cursors().give_back(std::move(c)); // the oldest idle one, if too many wait: closed here
 }
 
 // ---- writing --------------------------------------------------------------------------------
