@@ -320,6 +320,37 @@ template <int C> __host__ __device__ constexpr unsigned channel_mask(int j, int 
     return m;
 }
 
+/// One row of a tile, u8 input: adds this thread's C words `w` (4 pixels) into its column sums
+/// (`even`: bytes 0 and 2 of word j, `odd`: bytes 1 and 3, in 16-bit halves) and sums the row
+/// over the warp per channel: __dp4a of each word with the channel's byte mask, two channels
+/// packed per register (16-bit halves: a warp's sum is at most 128 * 255 < 2^16) for the shuffle
+/// reduction. Every lane gets the warp's sums; row_sum() unpacks channel c.
+template <int C>
+__device__ __forceinline__ void add_row(const std::uint32_t (&w)[C], std::uint32_t (&even)[C], std::uint32_t (&odd)[C],
+                                        std::uint32_t (&packed)[(C + 1) / 2]) {
+    constexpr int pairs = (C + 1) / 2;
+    std::uint32_t sum[2 * pairs] = {};
+#pragma unroll
+    for (int j = 0; j < C; ++j) {
+        even[j] += w[j] & 0x00FF00FFu;
+        odd[j] += (w[j] >> 8) & 0x00FF00FFu;
+#pragma unroll
+        for (int c = 0; c < C; ++c) // unrolled: the masks are constants
+            if (const unsigned m = channel_mask<C>(j, c)) sum[c] = __dp4a(w[j], m, sum[c]);
+    }
+#pragma unroll
+    for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
+#pragma unroll
+    for (int p = 0; p < pairs; ++p)
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
+}
+
+/// Channel c of add_row()'s packed warp sums.
+template <int C> __device__ __forceinline__ std::uint32_t row_sum(const std::uint32_t (&packed)[(C + 1) / 2], int c) {
+    return (packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
+}
+
 // Kernel 1 for u8 input, the common case, with half the instructions per byte of the generic
 // kernel above (which is issue-bound on u8: 129 us under ncu on an H100 for 8192 x 8192 x 3,
 // against 107 us for this one). Each thread loads its own C words (4 pixels; the warp's loads
@@ -373,26 +404,11 @@ __global__ void __launch_bounds__(block_threads, 8)
 #pragma unroll
                 for (int j = 0; j < C; ++j) w[j] = ring[slot][j];
                 if (r0 + r + fetch_depth < t.rows) fetch(t.y0 + r0 + r + fetch_depth, ring[slot]);
-                std::uint32_t sum[2 * pairs] = {};
-#pragma unroll
-                for (int j = 0; j < C; ++j) {
-                    even[j] += w[j] & 0x00FF00FFu;
-                    odd[j] += (w[j] >> 8) & 0x00FF00FFu;
-#pragma unroll
-                    for (int c = 0; c < C; ++c) // unrolled: the masks are constants
-                        if (const unsigned m = channel_mask<C>(j, c)) sum[c] = __dp4a(w[j], m, sum[c]);
-                }
                 std::uint32_t packed[pairs];
-#pragma unroll
-                for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
-#pragma unroll
-                for (int p = 0; p < pairs; ++p)
-#pragma unroll
-                    for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
+                add_row<C>(w, even, odd, packed);
                 if (lane == 0)
 #pragma unroll
-                    for (int c = 0; c < C; ++c)
-                        part[r][warp][c] = U((packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu);
+                    for (int c = 0; c < C; ++c) part[r][warp][c] = U(row_sum<C>(packed, c));
             }
         }
         write_row_sums<U, C>(part, n, d_row, in.height, t.y0 + r0);
@@ -881,25 +897,11 @@ __global__ void __launch_bounds__(lb_threads, 4)
     for (int r = 0; r < rows; ++r) {
         std::uint32_t w[C];
         load_words<C>(tile_in + r * row_bytes, w);
-        std::uint32_t sum[2 * pairs] = {};
-#pragma unroll
-        for (int j = 0; j < C; ++j) {
-            even[j] += w[j] & 0x00FF00FFu;
-            odd[j] += (w[j] >> 8) & 0x00FF00FFu;
-#pragma unroll
-            for (int c = 0; c < C; ++c)
-                if (const unsigned m = channel_mask<C>(j, c)) sum[c] = __dp4a(w[j], m, sum[c]);
-        }
         std::uint32_t packed[pairs];
-#pragma unroll
-        for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
-#pragma unroll
-        for (int p = 0; p < pairs; ++p)
-#pragma unroll
-            for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
+        add_row<C>(w, even, odd, packed);
         if (lane == 0)
 #pragma unroll
-            for (int c = 0; c < C; ++c) part[r][warp][c] = U((packed[c / 2] >> (16 * (c % 2))) & 0xFFFFu);
+            for (int c = 0; c < C; ++c) part[r][warp][c] = U(row_sum<C>(packed, c));
     }
     U colsum[K];
 #pragma unroll
