@@ -1,16 +1,18 @@
 // cv_harness.cu: standalone check and timing of chan_vese.cu's CUDA kernel against the kernel
-// before the fused reduce-barrier (chan_vese_before.cuh, a frozen copy), not part of the build.
+// before the arrival counter (chan_vese_before.cuh, a frozen copy of 47752b3's), not part of the
+// build.
 // It includes both kernel files, so it reaches the kernels in their anonymous namespaces:
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/chan_vese/test/bench/cv_harness.cu -o harness
+// (from the repository root; static cudart, so the binary runs on a machine with only a driver)
 //   ./harness          every check, then the timings (512^2, 1000^2, 4096^2 u8 shapes, tol = 0)
 //   ./harness check    the checks only
 //   ./harness small    small checks only (few blocks, few iterations: for compute-sanitizer)
 // Checks: phi (f32), mask (u8), iterations and the RMS change (its bits) of the current kernel,
-// in both sweep variants (Ahead = 2 and 1), byte for byte against the kernel before, on shapes,
+// through launch<T> and through chan_vese_cuda, byte for byte against the kernel before, on shapes,
 // random and constant images, u8/u16/f32, sizes from 1x1 to 4096x4096 (odd ones too), tol = 0
 // with 500 iterations and tol > 0 cases that stop early, the three initial level sets; outputs
 // and scratch poisoned before each run. Timings: CUDA events around the whole call (launch,
-// kernel, 16-byte read-back), medians of 9, variants interleaved, 3 rounds; per iteration =
+// kernel, 16-byte read-back), medians of 9, variants interleaved, 5 rounds; per iteration =
 // median / max_iter, and the slope (t(500) - t(50)) / 450 without the fixed start and end.
 #include "../../kernels/chan_vese.cu"
 #include "chan_vese_before.cuh"
@@ -82,8 +84,10 @@ struct Result {
     cv::Outcome out;
 };
 
-enum Variant { old_kernel = 0, new_ahead2 = 1, new_ahead1 = 2 };
-static const char* variant_name(int v) { return v == 0 ? "before" : v == 1 ? "new(ahead2)" : "new(ahead1)"; }
+// Variants: 0 the kernel before (chan_vese_before.cuh), 1 the current one through launch<T>;
+// n_variants: the current one through chan_vese_cuda, the plugin's entry, in every check.
+constexpr int old_kernel = 0, first_new = 1, n_variants = 2;
+static const char* variant_name(int v) { return v == 0 ? "before" : v == 1 ? "new" : "new(entry)"; }
 
 /// Device buffers of one case, reused by every variant.
 template <class T> struct Case {
@@ -120,14 +124,15 @@ template <class T> struct Case {
         v.channels = 1;
         v.dtype = std::is_same_v<T, float> ? DType::f32 : sizeof(T) == 2 ? DType::u16 : DType::u8;
         v.device = 0;
-        return std::max({cv::before::cuda_scratch_bytes(v), cv::cuda_scratch_bytes(v),
-                         cv::layout_for<T, 1>(v).total, cv::layout_for<T, 2>(v).total});
+        return std::max(cv::before::cuda_scratch_bytes(v), cv::cuda_scratch_bytes(v));
     }
     cv::Outcome launch(int variant, const cv::Settings& s) {
         cv::Outcome o;
-        if (variant == old_kernel) cv::before::chan_vese_cuda(in, mask, phi, s, dscratch.p, nullptr, o);
-        else if (variant == new_ahead2) cv::launch<T, 2>(in, mask, phi, s, dscratch.p, nullptr, o);
-        else cv::launch<T, 1>(in, mask, phi, s, dscratch.p, nullptr, o);
+        switch (variant) {
+        case 0: cv::before::chan_vese_cuda(in, mask, phi, s, dscratch.p, nullptr, o); break;
+        case 1: cv::launch<T>(in, mask, phi, s, dscratch.p, nullptr, o); break;
+        default: cv::chan_vese_cuda(in, mask, phi, s, dscratch.p, nullptr, o); // the plugin's entry
+        }
         CK(cudaGetLastError());
         return o;
     }
@@ -151,13 +156,16 @@ static const char* init_name(cv::Init i) {
 }
 
 template <class T>
-void check(int w, int h, Pattern pat, const cv::Settings& s, std::mt19937& rng, bool with_ahead1) {
+void check(int w, int h, Pattern pat, const cv::Settings& s, std::mt19937& rng, bool all_variants) {
     const auto host = make_image<T>(w, h, pat, rng);
     Case<T> c(w, h, host);
     const Result ref = c.run(old_kernel, s);
     bool unwritten = false;
     for (std::uint8_t m : ref.mask) unwritten |= (m != 0 && m != 255);
-    for (int v = new_ahead2; v <= (with_ahead1 ? new_ahead1 : new_ahead2); ++v) {
+    std::vector<int> vs{n_variants}; // the plugin's entry (the default choices)
+    if (all_variants)
+        for (int v = first_new; v < n_variants; ++v) vs.push_back(v);
+    for (int v : vs) {
         ++cases;
         const Result got = c.run(v, s);
         const bool same_phi = std::memcmp(ref.phi.data(), got.phi.data(), ref.phi.size() * 4) == 0;
@@ -252,10 +260,10 @@ static void timings(std::mt19937& rng) {
         s500.tol = s50.tol = 0;
         s500.max_iter = 500;
         s50.max_iter = 50;
-        float best[3][2];
-        for (int v = 0; v < 3; ++v) best[v][0] = best[v][1] = 1e30f;
-        for (int round = 0; round < 3; ++round)
-            for (int v = 0; v < 3; ++v) {
+        float best[n_variants][2];
+        for (int v = 0; v < n_variants; ++v) best[v][0] = best[v][1] = 1e30f;
+        for (int round = 0; round < 5; ++round)
+            for (int v = 0; v < n_variants; ++v) {
                 const float t500 = time_it([&] { c.launch(v, s500); }, 9);
                 const float t50 = time_it([&] { c.launch(v, s50); }, 9);
                 best[v][0] = std::min(best[v][0], t500);
@@ -263,7 +271,7 @@ static void timings(std::mt19937& rng) {
                 std::printf("%4dx%-5d %-12s %5d %10.4f %10.3f %10.4f %10.3f\n", n, n, variant_name(v), round, t500,
                             t500 * 1000 / 500, t50, (t500 - t50) * 1000 / 450);
             }
-        for (int v = 0; v < 3; ++v) {
+        for (int v = 0; v < n_variants; ++v) {
             char line[200];
             std::snprintf(line, sizeof line, "%4dx%-5d %-12s best-of-rounds median %8.4f ms = %7.3f us/it; slope %7.3f us/it",
                           n, n, variant_name(v), best[v][0], best[v][0] * 1000 / 500,
