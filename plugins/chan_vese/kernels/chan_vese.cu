@@ -50,17 +50,22 @@
 //                                                     measured before)
 // globaltimer stamps of block 0 at 1000 x 1000 (this barrier, an instrumented build): its sweep
 // 2.5 us, its block reduction and arrival 1.1 us, its wait 2.3 us (the last block arrives 5.2 us
-// into the iteration: the sweep of 2 quads per thread at L2 latency), the grid total 1.4 us (a
-// barrier, one L2 round trip for the slots, a barrier); 7.9 us in all.
+// into the iteration; the sweep's loads all come from L2, the acquire having emptied L1), the
+// grid total 1.4 us (a barrier, one L2 round trip for the slots, a barrier); 7.9 us in all. So
+// about 3 us of each iteration is the barrier and the two reductions, the rest the sweep.
 // Tried and slower (same harness, same card): every block polling all blocks' sums tagged with
-// the iteration (16-byte words, tag next to each double, as CUB's look-back does; no count and
-// no second read): 6.9 / 11.8 / 70.4 us at the three sizes, 6.3 / 10.6 / 70 with __nanosleep
-// backoff: tens of thousands of threads polling a few KB of L2 lines slowed every block's view
-// of the last store by microseconds; one leader block polling and publishing the total: 7.5 /
+// the iteration (two 16-byte words per block, each with the tag, st/ld.relaxed.gpu as CUB's
+// look-back does; no count and no second read): 6.9 / 11.8 / 70.4 us at the three sizes, 6.3 /
+// 10.6 / 70 with __nanosleep backoff (.b128 accesses instead: the same); block 0 saw the last
+// sums 4.6 us after the last block published them at 512 x 512 (stamps), against 0.7 us for
+// the count; one leader block polling and publishing the total: 7.5 /
 // 11 / 70 us; loading two quads per thread before computing either (to overlap their L2
-// latency): 64 registers then spill, 4.2 / 8.5 / 77 us. Before that, a variant where each warp
-// walks down a 128-pixel strip (phi read once, neighbours by warp shuffles, 384-thread blocks
-// to stay below 80 registers) was slower at every size: 5.3, 9.1 and 82 us per iteration.
+// latency): 64 registers then spill, 4.2 / 8.5 / 77 us; loading each thread's first quad of the
+// next sweep right after the arrival barrier, to overlap it with the grid total: spills again,
+// 4.4 / 9.0 / 74.7 us (against 3.9 / 7.7 / 66.4 without, same run). Before that, a variant
+// where each warp walks down a 128-pixel strip (phi read once, neighbours by warp shuffles,
+// 384-thread blocks to stay below 80 registers) was slower at every size: 5.3, 9.1 and 82 us
+// per iteration.
 #include "chan_vese.hpp"
 
 #include <pixflow/cuda.hpp>
