@@ -1,10 +1,11 @@
 // chan_vese.cu: CUDA kernel of chan_vese: the whole loop in one persistent cooperative kernel.
 //
 // Launched with cudaLaunchCooperativeKernel on the node's stream, with as many 512-thread blocks
-// as fit on the device at once (2 per SM at <= 64 registers; fewer for a small image), so that
-// cooperative_groups' grid.sync() can separate the phases. The work unit is a quad: 4 pixels
-// x0..x0+3 of one row. Thread g of the grid owns quads g, g + G, g + 2G, ... (G = grid threads),
-// the same ones in every phase, so a warp reads 512 consecutive bytes of a phi row (float4).
+// as fit on the device at once (2 per SM at <= 64 registers; fewer for a small image; at most
+// 512), so that every block is resident: cooperative_groups' grid.sync() separates the first
+// phases, and the loop's own barrier can spin. The work unit is a quad: 4 pixels x0..x0+3 of one
+// row. Thread g of the grid owns quads g, g + G, g + 2G, ... (G = grid threads), the same ones in
+// every phase, so a warp reads 512 consecutive bytes of a phi row (float4).
 //
 //   A. copy the input into a padded buffer of T (rows of `pitch` samples, a multiple of 32:
 //      aligned uchar4/ushort4/float4 loads), per-block min and max      -> grid.sync
@@ -15,34 +16,56 @@
 //      bit, and all leave the loop at the same iteration: the convergence test is on the
 //      device); then one fused sweep: stencil, update phi -> phi', and the sums for the next
 //      c1, c2 and the squared change, reduced per block (cub::BlockReduce: warp shuffles, then
-//      the 16 warp totals in order) into its slot                       -> grid.sync
+//      the 16 warp totals in order) into its slot               -> arrival barrier
 //   C. write phi and the mask from the final buffer; block 0 writes the outcome.
 //
-// One grid.sync per iteration: the block sums alternate between two slot arrays, since a slot
-// written in iteration k is read after sync k and written again only after sync k + 1, which
-// every block reaches after its reads. grid.sync() orders memory across the grid, so the sweep
-// reads phi' written by other blocks with ordinary loads (the rows above and below mostly hit
-// L1/L2); the slots are read with __ldcg. phi is double-buffered; per iteration the sweep reads
-// phi (4 B/pixel, the rows above and below again from cache), the input copy (sizeof(T) B) and
-// writes phi' (4 B). Sums are double; no atomics, so a run is deterministic. The math uses
-// rsqrtf and __fdividef (a few ulp), so CUDA and the CPU agree to rounding, not bit for bit
-// (where phi is locally flat the scheme amplifies f32 rounding on either backend).
+// One barrier per iteration, fused with the reduction: thread 0 of each block stores its block's
+// sums, adds 1 to an arrival count (atom.add.release.gpu) and spins (ld.acquire.gpu) until all
+// blocks of this iteration have arrived; then one __syncthreads, then thread i < grid reads
+// block i's sums (__ldcg) and the block adds them up with one more barrier (load_total: the
+// additions of cub::BlockReduce, so the bits of c1, c2 and the RMS change are those of the
+// kernel before). That is grid.sync's own protocol without its second __syncthreads, and with
+// one block reduction barrier fewer on each side of it (3 barriers per iteration instead of 6). The block sums alternate between two slot arrays (see the loop). The acquire orders
+// the sweep's ordinary loads of phi' written by other blocks (the rows above and below mostly
+// hit L1/L2). phi is double-buffered; per iteration the sweep reads phi (4 B/pixel, the rows
+// above and below again from cache), the input copy (sizeof(T) B) and writes phi' (4 B). Sums
+// are double, added in a fixed order; the only atomic is the arrival count, so a run is
+// deterministic. The math uses rsqrtf and __fdividef (a few ulp), so CUDA and the CPU agree to
+// rounding, not bit for bit (where phi is locally flat the scheme amplifies f32 rounding on
+// either backend).
 //
 // The operator reads the outcome (iterations, final RMS change) back for the run report: one
 // cudaMemcpyAsync of 16 bytes and one cudaStreamSynchronize of the node's own stream at the end
 // of the call, once per run, never per iteration.
 //
-// Measured on an H100 80GB HBM3 (pixflow bench --repeat 20, pipelines/bench/chan_vese-*.toml:
-// u8 shapes, tol = 0, 500 iterations; the median divided by 500, launch, phases A, B, C and the
-// read-back included; three sessions):
-//   512 x 512      2.06-2.08 ms  ->  4.1 us per iteration (grid.sync and the two block
-//                                     reductions dominate: the image is 1.3 MB)
-//   1000 x 1000    4.03-4.10 ms  ->  8.1 us per iteration (9 MB per sweep, all in L2)
-//   4096 x 4096   35.3-36.2 ms   -> 71 us per iteration   (151 MB per sweep at 9 B/pixel:
-//                                     2.1 TB/s, 1.4x the 52 us of the 2.9 TB/s copy bandwidth)
-// A variant where each warp walks down a 128-pixel strip (phi read once, neighbours by warp
-// shuffles, 384-thread blocks to stay below 80 registers) was slower at every size: 5.3, 9.1
-// and 82 us per iteration.
+// Measured on an H100 80GB HBM3 (test/bench/cv_harness.cu, 2026-11-27: u8 shapes, tol = 0, 500
+// iterations, the whole call timed with events, median of 9 divided by 500, min over 5 rounds;
+// the kernel before, with grid.sync, in the same run; outputs byte for byte the same):
+//                  before (grid.sync)      now
+//   512 x 512      4.11 us/iteration       3.82 us   (128 blocks; barrier and reductions
+//                                                     dominate: the image is 1.3 MB)
+//   1000 x 1000    8.19 us                 7.67 us   (264 blocks; 9 MB per sweep, all in L2)
+//   4096 x 4096   69.5 us                 66.7 us    (151 MB per sweep at 9 B/pixel: 1.28x the
+//                                                     52 us of the 2.9 TB/s copy bandwidth
+//                                                     measured before)
+// globaltimer stamps of block 0 at 1000 x 1000 (this barrier, an instrumented build): its sweep
+// 2.5 us, its block reduction and arrival 1.1 us, its wait 2.3 us (the last block arrives 5.2 us
+// into the iteration; the sweep's loads all come from L2, the acquire having emptied L1), the
+// grid total 1.4 us (a barrier, one L2 round trip for the slots, a barrier); 7.9 us in all. So
+// about 3 us of each iteration is the barrier and the two reductions, the rest the sweep.
+// Tried and slower (same harness, same card): every block polling all blocks' sums tagged with
+// the iteration (two 16-byte words per block, each with the tag, st/ld.relaxed.gpu as CUB's
+// look-back does; no count and no second read): 6.9 / 11.8 / 70.4 us at the three sizes, 6.3 /
+// 10.6 / 70 with __nanosleep backoff (.b128 accesses instead: the same); block 0 saw the last
+// sums 4.6 us after the last block published them at 512 x 512 (stamps), against 0.7 us for
+// the count; one leader block polling and publishing the total: 7.5 /
+// 11 / 70 us; loading two quads per thread before computing either (to overlap their L2
+// latency): 64 registers then spill, 4.2 / 8.5 / 77 us; loading each thread's first quad of the
+// next sweep right after the arrival barrier, to overlap it with the grid total: spills again,
+// 4.4 / 9.0 / 74.7 us (against 3.9 / 7.7 / 66.4 without, same run). Before that, a variant
+// where each warp walks down a 128-pixel strip (phi read once, neighbours by warp shuffles,
+// 384-thread blocks to stay below 80 registers) was slower at every size: 5.3, 9.1 and 82 us
+// per iteration.
 #include "chan_vese.hpp"
 
 #include <pixflow/cuda.hpp>
@@ -85,11 +108,13 @@ template <class T> struct Args {
     ImageView in, mask, phi_out;
     float* phi[2];    // [height][pitch]
     T* img;           // [height][pitch]
-    Sums* parts;      // [2][grid]
+    Sums* parts;      // [3][grid]: phase B's block sums, then the loop's by the parity of the iteration
+    unsigned* arrived; // blocks arrived in the loop, over all iterations (wraps)
     float2* minmax;   // [grid]
     Outcome* outcome; // device
     int width, height, quads_per_row, pitch;
     long long quads;
+    int step_rows, step_quads; // the grid's stride in quads (gridDim.x * threads), as rows + quads
     float mu, dt, lambda1, lambda2;
     double tol;
     int max_iter;
@@ -138,6 +163,34 @@ __device__ Sums grid_total(const Sums* parts, int n, BlockShared<Sums>& sh) {
         v.sq += __ldcg(&parts[i].sq);
     }
     return block_reduce(v, AddSums{}, sh);
+}
+
+/// The shared memory of the loop's grid total: the warps' totals.
+struct TotalShared {
+    typename cub::WarpReduce<Sums>::TempStorage tmp[threads / 32];
+    Sums warp[threads / 32];
+};
+
+/// grid_total with one barrier instead of two, the same additions, so the same bits: thread i < n
+/// reads block i's slot, each warp adds its 32 with cub::WarpReduce (the shuffle tree of
+/// cub::BlockReduce's warp reductions), and every thread adds the warps' totals in warp order
+/// itself (cub::BlockReduce has thread 0 do it, then a second barrier to broadcast). The warps
+/// past slot n hold only zeros and are skipped: x + 0 = x, and no sum is -0 (each starts at +0).
+/// n <= threads (layout_for). The slots were written by other blocks before the arrival that
+/// the caller has waited for; read through L2 (__ldcg).
+__device__ __forceinline__ Sums load_total(const Sums* parts, int n, TotalShared& sh) {
+    const int warp = threadIdx.x / 32, warps = (n + 31) / 32;
+    if (warp < warps) {
+        Sums v{0, 0, 0};
+        if (int(threadIdx.x) < n)
+            v = {__ldcg(&parts[threadIdx.x].in), __ldcg(&parts[threadIdx.x].count), __ldcg(&parts[threadIdx.x].sq)};
+        v = cub::WarpReduce<Sums>(sh.tmp[warp]).Reduce(v, AddSums{});
+        if (threadIdx.x % 32 == 0) sh.warp[warp] = v;
+    }
+    __syncthreads();
+    Sums t = sh.warp[0];
+    for (int i = 1; i < warps; ++i) t = AddSums{}(t, sh.warp[i]);
+    return t;
 }
 
 __device__ __forceinline__ void to_floats(uchar4 q, float v[4]) {
@@ -207,6 +260,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
     cg::grid_group grid = cg::this_grid();
     __shared__ BlockShared<Sums> s_sums;
     __shared__ BlockShared<float2> s_mm;
+    __shared__ TotalShared s_total;
     const long long first = (long long)blockIdx.x * threads + threadIdx.x;
     const long long step = (long long)gridDim.x * threads;
     const int w = a.width, h = a.height, pitch = a.pitch;
@@ -231,6 +285,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
     }
     mm = block_reduce(mm, MinMax{}, s_mm);
     if (threadIdx.x == 0) a.minmax[blockIdx.x] = mm;
+    if (blockIdx.x == 0 && threadIdx.x == 0) *a.arrived = 0; // read only after two grid.syncs
     grid.sync();
 
     // B. normalisation, phi0 and the sums for the first c1, c2.
@@ -271,6 +326,10 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
     const double n = double(w) * double(h), sum_all = t.sq;
     int it = 0, cur = 0;
     double rms = 0;
+    // This thread's first quad as (row, quad in the row); the grid's stride is step_rows rows
+    // plus step_quads quads (no 64-bit division per quad).
+    const int y_first = int(first / a.quads_per_row);
+    const int xq_first = int(first - (long long)y_first * a.quads_per_row);
     for (;;) {
         const Step st{a.mu, a.dt, a.mu * a.dt, a.lambda1, a.lambda2,
                       float(t.count > 0 ? t.in / t.count : 0.0),
@@ -278,10 +337,10 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
                       offset};
         const float* src = a.phi[cur];
         float* dst = a.phi[cur ^ 1];
-        Sums* slot = a.parts + std::size_t((it + 1) & 1) * gridDim.x;
         Acc acc_t;
+        int y = y_first, xq = xq_first;
         for (long long q = first; q < a.quads; q += step) {
-            const int y = int(q / a.quads_per_row), x0 = int(q - (long long)y * a.quads_per_row) * 4;
+            const int x0 = xq * 4;
             const float* mid = src + std::size_t(y) * pitch;
             const float* up = src + std::size_t(y > 0 ? y - 1 : 0) * pitch;
             const float* down = src + std::size_t(y + 1 < h ? y + 1 : h - 1) * pitch;
@@ -294,11 +353,31 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
             to_floats(*reinterpret_cast<const Q*>(a.img + std::size_t(y) * pitch + x0), v);
             *reinterpret_cast<float4*>(dst + std::size_t(y) * pitch + x0) =
                 update_quad(c4, u4, d4, left, right, v, x0, w, st, acc_t);
+            y += a.step_rows;
+            xq += a.step_quads;
+            if (xq >= a.quads_per_row) xq -= a.quads_per_row, ++y;
         }
-        acc = block_reduce(Sums{acc_t.in, double(acc_t.count), acc_t.sq}, AddSums{}, s_sums);
-        if (threadIdx.x == 0) slot[blockIdx.x] = acc;
-        grid.sync();
-        t = grid_total(slot, gridDim.x, s_sums);
+        // The block's sums into its slot of this iteration's parity, then the arrival: a slot
+        // written in iteration k is read once every block has arrived in k, and written again in
+        // k + 2, after its writer saw every block arrive in k + 1, which each does after its
+        // reads of k. The release (after the barrier inside Reduce) publishes the block's phi'
+        // and slot; the acquire of the last arrival, then the barrier, make every block's
+        // visible to this one (cooperative_groups' grid.sync does the same, with one more
+        // barrier and a separate slot reduction).
+        const Sums b = cub::BlockReduce<Sums, threads>(s_sums.tmp)
+                           .Reduce(Sums{acc_t.in, double(acc_t.count), acc_t.sq}, AddSums{});
+        Sums* slot = a.parts + std::size_t(1 + (it & 1)) * gridDim.x;
+        if (threadIdx.x == 0) {
+            slot[blockIdx.x] = b;
+            const unsigned target = unsigned(it + 1) * gridDim.x; // wraps, as the count does
+            unsigned seen;
+            asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(seen) : "l"(a.arrived) : "memory");
+            ++seen;
+            while (int(seen - target) < 0) // blocks already in k + 1 may have added too
+                asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(seen) : "l"(a.arrived) : "memory");
+        }
+        __syncthreads();
+        t = load_total(slot, gridDim.x, s_total);
         ++it;
         cur ^= 1;
         rms = sqrt(t.sq / n);
@@ -346,12 +425,14 @@ template <class T> Layout layout_for(const ImageView& in) {
                                                                      threads, 0));
     PIXFLOW_INTERNAL_CHECK(per_sm >= 1, "chan_vese: the CUDA kernel does not fit on an SM");
     const long long wanted = std::max<long long>(1, (l.quads + threads - 1) / threads);
-    l.grid = int(std::min<long long>(wanted, (long long)per_sm * sms));
+    // At most one block per thread of a block: load_total gives each block's slot a thread
+    // (264 blocks on an H100).
+    l.grid = int(std::min<long long>({wanted, (long long)per_sm * sms, (long long)threads}));
     l.phi_bytes = align_up(std::size_t(l.pitch) * in.height * sizeof(float), 256);
     l.img_bytes = align_up(std::size_t(l.pitch) * in.height * sizeof(T), 256);
-    l.parts_bytes = align_up(2 * std::size_t(l.grid) * sizeof(Sums), 256);
+    l.parts_bytes = align_up(3 * std::size_t(l.grid) * sizeof(Sums), 256);
     l.minmax_bytes = align_up(std::size_t(l.grid) * sizeof(float2), 256);
-    l.total = 2 * l.phi_bytes + l.img_bytes + l.parts_bytes + l.minmax_bytes + 256;
+    l.total = 2 * l.phi_bytes + l.img_bytes + l.parts_bytes + l.minmax_bytes + 256 + 256;
     return l;
 }
 
@@ -371,11 +452,15 @@ void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, co
     a.minmax = reinterpret_cast<float2*>(p + 2 * l.phi_bytes + l.img_bytes + l.parts_bytes);
     a.outcome = reinterpret_cast<Outcome*>(p + 2 * l.phi_bytes + l.img_bytes + l.parts_bytes +
                                            l.minmax_bytes);
+    a.arrived = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(a.outcome) + 256);
     a.width = l.width;
     a.height = l.height;
     a.quads_per_row = l.quads_per_row;
     a.pitch = l.pitch;
     a.quads = l.quads;
+    const long long stride = (long long)l.grid * threads;
+    a.step_rows = int(stride / l.quads_per_row);
+    a.step_quads = int(stride % l.quads_per_row);
     a.mu = float(s.mu);
     a.dt = float(s.dt);
     a.lambda1 = float(s.lambda1);

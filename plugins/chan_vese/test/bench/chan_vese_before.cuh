@@ -1,0 +1,418 @@
+// chan_vese_before.cuh: a frozen copy of kernels/chan_vese.cu as of commit 47752b3 (one grid.sync
+// per iteration), in namespace pixflow::chan_vese::before, for cv_harness.cu to compare and time
+// against the current kernel in one run. Not part of the build.
+// chan_vese.cu: CUDA kernel of chan_vese: the whole loop in one persistent cooperative kernel.
+//
+// Launched with cudaLaunchCooperativeKernel on the node's stream, with as many 512-thread blocks
+// as fit on the device at once (2 per SM at <= 64 registers; fewer for a small image), so that
+// cooperative_groups' grid.sync() can separate the phases. The work unit is a quad: 4 pixels
+// x0..x0+3 of one row. Thread g of the grid owns quads g, g + G, g + 2G, ... (G = grid threads),
+// the same ones in every phase, so a warp reads 512 consecutive bytes of a phi row (float4).
+//
+//   A. copy the input into a padded buffer of T (rows of `pitch` samples, a multiple of 32:
+//      aligned uchar4/ushort4/float4 loads), per-block min and max      -> grid.sync
+//   B. every block reduces the min/max slots (normalisation), writes phi0 and adds up, per
+//      block, the I and the count where phi0 > 0 and I over all pixels  -> grid.sync
+//   loop: every block adds up the block sums of the previous pass in block order (the same
+//      additions in every block, so every block gets the same c1, c2 and RMS change, bit for
+//      bit, and all leave the loop at the same iteration: the convergence test is on the
+//      device); then one fused sweep: stencil, update phi -> phi', and the sums for the next
+//      c1, c2 and the squared change, reduced per block (cub::BlockReduce: warp shuffles, then
+//      the 16 warp totals in order) into its slot                       -> grid.sync
+//   C. write phi and the mask from the final buffer; block 0 writes the outcome.
+//
+// One grid.sync per iteration: the block sums alternate between two slot arrays, since a slot
+// written in iteration k is read after sync k and written again only after sync k + 1, which
+// every block reaches after its reads. grid.sync() orders memory across the grid, so the sweep
+// reads phi' written by other blocks with ordinary loads (the rows above and below mostly hit
+// L1/L2); the slots are read with __ldcg. phi is double-buffered; per iteration the sweep reads
+// phi (4 B/pixel, the rows above and below again from cache), the input copy (sizeof(T) B) and
+// writes phi' (4 B). Sums are double; no atomics, so a run is deterministic. The math uses
+// rsqrtf and __fdividef (a few ulp), so CUDA and the CPU agree to rounding, not bit for bit
+// (where phi is locally flat the scheme amplifies f32 rounding on either backend).
+//
+// The operator reads the outcome (iterations, final RMS change) back for the run report: one
+// cudaMemcpyAsync of 16 bytes and one cudaStreamSynchronize of the node's own stream at the end
+// of the call, once per run, never per iteration.
+//
+// Measured on an H100 80GB HBM3 (pixflow bench --repeat 20, pipelines/bench/chan_vese-*.toml:
+// u8 shapes, tol = 0, 500 iterations; the median divided by 500, launch, phases A, B, C and the
+// read-back included; three sessions):
+//   512 x 512      2.06-2.08 ms  ->  4.1 us per iteration (grid.sync and the two block
+//                                     reductions dominate: the image is 1.3 MB)
+//   1000 x 1000    4.03-4.10 ms  ->  8.1 us per iteration (9 MB per sweep, all in L2)
+//   4096 x 4096   35.3-36.2 ms   -> 71 us per iteration   (151 MB per sweep at 9 B/pixel:
+//                                     2.1 TB/s, 1.4x the 52 us of the 2.9 TB/s copy bandwidth)
+// A variant where each warp walks down a 128-pixel strip (phi read once, neighbours by warp
+// shuffles, 384-thread blocks to stay below 80 registers) was slower at every size: 5.3, 9.1
+// and 82 us per iteration.
+#include "../../kernels/chan_vese.hpp"
+
+#include <pixflow/cuda.hpp>
+#include <pixflow/dispatch.hpp>
+
+#include <cooperative_groups.h>
+#include <cub/block/block_reduce.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace cg = cooperative_groups;
+
+namespace pixflow::chan_vese::before {
+namespace {
+
+constexpr int threads = 512;
+
+/// One block's sums: I where phi > 0, the pixel count there, and (phi' - phi)^2 (in the first
+/// pass: I over all pixels).
+struct Sums {
+    double in, count, sq;
+};
+
+template <class T> struct Quad;
+template <> struct Quad<std::uint8_t> { using type = uchar4; };
+template <> struct Quad<std::uint16_t> { using type = ushort4; };
+template <> struct Quad<float> { using type = float4; };
+
+/// Sizes and offsets of the scratch regions, from the image and the device.
+struct Layout {
+    int width = 0, height = 0, quads_per_row = 0, pitch = 0; // pitch: samples per padded row
+    long long quads = 0;
+    int grid = 0;
+    std::size_t phi_bytes = 0, img_bytes = 0, parts_bytes = 0, minmax_bytes = 0, total = 0;
+};
+
+template <class T> struct Args {
+    ImageView in, mask, phi_out;
+    float* phi[2];    // [height][pitch]
+    T* img;           // [height][pitch]
+    Sums* parts;      // [2][grid]
+    float2* minmax;   // [grid]
+    Outcome* outcome; // device
+    int width, height, quads_per_row, pitch;
+    long long quads;
+    float mu, dt, lambda1, lambda2;
+    double tol;
+    int max_iter;
+    Init init;
+};
+
+/// Adds two blocks' (or threads') sums, field by field.
+struct AddSums {
+    __device__ __forceinline__ Sums operator()(const Sums& a, const Sums& b) const {
+        return {a.in + b.in, a.count + b.count, a.sq + b.sq};
+    }
+};
+
+/// The smaller x and the larger y (NaNs skipped, as fminf and fmaxf do).
+struct MinMax {
+    __device__ __forceinline__ float2 operator()(const float2& a, const float2& b) const {
+        return make_float2(fminf(a.x, b.x), fmaxf(a.y, b.y));
+    }
+};
+
+/// The shared memory of a block reduction: CUB's temporary storage and the slot that hands the
+/// result to every thread.
+template <class T> struct BlockShared {
+    typename cub::BlockReduce<T, threads>::TempStorage tmp;
+    T result;
+};
+
+/// `op` over the block, in a fixed order (cub::BlockReduce's warp reductions, then the warps'
+/// totals in warp order), so every block that reduces the same values gets the same bits; every
+/// thread gets the result. No trailing barrier is needed: `result` is written again only after
+/// the barrier inside the next reduction, which every thread reaches after reading it.
+template <class T, class Op> __device__ __forceinline__ T block_reduce(T v, Op op, BlockShared<T>& sh) {
+    const T r = cub::BlockReduce<T, threads>(sh.tmp).Reduce(v, op);
+    if (threadIdx.x == 0) sh.result = r;
+    __syncthreads();
+    return sh.result;
+}
+
+/// Sum of the n block slots, added in the same order by every block. The slots were written by
+/// other blocks before the last grid.sync; read through L2 (__ldcg).
+__device__ Sums grid_total(const Sums* parts, int n, BlockShared<Sums>& sh) {
+    Sums v{0, 0, 0};
+    for (int i = threadIdx.x; i < n; i += threads) {
+        v.in += __ldcg(&parts[i].in);
+        v.count += __ldcg(&parts[i].count);
+        v.sq += __ldcg(&parts[i].sq);
+    }
+    return block_reduce(v, AddSums{}, sh);
+}
+
+__device__ __forceinline__ void to_floats(uchar4 q, float v[4]) {
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void to_floats(ushort4 q, float v[4]) {
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void to_floats(float4 q, float v[4]) {
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+
+/// The constants of one iteration's update.
+struct Step {
+    float mu, dt, mu_dt, lambda1, lambda2, c1, c2, scale, offset;
+};
+
+/// One thread's running sums over its pixels.
+struct Acc {
+    double in = 0, sq = 0;
+    int count = 0;
+};
+
+/// phi' of the quad x0..x0+3 of one row: its phi `c`, the rows above (`u`) and below (`d`),
+/// the pixels left of x0 and right of x0 + 3, the input samples `v`; adds to the sums. Lanes
+/// at x >= w (the padding of the last quad) give 0 and add nothing.
+__device__ __forceinline__ float4 update_quad(float4 c, float4 u4, float4 d4, float left,
+                                              float right, const float v[4], int x0, int w,
+                                              const Step& st, Acc& acc) {
+    const float eta = 1e-16f;
+    const float p[4] = {c.x, c.y, c.z, c.w};
+    const float u[4] = {u4.x, u4.y, u4.z, u4.w};
+    const float d[4] = {d4.x, d4.y, d4.z, d4.w};
+    float o[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int x = x0 + k;
+        const float l = k == 0 ? left : p[k - 1];
+        const float r = x + 1 < w ? (k == 3 ? right : p[k + 1]) : p[k];
+        const float xp = r - p[k], xn = p[k] - l, xc = (r - l) * 0.5f;
+        const float yp = d[k] - p[k], yn = p[k] - u[k], yc = (d[k] - u[k]) * 0.5f;
+        const float k1 = rsqrtf(eta + xp * xp + yc * yc);
+        const float k2 = rsqrtf(eta + xn * xn + yc * yc);
+        const float k3 = rsqrtf(eta + xc * xc + yp * yp);
+        const float k4 = rsqrtf(eta + xc * xc + yn * yn);
+        const float curv = r * k1 + l * k2 + d[k] * k3 + u[k] * k4;
+        const float i = v[k] * st.scale + st.offset;
+        const float da = i - st.c1, db = i - st.c2;
+        const float data = st.lambda2 * (db * db) - st.lambda1 * (da * da);
+        const float q = 1.0f + p[k] * p[k]; // 1 / delta
+        const float np = __fdividef(p[k] * q + st.dt * (st.mu * curv + data),
+                                    q + st.mu_dt * (k1 + k2 + k3 + k4));
+        o[k] = 0.0f;
+        if (x < w) {
+            o[k] = np;
+            const float diff = np - p[k];
+            acc.sq += double(diff * diff);
+            if (np > 0.0f) acc.in += double(i), ++acc.count;
+        }
+    }
+    return make_float4(o[0], o[1], o[2], o[3]);
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) {
+    using Q = typename Quad<T>::type;
+    cg::grid_group grid = cg::this_grid();
+    __shared__ BlockShared<Sums> s_sums;
+    __shared__ BlockShared<float2> s_mm;
+    const long long first = (long long)blockIdx.x * threads + threadIdx.x;
+    const long long step = (long long)gridDim.x * threads;
+    const int w = a.width, h = a.height, pitch = a.pitch;
+
+    // A. padded copy of the input, min and max.
+    float2 mm = make_float2(INFINITY, -INFINITY);
+    for (long long q = first; q < a.quads; q += step) {
+        const int y = int(q / a.quads_per_row), x0 = int(q - (long long)y * a.quads_per_row) * 4;
+        const T* src = a.in.template row<T>(y);
+        T v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            v[k] = x0 + k < w ? src[x0 + k] : T(0);
+            if (x0 + k < w) {
+                mm.x = fminf(mm.x, float(v[k]));
+                mm.y = fmaxf(mm.y, float(v[k]));
+            }
+        }
+        Q out;
+        out.x = v[0], out.y = v[1], out.z = v[2], out.w = v[3];
+        *reinterpret_cast<Q*>(a.img + std::size_t(y) * pitch + x0) = out;
+    }
+    mm = block_reduce(mm, MinMax{}, s_mm);
+    if (threadIdx.x == 0) a.minmax[blockIdx.x] = mm;
+    grid.sync();
+
+    // B. normalisation, phi0 and the sums for the first c1, c2.
+    mm = make_float2(INFINITY, -INFINITY);
+    for (int i = threadIdx.x; i < gridDim.x; i += threads) {
+        const float2 b = __ldcg(&a.minmax[i]);
+        mm.x = fminf(mm.x, b.x);
+        mm.y = fmaxf(mm.y, b.y);
+    }
+    mm = block_reduce(mm, MinMax{}, s_mm);
+    const double range = double(mm.y) - double(mm.x);
+    const float scale = float(range != 0 ? 1.0 / range : 1.0);
+    const float offset = float(-double(mm.x)) * scale;
+
+    Sums acc{0, 0, 0};
+    for (long long q = first; q < a.quads; q += step) {
+        const int y = int(q / a.quads_per_row), x0 = int(q - (long long)y * a.quads_per_row) * 4;
+        float v[4], p[4];
+        to_floats(*reinterpret_cast<const Q*>(a.img + std::size_t(y) * pitch + x0), v);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            p[k] = 0.0f;
+            if (x0 + k < w) {
+                p[k] = float(initial_phi(a.init, x0 + k, y, w, h));
+                const float i = v[k] * scale + offset;
+                if (p[k] > 0.0f) acc.in += i, acc.count += 1;
+                acc.sq += i;
+            }
+        }
+        *reinterpret_cast<float4*>(a.phi[0] + std::size_t(y) * pitch + x0) =
+            make_float4(p[0], p[1], p[2], p[3]);
+    }
+    acc = block_reduce(acc, AddSums{}, s_sums);
+    if (threadIdx.x == 0) a.parts[blockIdx.x] = acc;
+    grid.sync();
+
+    Sums t = grid_total(a.parts, gridDim.x, s_sums);
+    const double n = double(w) * double(h), sum_all = t.sq;
+    int it = 0, cur = 0;
+    double rms = 0;
+    for (;;) {
+        const Step st{a.mu, a.dt, a.mu * a.dt, a.lambda1, a.lambda2,
+                      float(t.count > 0 ? t.in / t.count : 0.0),
+                      float(n - t.count > 0 ? (sum_all - t.in) / (n - t.count) : 0.0), scale,
+                      offset};
+        const float* src = a.phi[cur];
+        float* dst = a.phi[cur ^ 1];
+        Sums* slot = a.parts + std::size_t((it + 1) & 1) * gridDim.x;
+        Acc acc_t;
+        for (long long q = first; q < a.quads; q += step) {
+            const int y = int(q / a.quads_per_row), x0 = int(q - (long long)y * a.quads_per_row) * 4;
+            const float* mid = src + std::size_t(y) * pitch;
+            const float* up = src + std::size_t(y > 0 ? y - 1 : 0) * pitch;
+            const float* down = src + std::size_t(y + 1 < h ? y + 1 : h - 1) * pitch;
+            const float4 c4 = *reinterpret_cast<const float4*>(mid + x0);
+            const float4 u4 = *reinterpret_cast<const float4*>(up + x0);
+            const float4 d4 = *reinterpret_cast<const float4*>(down + x0);
+            const float left = mid[x0 > 0 ? x0 - 1 : 0];
+            const float right = mid[x0 + 4 < w ? x0 + 4 : w - 1];
+            float v[4];
+            to_floats(*reinterpret_cast<const Q*>(a.img + std::size_t(y) * pitch + x0), v);
+            *reinterpret_cast<float4*>(dst + std::size_t(y) * pitch + x0) =
+                update_quad(c4, u4, d4, left, right, v, x0, w, st, acc_t);
+        }
+        acc = block_reduce(Sums{acc_t.in, double(acc_t.count), acc_t.sq}, AddSums{}, s_sums);
+        if (threadIdx.x == 0) slot[blockIdx.x] = acc;
+        grid.sync();
+        t = grid_total(slot, gridDim.x, s_sums);
+        ++it;
+        cur ^= 1;
+        rms = sqrt(t.sq / n);
+        if (!(rms > a.tol) || it >= a.max_iter) break; // the same decision in every block
+    }
+
+    // C. outputs.
+    const float* fin = a.phi[cur];
+    for (long long q = first; q < a.quads; q += step) {
+        const int y = int(q / a.quads_per_row), x0 = int(q - (long long)y * a.quads_per_row) * 4;
+        const float4 f = *reinterpret_cast<const float4*>(fin + std::size_t(y) * pitch + x0);
+        const float p[4] = {f.x, f.y, f.z, f.w};
+        float* po = a.phi_out.template row<float>(y);
+        std::uint8_t* mo = a.mask.template row<std::uint8_t>(y);
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+            if (x0 + k < w) {
+                po[x0 + k] = p[k];
+                mo[x0 + k] = p[k] > 0.0f ? 255 : 0;
+            }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        a.outcome->iterations = it;
+        a.outcome->rms_change = rms;
+    }
+}
+
+constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
+
+template <class T> Layout layout_for(const ImageView& in) {
+    Layout l;
+    l.width = in.width;
+    l.height = in.height;
+    l.quads_per_row = (in.width + 3) / 4;
+    l.pitch = int(align_up(std::size_t(l.quads_per_row) * 4, 32)); // 128-byte phi rows
+    l.quads = (long long)l.quads_per_row * in.height;
+    int sms = 0, per_sm = 0, coop = 0;
+    PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, in.device));
+    if (!coop)
+        throw UserError("chan_vese: CUDA device " + std::to_string(in.device) +
+                            " does not support cooperative launches; run this node on the CPU",
+                        PF_ERR_UNSUPPORTED);
+    PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, in.device));
+    PIXFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chan_vese_kernel<T>,
+                                                                     threads, 0));
+    PIXFLOW_INTERNAL_CHECK(per_sm >= 1, "chan_vese: the CUDA kernel does not fit on an SM");
+    const long long wanted = std::max<long long>(1, (l.quads + threads - 1) / threads);
+    l.grid = int(std::min<long long>(wanted, (long long)per_sm * sms));
+    l.phi_bytes = align_up(std::size_t(l.pitch) * in.height * sizeof(float), 256);
+    l.img_bytes = align_up(std::size_t(l.pitch) * in.height * sizeof(T), 256);
+    l.parts_bytes = align_up(2 * std::size_t(l.grid) * sizeof(Sums), 256);
+    l.minmax_bytes = align_up(std::size_t(l.grid) * sizeof(float2), 256);
+    l.total = 2 * l.phi_bytes + l.img_bytes + l.parts_bytes + l.minmax_bytes + 256;
+    return l;
+}
+
+template <class T>
+void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s,
+            void* scratch, cudaStream_t stream, Outcome& outcome) {
+    const Layout l = layout_for<T>(in);
+    char* p = static_cast<char*>(scratch);
+    Args<T> a;
+    a.in = in;
+    a.mask = mask;
+    a.phi_out = phi;
+    a.phi[0] = reinterpret_cast<float*>(p);
+    a.phi[1] = reinterpret_cast<float*>(p + l.phi_bytes);
+    a.img = reinterpret_cast<T*>(p + 2 * l.phi_bytes);
+    a.parts = reinterpret_cast<Sums*>(p + 2 * l.phi_bytes + l.img_bytes);
+    a.minmax = reinterpret_cast<float2*>(p + 2 * l.phi_bytes + l.img_bytes + l.parts_bytes);
+    a.outcome = reinterpret_cast<Outcome*>(p + 2 * l.phi_bytes + l.img_bytes + l.parts_bytes +
+                                           l.minmax_bytes);
+    a.width = l.width;
+    a.height = l.height;
+    a.quads_per_row = l.quads_per_row;
+    a.pitch = l.pitch;
+    a.quads = l.quads;
+    a.mu = float(s.mu);
+    a.dt = float(s.dt);
+    a.lambda1 = float(s.lambda1);
+    a.lambda2 = float(s.lambda2);
+    a.tol = s.tol;
+    a.max_iter = s.max_iter;
+    a.init = s.init;
+    void* args[] = {&a};
+    PIXFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(chan_vese_kernel<T>),
+                                                   dim3(unsigned(l.grid)), dim3(threads), args, 0,
+                                                   stream));
+    PIXFLOW_CUDA_CHECK_LAUNCH();
+    // The run report needs the outcome on the host: copy 16 bytes and wait for this node's
+    // stream, once per run (the loop itself never returns to the host).
+    Outcome h;
+    PIXFLOW_CUDA_CHECK(cudaMemcpyAsync(&h, a.outcome, sizeof h, cudaMemcpyDeviceToHost, stream));
+    PIXFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    outcome = h;
+}
+
+} // namespace
+
+std::size_t cuda_scratch_bytes(const ImageView& in) {
+    if (in.width <= 0 || in.height <= 0) return 0;
+    return visit_dtype<DType::u8, DType::u16, DType::f32>("chan_vese", in.dtype,
+                                                        [&](auto tag) { return layout_for<decltype(tag)>(in).total; });
+}
+
+void chan_vese_cuda(const ImageView& in, const ImageView& mask, const ImageView& phi,
+                    const Settings& s, void* scratch, void* stream, Outcome& outcome) {
+    if (in.width <= 0 || in.height <= 0) return;
+    visit_dtype<DType::u8, DType::u16, DType::f32>("chan_vese", in.dtype, [&](auto tag) {
+        launch<decltype(tag)>(in, mask, phi, s, scratch, cuda::stream_of(stream), outcome);
+    });
+}
+
+} // namespace pixflow::chan_vese::before
