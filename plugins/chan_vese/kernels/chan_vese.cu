@@ -20,7 +20,7 @@
 //   C. write phi and the mask from the final buffer; block 0 writes the outcome.
 //
 // One barrier per iteration, fused with the reduction: thread 0 of each block stores its block's
-// sums, adds 1 to an arrival count (atom.add.release.gpu) and spins (ld.acquire.gpu) until all
+// sums, adds 1 to an arrival count (atom.add.acq_rel.gpu) and spins (ld.acquire.gpu) until all
 // blocks of this iteration have arrived; then one __syncthreads, then thread i < grid reads
 // block i's sums (__ldcg) and the block adds them up with one more barrier (load_total: the
 // additions of cub::BlockReduce, so the bits of c1, c2 and the RMS change are those of the
@@ -371,7 +371,10 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
             slot[blockIdx.x] = b;
             const unsigned target = unsigned(it + 1) * gridDim.x; // wraps, as the count does
             unsigned seen;
-            asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(seen) : "l"(a.arrived) : "memory");
+            // acq_rel, not release: the last block to arrive reads no flag after its add, so its
+            // add is its acquire (without it that block's L1 could keep phi' lines of two
+            // iterations ago, when this buffer was the one read).
+            asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(seen) : "l"(a.arrived) : "memory");
             ++seen;
             while (int(seen - target) < 0) // blocks already in k + 1 may have added too
                 asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(seen) : "l"(a.arrived) : "memory");
