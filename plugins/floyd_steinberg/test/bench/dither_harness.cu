@@ -5,6 +5,7 @@
 // both in one run. From the repository root:
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/floyd_steinberg/test/bench/dither_harness.cu -o harness
 //   ./harness          every check (all variants), then the timings
+//   ./harness shapes   timings only: 8192 wide, 32 to 8192 rows, every variant (step and hand-off costs)
 //   ./harness small [NAME...]   the checks of small sizes only (for compute-sanitizer), of the
 //                               variants named (default: dither_cuda)
 // Checks: each variant (the old kernel, dither_cuda, and every rows-per-lane / lane-skew shape)
@@ -232,6 +233,36 @@ static void bench(int w, int h, int c, int reps, const std::vector<Variant>& vs,
     }
 }
 
+/// Where the time goes: 8192 wide, 1 to 256 bands of each variant (one band runs W + its last
+/// row's offset steps; each further band adds the hand-off gap). Medians of 9.
+static void shapes(const std::vector<Variant>& vs, std::mt19937& rng) {
+    const int w = 8192, heights[] = {32, 64, 128, 256, 512, 1024, 8192};
+    std::vector<std::uint8_t> hin(std::size_t(w) * 8192);
+    for (auto& b : hin) b = std::uint8_t(rng());
+    Dev din(hin.size()), dout(hin.size());
+    CK(cudaMemcpy(din.p, hin.data(), hin.size(), cudaMemcpyHostToDevice));
+    std::printf("shapes: 8192 wide, ms by height (medians of 9)\n  %-16s", "");
+    for (int h : heights) std::printf(" %8d", h);
+    std::printf("\n");
+    for (const auto& v : vs) {
+        std::printf("  %-16s", v.name.c_str());
+        for (int h : heights) {
+            ImageView in, out;
+            in.width = out.width = w;
+            in.height = out.height = h;
+            in.channels = out.channels = 1;
+            in.dtype = out.dtype = DType::u8;
+            in.device = out.device = 0;
+            in.pitch = out.pitch = w;
+            in.data = din.p;
+            out.data = dout.p;
+            Dev scratch(v.bytes(in));
+            std::printf(" %8.4f", time_it([&] { v.launch(in, out, scratch.p, nullptr, nullptr, nullptr); }, 9));
+        }
+        std::printf("\n");
+    }
+}
+
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     const bool small = argc > 1 && std::strcmp(argv[1], "small") == 0;
@@ -249,6 +280,10 @@ int main(int argc, char** argv) {
                 if (v.name == argv[i]) pick.push_back(v);
         if (argc == 2) pick.push_back(vs[1]);
         vs = pick;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "shapes") == 0) {
+        shapes(vs, rng);
+        return 0;
     }
     const std::pair<int, int> sizes[] = {{1, 1},    {2, 2},    {15, 1},   {16, 1},    {17, 3},   {1, 40},
                                          {31, 33},  {33, 31},  {100, 63}, {100, 64},  {100, 65}, {127, 129},
