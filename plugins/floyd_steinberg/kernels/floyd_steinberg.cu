@@ -78,6 +78,7 @@ constexpr int kOutside = -16384;               // error sum of columns outside t
 constexpr int kWhiteT = 16 * 129;              // T >= kWhiteT: white
 constexpr unsigned kFull = 0xffffffffu;
 constexpr unsigned kZeroError = 0x7f7f7f7fu;   // four hand-off bytes of e = 0
+constexpr std::size_t kMaxShared = 200 * 1024; // the most shared memory a block's hand-off rows take
 
 /// The shape of a band: R rows per lane (32 R rows per band), row r of lane j is band row
 /// v = R j + r and trails the band's first row by offset(v) columns: kSkew per row within a
@@ -141,7 +142,7 @@ __global__ void carry_out_kernel(const std::uint8_t* rows, std::int16_t* last, i
 
 __device__ __forceinline__ uint4 load_relaxed(const std::uint8_t* p) {
     uint4 v;
-    asm volatile("ld.relaxed.gpu.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+    asm volatile("ld.relaxed.gpu.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p)
                  : "memory");
@@ -149,7 +150,7 @@ __device__ __forceinline__ uint4 load_relaxed(const std::uint8_t* p) {
 }
 
 __device__ __forceinline__ void store_relaxed(std::uint8_t* p, uint4 v) {
-    asm volatile("st.relaxed.gpu.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+    asm volatile("st.relaxed.gpu.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
                  "r"(v.z), "r"(v.w)
                  : "memory");
 }
@@ -338,13 +339,20 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     __syncwarp();
 }
 
-template <int R, int S, bool kVec> __global__ void __launch_bounds__(kLanes) dither_kernel(Args a) {
+template <int R, int S, int K, bool kVec> __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     using G = Shape<R, S>;
-    const int lane = int(threadIdx.x);
-    unsigned ticket = 0;
-    if (lane == 0) ticket = atomicAdd(a.ticket, 1u);
-    ticket = __shfl_sync(kFull, ticket, 0);
-    const int band = int(ticket) / a.channels, c = int(ticket) % a.channels;
+    extern __shared__ uint4 shared_hand[]; // K - 1 hand-off rows between the block's warps
+    __shared__ unsigned block_ticket;
+    const int lane = int(threadIdx.x) % kLanes, warp = int(threadIdx.x) / kLanes;
+    if (threadIdx.x == 0) block_ticket = atomicAdd(a.ticket, 1u);
+    if constexpr (K > 1)
+        for (long long i = threadIdx.x; i < (K - 1) * a.hand_stride / kChunk; i += kLanes * K)
+            shared_hand[i] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    const unsigned ticket = block_ticket;
+    const int band = int(ticket) / a.channels * K + warp, c = int(ticket) % a.channels;
+    if (band >= a.bands) return;
+    std::uint8_t* const shared_rows = reinterpret_cast<std::uint8_t*>(shared_hand);
 
     Row s[R];
     uint4 in_a[R], in_b[R];
@@ -358,7 +366,9 @@ template <int R, int S, bool kVec> __global__ void __launch_bounds__(kLanes) dit
         s[r].lag = s[r].col + int(s[r].off);
         s[r].src = y < a.height ? a.in + y * a.in_pitch + c : nullptr;
         s[r].dst = y < a.height ? a.out + y * a.out_pitch + c : nullptr;
-        s[r].hand_out = band + 1 < a.bands && v == G::kRows - 1 ? a.hand + (band * a.channels + c) * a.hand_stride
+        s[r].hand_out = band + 1 < a.bands && v == G::kRows - 1
+                            ? (warp + 1 < K ? shared_rows + warp * a.hand_stride // the next warp of the block
+                                            : a.hand + (band * a.channels + c) * a.hand_stride)
                         : band + 1 == a.bands && v == a.carry_row && a.last ? a.last + c * a.hand_stride
                                                                             : nullptr;
         s[r].out_prev = make_uint4(0, 0, 0, 0);
@@ -376,6 +386,7 @@ template <int R, int S, bool kVec> __global__ void __launch_bounds__(kLanes) dit
     top.k3 = lane == 0 ? 0 : 3;
     top.pend = 0;
     top.hand_in = lane != 0   ? nullptr
+                  : warp > 0  ? shared_rows + (warp - 1) * a.hand_stride // the block's previous warp
                   : band > 0  ? a.hand + ((band - 1) * a.channels + c) * a.hand_stride
                   : a.top     ? a.top + c * a.hand_stride // strips: the carried errors
                               : nullptr;
@@ -423,7 +434,7 @@ template <int R, int S> std::size_t scratch_bytes(const ImageView& in) {
     return zeroed_bytes<R, S>(in) + 2 * std::size_t(in.channels) * std::size_t(Shape<R, S>::chunks_for(in.width)) * kChunk;
 }
 
-template <int R, int S>
+template <int R, int S, int K = 1>
 void launch(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
             std::int16_t* last) {
     using G = Shape<R, S>;
@@ -448,6 +459,13 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     a.bands = (in.height + G::kRows - 1) / G::kRows;
     a.chunks = G::chunks_for(in.width);
     a.hand_stride = (long long)a.chunks * kChunk;
+    const std::size_t shared = std::size_t(K - 1) * std::size_t(a.hand_stride);
+    if constexpr (K > 1) {
+        if (shared > kMaxShared) { // too wide for the block's rows in shared memory: one band per block
+            launch<R, S, 1>(in, out, scratch, stream, above, last);
+            return;
+        }
+    }
     a.ticket = static_cast<unsigned*>(scratch);
     a.hand = static_cast<std::uint8_t*>(scratch) + 256;
     std::uint8_t* carry_rows = static_cast<std::uint8_t*>(scratch) + zeroed_bytes<R, S>(in); // 2 x channels rows
@@ -464,9 +482,11 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
         PIXFLOW_CUDA_CHECK_LAUNCH();
     }
     const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
-    const unsigned blocks = unsigned(a.bands) * unsigned(a.channels);
-    if (vec) dither_kernel<R, S, true><<<blocks, kLanes, 0, s>>>(a);
-    else dither_kernel<R, S, false><<<blocks, kLanes, 0, s>>>(a);
+    const unsigned blocks = unsigned((a.bands + K - 1) / K) * unsigned(a.channels);
+    auto kernel = vec ? dither_kernel<R, S, K, true> : dither_kernel<R, S, K, false>;
+    if (shared > 48 * 1024)
+        PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+    kernel<<<blocks, kLanes * K, shared, s>>>(a);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     if (last) { // after the kernel that read `above` (it may be the same memory), on the stream
         const long long n = (long long)a.width * a.channels;
@@ -476,8 +496,9 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     }
 }
 
-constexpr int kRowsPerLane = 2; // the operator's shape (see the figures above)
+constexpr int kRowsPerLane = 1; // the operator's shape (see the figures above)
 constexpr int kLaneSkewS = 2;
+constexpr int kWarpsPerBlock = 4;
 
 } // namespace
 
@@ -485,7 +506,7 @@ std::size_t cuda_scratch_bytes(const ImageView& in) { return scratch_bytes<kRows
 
 void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
                  std::int16_t* last) {
-    launch<kRowsPerLane, kLaneSkewS>(in, out, scratch, stream, above, last);
+    launch<kRowsPerLane, kLaneSkewS, kWarpsPerBlock>(in, out, scratch, stream, above, last);
 }
 
 } // namespace pixflow::floyd_steinberg
