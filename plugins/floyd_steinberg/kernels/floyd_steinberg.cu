@@ -73,7 +73,6 @@ constexpr int kLanes = 32;
 constexpr int kSkew = 2;                       // columns a row trails the row above it in one lane
 constexpr int kChunk = 16;                     // steps per chunk: one 16-byte vector per row
 constexpr int kPrefetchChunks = 8;             // L2 prefetch distance of the input
-constexpr int kHandPrefetchStep = 12;          // step of a chunk that reads the next chunk's hand-off
 constexpr int kOutside = -16384;               // error sum of columns outside the row: e = 0
 constexpr int kWhiteT = 16 * 129;              // T >= kWhiteT: white
 constexpr unsigned kFull = 0xffffffffu;
@@ -240,6 +239,7 @@ struct Top {
     int k3;                      // 3, or 0 on lane 0 (whose shuffle returns its own last row's e)
     int pend;                    // S = 3: the error shuffled in the previous step, used in this one
     const std::uint8_t* hand_in; // lane 0 of a band below another (or of a strip's band 0); else null
+    bool shared_in;              // hand_in is the block's previous warp's row in shared memory
     uint4 hand_a, hand_b;        // lane 0: hand-off blocks k + kHandBlock and the next, for chunk k
 };
 
@@ -247,7 +247,7 @@ struct Top {
 /// 16k - lag and 16k - lag + 16; `cur` is refilled with the block a chunk ahead. kInner: every
 /// row exists and its columns, input blocks and output block lie inside the row, so the chunk
 /// needs no bounds (most chunks of a large image).
-template <int R, int S, bool kVec, bool kInner>
+template <int R, int S, int PG, int PS, bool kVec, bool kInner>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
@@ -287,7 +287,9 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         for (int j = 0; j < 4; ++j) ow[r][j] = hw[r][j] = 0;
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-        if (i == kHandPrefetchStep && top.hand_in != nullptr && x0[0] + kChunk < w) { // for chunk k+1
+        // The next chunk's hand-off block: read PG steps into the chunk from L2 (the load takes
+        // about 8 steps there), PS steps in from shared memory.
+        if (((i == PG && !top.shared_in) || (i == PS && top.shared_in)) && top.hand_in != nullptr && x0[0] + kChunk < w) { // for chunk k+1
             top.hand_a = top.hand_b;
             top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 2));
         }
@@ -339,7 +341,8 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     __syncwarp();
 }
 
-template <int R, int S, int K, bool kVec> __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
+template <int R, int S, int K, int PG, int PS, bool kVec>
+__global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     using G = Shape<R, S>;
     extern __shared__ uint4 shared_hand[]; // K - 1 hand-off rows between the block's warps
     __shared__ unsigned block_ticket;
@@ -390,6 +393,7 @@ template <int R, int S, int K, bool kVec> __global__ void __launch_bounds__(kLan
                   : band > 0  ? a.hand + ((band - 1) * a.channels + c) * a.hand_stride
                   : a.top     ? a.top + c * a.hand_stride // strips: the carried errors
                               : nullptr;
+    top.shared_in = warp > 0;
     top.hand_a = top.hand_b = make_uint4(0, 0, 0, 0);
     // Wait for the band above: chunk 0's hand-off blocks, and in the first of them e(y-1, 0)
     // (hand-off byte kHandIndex).
@@ -412,11 +416,11 @@ template <int R, int S, int K, bool kVec> __global__ void __launch_bounds__(kLan
     const bool full = (band + 1) * G::kRows <= a.height;
     for (int k = 0; k < a.chunks; k += 2) {
         if (full && k >= G::kLastLag / kChunk && kChunk * (k + 1) + 3 * kChunk <= a.width) {
-            run_chunk<R, S, kVec, true>(a, s, top, k, in_a, in_b);
-            run_chunk<R, S, kVec, true>(a, s, top, k + 1, in_b, in_a);
+            run_chunk<R, S, PG, PS, kVec, true>(a, s, top, k, in_a, in_b);
+            run_chunk<R, S, PG, PS, kVec, true>(a, s, top, k + 1, in_b, in_a);
         } else {
-            run_chunk<R, S, kVec, false>(a, s, top, k, in_a, in_b);
-            run_chunk<R, S, kVec, false>(a, s, top, k + 1, in_b, in_a);
+            run_chunk<R, S, PG, PS, kVec, false>(a, s, top, k, in_a, in_b);
+            run_chunk<R, S, PG, PS, kVec, false>(a, s, top, k + 1, in_b, in_a);
         }
     }
 }
@@ -434,7 +438,7 @@ template <int R, int S> std::size_t scratch_bytes(const ImageView& in) {
     return zeroed_bytes<R, S>(in) + 2 * std::size_t(in.channels) * std::size_t(Shape<R, S>::chunks_for(in.width)) * kChunk;
 }
 
-template <int R, int S, int K = 1>
+template <int R, int S, int K = 1, int PG = 12, int PS = 12>
 void launch(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
             std::int16_t* last) {
     using G = Shape<R, S>;
@@ -462,7 +466,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     const std::size_t shared = std::size_t(K - 1) * std::size_t(a.hand_stride);
     if constexpr (K > 1) {
         if (shared > kMaxShared) { // too wide for the block's rows in shared memory: one band per block
-            launch<R, S, 1>(in, out, scratch, stream, above, last);
+            launch<R, S, 1, PG, PS>(in, out, scratch, stream, above, last);
             return;
         }
     }
@@ -483,7 +487,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     }
     const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
     const unsigned blocks = unsigned((a.bands + K - 1) / K) * unsigned(a.channels);
-    auto kernel = vec ? dither_kernel<R, S, K, true> : dither_kernel<R, S, K, false>;
+    auto kernel = vec ? dither_kernel<R, S, K, PG, PS, true> : dither_kernel<R, S, K, PG, PS, false>;
     if (shared > 48 * 1024)
         PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     kernel<<<blocks, kLanes * K, shared, s>>>(a);

@@ -47,13 +47,18 @@ static std::vector<Variant> variants() {
     return {
         {"old (47752b3)", fs::old::dither_cuda, fs::old::cuda_scratch_bytes},
         {"dither_cuda", fs::dither_cuda, fs::cuda_scratch_bytes},
-        {"R1 S2 K1", fs::launch<1, 2, 1>, fs::scratch_bytes<1, 2>},
-        {"R1 S2 K2", fs::launch<1, 2, 2>, fs::scratch_bytes<1, 2>},
-        {"R1 S2 K4", fs::launch<1, 2, 4>, fs::scratch_bytes<1, 2>},
-        {"R1 S2 K8", fs::launch<1, 2, 8>, fs::scratch_bytes<1, 2>},
-        {"R2 S2 K1", fs::launch<2, 2, 1>, fs::scratch_bytes<2, 2>},
-        {"R2 S2 K4", fs::launch<2, 2, 4>, fs::scratch_bytes<2, 2>},
-        {"R1 S3 K4", fs::launch<1, 3, 4>, fs::scratch_bytes<1, 3>},
+        {"R1 S2 K1 P12", fs::launch<1, 2, 1, 12, 12>, fs::scratch_bytes<1, 2>},
+        {"R1 S2 K1 P8", fs::launch<1, 2, 1, 8, 12>, fs::scratch_bytes<1, 2>},
+        {"R1 S2 K1 P5", fs::launch<1, 2, 1, 5, 12>, fs::scratch_bytes<1, 2>},
+        {"R1 S2 K1 P2", fs::launch<1, 2, 1, 2, 12>, fs::scratch_bytes<1, 2>},
+        {"R1 S2 K4 P12/12", fs::launch<1, 2, 4, 12, 12>, fs::scratch_bytes<1, 2>},
+        {"R1 S2 K4 P5/12", fs::launch<1, 2, 4, 5, 12>, fs::scratch_bytes<1, 2>},
+        {"R1 S2 K4 P5/15", fs::launch<1, 2, 4, 5, 15>, fs::scratch_bytes<1, 2>},
+        {"R1 S2 K4 P8/15", fs::launch<1, 2, 4, 8, 15>, fs::scratch_bytes<1, 2>},
+        {"R1 S2 K4 P2/10", fs::launch<1, 2, 4, 2, 10>, fs::scratch_bytes<1, 2>},
+        {"R1 S3 K1 P5", fs::launch<1, 3, 1, 5, 12>, fs::scratch_bytes<1, 3>},
+        {"R1 S3 K4 P5/12", fs::launch<1, 3, 4, 5, 12>, fs::scratch_bytes<1, 3>},
+        {"R1 S3 K4 P5/15", fs::launch<1, 3, 4, 5, 15>, fs::scratch_bytes<1, 3>},
     };
 }
 
