@@ -247,7 +247,7 @@ struct Top {
 /// 16k - lag and 16k - lag + 16; `cur` is refilled with the block a chunk ahead. kInner: every
 /// row exists and its columns, input blocks and output block lie inside the row, so the chunk
 /// needs no bounds (most chunks of a large image).
-template <int R, int S, int PG, int PS, bool kVec, bool kInner>
+template <int R, int S, int PG, int PS, bool kSplit, bool kVec, bool kInner>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
@@ -289,7 +289,16 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     for (int i = 0; i < kChunk; ++i) {
         // The next chunk's hand-off block: read PG steps into the chunk from L2 (the load takes
         // about 8 steps there), PS steps in from shared memory.
-        if (((i == PG && !top.shared_in) || (i == PS && top.shared_in)) && top.hand_in != nullptr && x0[0] + kChunk < w) { // for chunk k+1
+        if constexpr (PS < 0) {
+            // Every lane, no branch (a branch in the chunk parts its schedule): lane 0 reads
+            // its hand-off row (the block index kept inside the row), the others a dummy block.
+            if (i == PG) {
+                const int blk = min(k + G::kHandBlock + 2, a.chunks - 1);
+                top.hand_a = top.hand_b;
+                top.hand_b = load_relaxed(top.hand_in != nullptr ? top.hand_in + kChunk * blk
+                                                                 : reinterpret_cast<const std::uint8_t*>(a.ticket));
+            }
+        } else if (((i == PG && !top.shared_in) || (i == PS && top.shared_in)) && top.hand_in != nullptr && x0[0] + kChunk < w) { // for chunk k+1
             top.hand_a = top.hand_b;
             top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 2));
         }
@@ -313,11 +322,30 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             const bool inside = kInner || unsigned(x) < unsigned(w);
             // Everything but this row's and the row above's last errors: 16 in + e(y-1,x-1) +
             // 5 e(y-1,x) (+ 3 e(y-1,x+1) on lane 0's row 0), or kOutside off the row.
-            const int p = r == 0 ? (inside ? in16 + s[r].ul + 5 * s[r].u + 3 * h : kOutside)
-                                 : (inside ? in16 + s[r].ul + 5 * s[r].u : kOutside);
             const int ur = r == 0 ? ur0 : s[r - 1].e; // e(y-1, x+1)
-            const int t0 = mad(r == 0 ? top.k3 : 3, ur, mad(7, s[r].e, p)); // 16 in + t
-            const int t = t0 + int(unsigned((t0 - in16) >> 31) >> 28);     // + 15 when t < 0
+            const int k3 = r == 0 ? top.k3 : 3;
+            int t;
+            if constexpr (kSplit) {
+                // The weighted sum t and 16 in + t side by side, from the same two late errors:
+                // the sign of t no longer waits for a subtraction.
+                const int q = r == 0 ? (inside ? s[r].ul + 5 * s[r].u + 3 * h : kOutside)
+                                     : (inside ? s[r].ul + 5 * s[r].u : kOutside);
+                const int q16 = inside ? q + in16 : kOutside;
+                int sum, t0;
+                if (S == 3 && r == 0) { // ur came a step early: the own error enters last
+                    sum = mad(7, s[r].e, mad(k3, ur, q));
+                    t0 = mad(7, s[r].e, mad(k3, ur, q16));
+                } else {
+                    sum = mad(k3, ur, mad(7, s[r].e, q));
+                    t0 = mad(k3, ur, mad(7, s[r].e, q16));
+                }
+                t = t0 + int(unsigned(sum >> 31) >> 28); // + 15 when t < 0
+            } else {
+                const int p = r == 0 ? (inside ? in16 + s[r].ul + 5 * s[r].u + 3 * h : kOutside)
+                                     : (inside ? in16 + s[r].ul + 5 * s[r].u : kOutside);
+                const int t0 = mad(k3, ur, mad(7, s[r].e, p)); // 16 in + t
+                t = t0 + int(unsigned((t0 - in16) >> 31) >> 28); // + 15 when t < 0
+            }
             const bool white = t >= kWhiteT;
             const int v = __vimin_s32_relu(t >> 4, 255); // clamp(in + trunc(t / 16), 0, 255)
             s[r].e = v - (white ? 255 : 0);
@@ -341,7 +369,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     __syncwarp();
 }
 
-template <int R, int S, int K, int PG, int PS, bool kVec>
+template <int R, int S, int K, int PG, int PS, bool kSplit, bool kVec>
 __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     using G = Shape<R, S>;
     extern __shared__ uint4 shared_hand[]; // K - 1 hand-off rows between the block's warps
@@ -416,11 +444,11 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     const bool full = (band + 1) * G::kRows <= a.height;
     for (int k = 0; k < a.chunks; k += 2) {
         if (full && k >= G::kLastLag / kChunk && kChunk * (k + 1) + 3 * kChunk <= a.width) {
-            run_chunk<R, S, PG, PS, kVec, true>(a, s, top, k, in_a, in_b);
-            run_chunk<R, S, PG, PS, kVec, true>(a, s, top, k + 1, in_b, in_a);
+            run_chunk<R, S, PG, PS, kSplit, kVec, true>(a, s, top, k, in_a, in_b);
+            run_chunk<R, S, PG, PS, kSplit, kVec, true>(a, s, top, k + 1, in_b, in_a);
         } else {
-            run_chunk<R, S, PG, PS, kVec, false>(a, s, top, k, in_a, in_b);
-            run_chunk<R, S, PG, PS, kVec, false>(a, s, top, k + 1, in_b, in_a);
+            run_chunk<R, S, PG, PS, kSplit, kVec, false>(a, s, top, k, in_a, in_b);
+            run_chunk<R, S, PG, PS, kSplit, kVec, false>(a, s, top, k + 1, in_b, in_a);
         }
     }
 }
@@ -438,7 +466,7 @@ template <int R, int S> std::size_t scratch_bytes(const ImageView& in) {
     return zeroed_bytes<R, S>(in) + 2 * std::size_t(in.channels) * std::size_t(Shape<R, S>::chunks_for(in.width)) * kChunk;
 }
 
-template <int R, int S, int K = 1, int PG = 12, int PS = 12>
+template <int R, int S, int K = 1, int PG = 12, int PS = 12, bool kSplit = false>
 void launch(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
             std::int16_t* last) {
     using G = Shape<R, S>;
@@ -466,7 +494,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     const std::size_t shared = std::size_t(K - 1) * std::size_t(a.hand_stride);
     if constexpr (K > 1) {
         if (shared > kMaxShared) { // too wide for the block's rows in shared memory: one band per block
-            launch<R, S, 1, PG, PS>(in, out, scratch, stream, above, last);
+            launch<R, S, 1, PG, PS, kSplit>(in, out, scratch, stream, above, last);
             return;
         }
     }
@@ -487,7 +515,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     }
     const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
     const unsigned blocks = unsigned((a.bands + K - 1) / K) * unsigned(a.channels);
-    auto kernel = vec ? dither_kernel<R, S, K, PG, PS, true> : dither_kernel<R, S, K, PG, PS, false>;
+    auto kernel = vec ? dither_kernel<R, S, K, PG, PS, kSplit, true> : dither_kernel<R, S, K, PG, PS, kSplit, false>;
     if (shared > 48 * 1024)
         PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     kernel<<<blocks, kLanes * K, shared, s>>>(a);
