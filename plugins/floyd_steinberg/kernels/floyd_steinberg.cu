@@ -154,6 +154,29 @@ __device__ __forceinline__ void store_relaxed(std::uint8_t* p, uint4 v) {
                  : "memory");
 }
 
+__device__ __forceinline__ uint4 load_shared(const std::uint8_t* p) {
+    uint4 v;
+    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(unsigned(__cvta_generic_to_shared(p)))
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void store_shared(std::uint8_t* p, uint4 v) {
+    asm volatile("st.volatile.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(unsigned(__cvta_generic_to_shared(p))),
+                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+/// A hand-off block: from the block's shared memory (kSpaces and `shared`: LDS), else through
+/// the generic relaxed load (L2, or shared memory through the generic window).
+template <bool kSpaces> __device__ __forceinline__ uint4 hand_load(const std::uint8_t* p, bool shared) {
+    if constexpr (kSpaces)
+        if (shared) return load_shared(p);
+    return load_relaxed(p);
+}
+
 __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
@@ -231,6 +254,7 @@ struct Row {
     const std::uint8_t* src;
     std::uint8_t* dst;
     std::uint8_t* hand_out;      // the band's last row below another band, or the carried row; else null
+    bool shared_out;             // hand_out is in the block's shared memory
     uint4 out_prev;              // outputs of the previous chunk
 };
 
@@ -240,6 +264,7 @@ struct Top {
     int pend;                    // S = 3: the error shuffled in the previous step, used in this one
     const std::uint8_t* hand_in; // lane 0 of a band below another (or of a strip's band 0); else null
     bool shared_in;              // hand_in is the block's previous warp's row in shared memory
+    const std::uint8_t* dummy;   // what the other lanes of the warp read instead (same space)
     uint4 hand_a, hand_b;        // lane 0: hand-off blocks k + kHandBlock and the next, for chunk k
 };
 
@@ -272,8 +297,8 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             hand = window(top.hand_a, top.hand_b, G::kHandByte);
             if (!(has_zero_byte(hand.x) | has_zero_byte(hand.y) | has_zero_byte(hand.z) | has_zero_byte(hand.w)))
                 break;
-            top.hand_a = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock));
-            top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 1));
+            top.hand_a = hand_load<(PS == -2)>(top.hand_in + kChunk * (k + G::kHandBlock), top.shared_in);
+            top.hand_b = hand_load<(PS == -2)>(top.hand_in + kChunk * (k + G::kHandBlock + 1), top.shared_in);
         }
     }
     // Lanes parted at the edges of their rows (load_block) and around lane 0's poll: join them
@@ -289,14 +314,14 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     for (int i = 0; i < kChunk; ++i) {
         // The next chunk's hand-off block: read PG steps into the chunk from L2 (the load takes
         // about 8 steps there), PS steps in from shared memory.
-        if constexpr (PS < 0) {
+        if constexpr (PS < 0) { // -1: generic loads; -2: LDS from shared memory
             // Every lane, no branch (a branch in the chunk parts its schedule): lane 0 reads
             // its hand-off row (the block index kept inside the row), the others a dummy block.
             if (i == PG) {
                 const int blk = min(k + G::kHandBlock + 2, a.chunks - 1);
                 top.hand_a = top.hand_b;
-                top.hand_b = load_relaxed(top.hand_in != nullptr ? top.hand_in + kChunk * blk
-                                                                 : reinterpret_cast<const std::uint8_t*>(a.ticket));
+                top.hand_b = hand_load<(PS == -2)>(top.hand_in != nullptr ? top.hand_in + kChunk * blk : top.dummy,
+                                                   top.shared_in);
             }
         } else if (((i == PG && !top.shared_in) || (i == PS && top.shared_in)) && top.hand_in != nullptr && x0[0] + kChunk < w) { // for chunk k+1
             top.hand_a = top.hand_b;
@@ -363,8 +388,11 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         store_block<kVec, kInner>(s[r].dst, xb[r], w, cs, window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off));
         s[r].out_prev = out;
         // The hand-off row: step 16k + i is byte 16k + i (column 16k + i - col): an aligned block.
-        if (s[r].hand_out != nullptr)
-            store_relaxed(s[r].hand_out + kChunk * k, make_uint4(hw[r][0], hw[r][1], hw[r][2], hw[r][3]));
+        if (s[r].hand_out != nullptr) {
+            const uint4 hv = make_uint4(hw[r][0], hw[r][1], hw[r][2], hw[r][3]);
+            if (PS == -2 && s[r].shared_out) store_shared(s[r].hand_out + kChunk * k, hv);
+            else store_relaxed(s[r].hand_out + kChunk * k, hv);
+        }
     }
     __syncwarp();
 }
@@ -402,6 +430,7 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
                                             : a.hand + (band * a.channels + c) * a.hand_stride)
                         : band + 1 == a.bands && v == a.carry_row && a.last ? a.last + c * a.hand_stride
                                                                             : nullptr;
+        s[r].shared_out = band + 1 < a.bands && v == G::kRows - 1 && warp + 1 < K;
         s[r].out_prev = make_uint4(0, 0, 0, 0);
         // Start the row's input on its way before waiting: the first two blocks, and the next
         // ones into L2 (run_chunk keeps kPrefetchChunks ahead from then on).
@@ -422,14 +451,15 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
                   : a.top     ? a.top + c * a.hand_stride // strips: the carried errors
                               : nullptr;
     top.shared_in = warp > 0;
+    top.dummy = warp > 0 ? shared_rows : reinterpret_cast<const std::uint8_t*>(a.ticket);
     top.hand_a = top.hand_b = make_uint4(0, 0, 0, 0);
     // Wait for the band above: chunk 0's hand-off blocks, and in the first of them e(y-1, 0)
     // (hand-off byte kHandIndex).
     static_assert(G::kHandIndex / kChunk == G::kHandBlock);
     if (top.hand_in != nullptr) {
         for (;;) {
-            top.hand_a = load_relaxed(top.hand_in + G::kHandBlock * kChunk);
-            top.hand_b = load_relaxed(top.hand_in + (G::kHandBlock + 1) * kChunk);
+            top.hand_a = hand_load<(PS == -2)>(top.hand_in + G::kHandBlock * kChunk, top.shared_in);
+            top.hand_b = hand_load<(PS == -2)>(top.hand_in + (G::kHandBlock + 1) * kChunk, top.shared_in);
             const unsigned b = (word_of(top.hand_a, G::kHandIndex % kChunk / 4) >> (8 * (G::kHandIndex % 4))) & 0xffu;
             const uint4 h = window(top.hand_a, top.hand_b, G::kHandByte);
             if (b != 0 && !(has_zero_byte(h.x) | has_zero_byte(h.y) | has_zero_byte(h.z) | has_zero_byte(h.w))) {
