@@ -77,6 +77,7 @@ constexpr int kOutside = -16384;               // error sum of columns outside t
 constexpr int kWhiteT = 16 * 129;              // T >= kWhiteT: white
 constexpr unsigned kFull = 0xffffffffu;
 constexpr unsigned kZeroError = 0x7f7f7f7fu;   // four hand-off bytes of e = 0
+constexpr int kHandPrefetchStep = 12;          // step of a chunk that reads the next chunk's hand-off
 constexpr std::size_t kMaxShared = 200 * 1024; // the most shared memory a block's hand-off rows take
 
 /// The shape of a band: R rows per lane (32 R rows per band), row r of lane j is band row
@@ -152,29 +153,6 @@ __device__ __forceinline__ void store_relaxed(std::uint8_t* p, uint4 v) {
     asm volatile("st.relaxed.gpu.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
                  "r"(v.z), "r"(v.w)
                  : "memory");
-}
-
-__device__ __forceinline__ uint4 load_shared(const std::uint8_t* p) {
-    uint4 v;
-    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(unsigned(__cvta_generic_to_shared(p)))
-                 : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void store_shared(std::uint8_t* p, uint4 v) {
-    asm volatile("st.volatile.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(unsigned(__cvta_generic_to_shared(p))),
-                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-                 : "memory");
-}
-
-/// A hand-off block: from the block's shared memory (kSpaces and `shared`: LDS), else through
-/// the generic relaxed load (L2, or shared memory through the generic window).
-template <bool kSpaces> __device__ __forceinline__ uint4 hand_load(const std::uint8_t* p, bool shared) {
-    if constexpr (kSpaces)
-        if (shared) return load_shared(p);
-    return load_relaxed(p);
 }
 
 __device__ __forceinline__ void prefetch_l2(const void* p) {
@@ -254,7 +232,6 @@ struct Row {
     const std::uint8_t* src;
     std::uint8_t* dst;
     std::uint8_t* hand_out;      // the band's last row below another band, or the carried row; else null
-    bool shared_out;             // hand_out is in the block's shared memory
     uint4 out_prev;              // outputs of the previous chunk
 };
 
@@ -263,8 +240,6 @@ struct Top {
     int k3;                      // 3, or 0 on lane 0 (whose shuffle returns its own last row's e)
     int pend;                    // S = 3: the error shuffled in the previous step, used in this one
     const std::uint8_t* hand_in; // lane 0 of a band below another (or of a strip's band 0); else null
-    bool shared_in;              // hand_in is the block's previous warp's row in shared memory
-    const std::uint8_t* dummy;   // what the other lanes of the warp read instead (same space)
     uint4 hand_a, hand_b;        // lane 0: hand-off blocks k + kHandBlock and the next, for chunk k
 };
 
@@ -272,7 +247,7 @@ struct Top {
 /// 16k - lag and 16k - lag + 16; `cur` is refilled with the block a chunk ahead. kInner: every
 /// row exists and its columns, input blocks and output block lie inside the row, so the chunk
 /// needs no bounds (most chunks of a large image).
-template <int R, int S, int PG, int PS, bool kSplit, bool kVec, bool kInner>
+template <int R, int S, bool kVec, bool kInner>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
@@ -297,8 +272,8 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             hand = window(top.hand_a, top.hand_b, G::kHandByte);
             if (!(has_zero_byte(hand.x) | has_zero_byte(hand.y) | has_zero_byte(hand.z) | has_zero_byte(hand.w)))
                 break;
-            top.hand_a = hand_load<(PS == -2)>(top.hand_in + kChunk * (k + G::kHandBlock), top.shared_in);
-            top.hand_b = hand_load<(PS == -2)>(top.hand_in + kChunk * (k + G::kHandBlock + 1), top.shared_in);
+            top.hand_a = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock));
+            top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 1));
         }
     }
     // Lanes parted at the edges of their rows (load_block) and around lane 0's poll: join them
@@ -312,18 +287,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         for (int j = 0; j < 4; ++j) ow[r][j] = hw[r][j] = 0;
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-        // The next chunk's hand-off block: read PG steps into the chunk from L2 (the load takes
-        // about 8 steps there), PS steps in from shared memory.
-        if constexpr (PS < 0) { // -1: generic loads; -2: LDS from shared memory
-            // Every lane, no branch (a branch in the chunk parts its schedule): lane 0 reads
-            // its hand-off row (the block index kept inside the row), the others a dummy block.
-            if (i == PG) {
-                const int blk = min(k + G::kHandBlock + 2, a.chunks - 1);
-                top.hand_a = top.hand_b;
-                top.hand_b = hand_load<(PS == -2)>(top.hand_in != nullptr ? top.hand_in + kChunk * blk : top.dummy,
-                                                   top.shared_in);
-            }
-        } else if (((i == PG && !top.shared_in) || (i == PS && top.shared_in)) && top.hand_in != nullptr && x0[0] + kChunk < w) { // for chunk k+1
+        if (i == kHandPrefetchStep && top.hand_in != nullptr && x0[0] + kChunk < w) { // for chunk k+1
             top.hand_a = top.hand_b;
             top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 2));
         }
@@ -349,30 +313,22 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             // 5 e(y-1,x) (+ 3 e(y-1,x+1) on lane 0's row 0), or kOutside off the row.
             const int ur = r == 0 ? ur0 : s[r - 1].e; // e(y-1, x+1)
             const int k3 = r == 0 ? top.k3 : 3;
-            int t;
-            if constexpr (kSplit) {
-                // The weighted sum t and 16 in + t side by side, from the same two late errors:
-                // the sign of t no longer waits for a subtraction.
-                const int q = r == 0 ? (inside ? s[r].ul + 5 * s[r].u + 3 * h : kOutside)
-                                     : (inside ? s[r].ul + 5 * s[r].u : kOutside);
-                const int q16 = inside ? q + in16 : kOutside;
-                int sum, t0;
-                if (S == 3 && r == 0) { // ur came a step early: the own error enters last
-                    sum = mad(7, s[r].e, mad(k3, ur, q));
-                    t0 = mad(7, s[r].e, mad(k3, ur, q16));
-                } else {
-                    sum = mad(k3, ur, mad(7, s[r].e, q));
-                    t0 = mad(k3, ur, mad(7, s[r].e, q16));
-                }
-                t = t0 + int(unsigned(sum >> 31) >> 28); // + 15 when t < 0
+            // The weighted sum and 16 in + sum side by side from the two late errors, so that
+            // the sign of the sum (the rounding toward zero) waits for no subtraction.
+            const int q = r == 0 ? (inside ? s[r].ul + 5 * s[r].u + 3 * h : kOutside)
+                                 : (inside ? s[r].ul + 5 * s[r].u : kOutside);
+            const int q16 = inside ? q + in16 : kOutside;
+            int sum, t0;
+            if (S == 3 && r == 0) { // ur came a step early: the own error enters last
+                sum = mad(7, s[r].e, mad(k3, ur, q));
+                t0 = mad(7, s[r].e, mad(k3, ur, q16));
             } else {
-                const int p = r == 0 ? (inside ? in16 + s[r].ul + 5 * s[r].u + 3 * h : kOutside)
-                                     : (inside ? in16 + s[r].ul + 5 * s[r].u : kOutside);
-                const int t0 = mad(k3, ur, mad(7, s[r].e, p)); // 16 in + t
-                t = t0 + int(unsigned((t0 - in16) >> 31) >> 28); // + 15 when t < 0
+                sum = mad(k3, ur, mad(7, s[r].e, q));
+                t0 = mad(k3, ur, mad(7, s[r].e, q16));
             }
+            const int t = t0 + int(unsigned(sum >> 31) >> 28); // 16 in + sum, + 15 when sum < 0
             const bool white = t >= kWhiteT;
-            const int v = __vimin_s32_relu(t >> 4, 255); // clamp(in + trunc(t / 16), 0, 255)
+            const int v = __vimin_s32_relu(t >> 4, 255); // clamp(in + trunc(sum / 16), 0, 255)
             s[r].e = v - (white ? 255 : 0);
             s[r].ul = s[r].u;
             s[r].u = r == 0 ? (top.k3 == 0 ? h : ur) : ur;
@@ -390,14 +346,13 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         // The hand-off row: step 16k + i is byte 16k + i (column 16k + i - col): an aligned block.
         if (s[r].hand_out != nullptr) {
             const uint4 hv = make_uint4(hw[r][0], hw[r][1], hw[r][2], hw[r][3]);
-            if (PS == -2 && s[r].shared_out) store_shared(s[r].hand_out + kChunk * k, hv);
-            else store_relaxed(s[r].hand_out + kChunk * k, hv);
+            store_relaxed(s[r].hand_out + kChunk * k, hv);
         }
     }
     __syncwarp();
 }
 
-template <int R, int S, int K, int PG, int PS, bool kSplit, bool kVec>
+template <int R, int S, int K, bool kVec>
 __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     using G = Shape<R, S>;
     extern __shared__ uint4 shared_hand[]; // K - 1 hand-off rows between the block's warps
@@ -430,7 +385,6 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
                                             : a.hand + (band * a.channels + c) * a.hand_stride)
                         : band + 1 == a.bands && v == a.carry_row && a.last ? a.last + c * a.hand_stride
                                                                             : nullptr;
-        s[r].shared_out = band + 1 < a.bands && v == G::kRows - 1 && warp + 1 < K;
         s[r].out_prev = make_uint4(0, 0, 0, 0);
         // Start the row's input on its way before waiting: the first two blocks, and the next
         // ones into L2 (run_chunk keeps kPrefetchChunks ahead from then on).
@@ -450,16 +404,14 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
                   : band > 0  ? a.hand + ((band - 1) * a.channels + c) * a.hand_stride
                   : a.top     ? a.top + c * a.hand_stride // strips: the carried errors
                               : nullptr;
-    top.shared_in = warp > 0;
-    top.dummy = warp > 0 ? shared_rows : reinterpret_cast<const std::uint8_t*>(a.ticket);
     top.hand_a = top.hand_b = make_uint4(0, 0, 0, 0);
     // Wait for the band above: chunk 0's hand-off blocks, and in the first of them e(y-1, 0)
     // (hand-off byte kHandIndex).
     static_assert(G::kHandIndex / kChunk == G::kHandBlock);
     if (top.hand_in != nullptr) {
         for (;;) {
-            top.hand_a = hand_load<(PS == -2)>(top.hand_in + G::kHandBlock * kChunk, top.shared_in);
-            top.hand_b = hand_load<(PS == -2)>(top.hand_in + (G::kHandBlock + 1) * kChunk, top.shared_in);
+            top.hand_a = load_relaxed(top.hand_in + G::kHandBlock * kChunk);
+            top.hand_b = load_relaxed(top.hand_in + (G::kHandBlock + 1) * kChunk);
             const unsigned b = (word_of(top.hand_a, G::kHandIndex % kChunk / 4) >> (8 * (G::kHandIndex % 4))) & 0xffu;
             const uint4 h = window(top.hand_a, top.hand_b, G::kHandByte);
             if (b != 0 && !(has_zero_byte(h.x) | has_zero_byte(h.y) | has_zero_byte(h.z) | has_zero_byte(h.w))) {
@@ -474,11 +426,11 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     const bool full = (band + 1) * G::kRows <= a.height;
     for (int k = 0; k < a.chunks; k += 2) {
         if (full && k >= G::kLastLag / kChunk && kChunk * (k + 1) + 3 * kChunk <= a.width) {
-            run_chunk<R, S, PG, PS, kSplit, kVec, true>(a, s, top, k, in_a, in_b);
-            run_chunk<R, S, PG, PS, kSplit, kVec, true>(a, s, top, k + 1, in_b, in_a);
+            run_chunk<R, S, kVec, true>(a, s, top, k, in_a, in_b);
+            run_chunk<R, S, kVec, true>(a, s, top, k + 1, in_b, in_a);
         } else {
-            run_chunk<R, S, PG, PS, kSplit, kVec, false>(a, s, top, k, in_a, in_b);
-            run_chunk<R, S, PG, PS, kSplit, kVec, false>(a, s, top, k + 1, in_b, in_a);
+            run_chunk<R, S, kVec, false>(a, s, top, k, in_a, in_b);
+            run_chunk<R, S, kVec, false>(a, s, top, k + 1, in_b, in_a);
         }
     }
 }
@@ -496,7 +448,7 @@ template <int R, int S> std::size_t scratch_bytes(const ImageView& in) {
     return zeroed_bytes<R, S>(in) + 2 * std::size_t(in.channels) * std::size_t(Shape<R, S>::chunks_for(in.width)) * kChunk;
 }
 
-template <int R, int S, int K = 1, int PG = 12, int PS = 12, bool kSplit = false>
+template <int R, int S, int K>
 void launch(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
             std::int16_t* last) {
     using G = Shape<R, S>;
@@ -521,10 +473,14 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     a.bands = (in.height + G::kRows - 1) / G::kRows;
     a.chunks = G::chunks_for(in.width);
     a.hand_stride = (long long)a.chunks * kChunk;
+    const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
     const std::size_t shared = std::size_t(K - 1) * std::size_t(a.hand_stride);
     if constexpr (K > 1) {
-        if (shared > kMaxShared) { // too wide for the block's rows in shared memory: one band per block
-            launch<R, S, 1, PG, PS, kSplit>(in, out, scratch, stream, above, last);
+        // One band per block on the byte path (8192x8192 RGB ran 10.6 ms with 4 warps per block,
+        // 8.6 with one: its byte loads and stores crowd one SM), and where the block's rows in
+        // shared memory would be too wide.
+        if (!vec || shared > kMaxShared) {
+            launch<R, S, 1>(in, out, scratch, stream, above, last);
             return;
         }
     }
@@ -543,9 +499,8 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
             above, carry_rows, a.width, a.channels, a.hand_stride, G::kHandIndex);
         PIXFLOW_CUDA_CHECK_LAUNCH();
     }
-    const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
     const unsigned blocks = unsigned((a.bands + K - 1) / K) * unsigned(a.channels);
-    auto kernel = vec ? dither_kernel<R, S, K, PG, PS, kSplit, true> : dither_kernel<R, S, K, PG, PS, kSplit, false>;
+    auto kernel = vec ? dither_kernel<R, S, K, true> : dither_kernel<R, S, K, false>;
     if (shared > 48 * 1024)
         PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     kernel<<<blocks, kLanes * K, shared, s>>>(a);
