@@ -4,9 +4,9 @@
 // H x W channel takes about W + 2H dependent steps however many threads run (24,600 for 8192^2).
 // The design is about the latency of one step and of the hand-offs, not about throughput:
 //
-//  - One warp (one block of 32 threads) owns a band of 32 consecutive rows, lane i row
-//    32 b + i. Lane i computes column x at step t = x + 2i, so it trails lane i-1 by two
-//    columns, and each step every lane computes one pixel:
+//  - One warp owns a band of 32 consecutive rows, lane i row 32 b + i, and a block of 4 warps
+//    (kWarpsPerBlock) owns 4 consecutive bands. Lane i computes column x at step t = x + 2i, so
+//    it trails lane i-1 by two columns, and each step every lane computes one pixel:
 //
 //        step t:   lane 0  row y0    column t
 //                  lane 1  row y0+1  column t-2
@@ -16,30 +16,35 @@
 //  - Errors stay in registers. Lane i-1's error of step t-1 is e(y-1, x+1) for lane i at step
 //    t: one __shfl_up_sync per step. e(y-1, x) and e(y-1, x-1) are the values received in the
 //    two previous steps, and e(y, x-1) is the lane's own previous result. A step's dependency
-//    chain is the shuffle, two IMADs (forced in that order: the shuffled value enters last),
-//    the rounding toward zero, a shift, one DPX clamp and a subtraction; everything else (input
-//    bytes, the weighted errors of the row above, output bytes) is off it. No shared memory.
+//    chain is the shuffle, one IMAD (forced in that order: the shuffled value enters last), the
+//    rounding toward zero (sign, LEA.HI), a shift, one DPX clamp and a subtraction; everything
+//    else (input bytes, the weighted errors of the row above, output bytes) is off it.
 //  - Pixels move as 16-byte vectors, 16 steps (a chunk) at a time: a lane's 16 columns
 //    straddle two aligned 16-byte blocks of its row (lane i's columns start at 16k - 2i); it
 //    loads each block once, a chunk ahead (and into L2 eight chunks ahead), and extracts its
 //    window with a per-lane funnel shift. Outputs are assembled the same way and written as
 //    one aligned 16-byte store per lane and chunk. Channels other than 1, or rows not 16-byte
 //    aligned, gather and scatter bytes instead (correct, but 4.5x slower on RGB).
-//  - Bands hand their last row to the next band through global memory. Lane 31 writes
+//  - Bands hand their last row to the next band through a hand-off row: in the block's shared
+//    memory between the warps of a block (3 rows of about W + 64 bytes: 24.8 KB at 8192 wide),
+//    in global memory from the block's last warp to the next block's first. Lane 31 writes
 //    e + 127 (always 1..255) per column, 16 columns per store, into a zeroed hand-off row; the
 //    next band's lane 0 reads the 16 columns of its next chunk in the middle of the current
 //    one and, at the chunk's start, re-reads until none of the bytes it needs is 0. Each byte
 //    is written once, from 0 to its final value, so a non-zero byte is final: the data is its
 //    own progress flag and no fence orders anything (a 16-byte access observed half done only
-//    costs another poll). Loads and stores are ld/st.relaxed.gpu: they go to L2, which is
-//    coherent, and the compiler can neither cache nor drop them. A band thus trails the one
-//    above by about 90 steps plus an L2 round trip, instead of the 64 steps the dependencies
-//    require.
-//  - A band only waits on the band above. Blocks take their band from an atomic ticket in
-//    launch order, so the band a block waits on belongs to a block that is already running
-//    (it drew its ticket earlier) and waits only on earlier tickets: no deadlock, whatever
-//    the number of resident blocks. Channels are independent bands of their own (ticket t:
-//    band t / C, channel t % C).
+//    costs another poll). Loads and stores are generic ld/st.relaxed.gpu: in global memory they
+//    go to L2, which is coherent, in shared memory the block's warps see each other's stores,
+//    and the compiler can neither cache nor drop them (the shared rows are zeroed before a
+//    __syncthreads). A band starts about 5.3 to 5.6 us (~140 steps) after the one above
+//    either way (8192 wide, shapes below), instead of the 64 steps the dependencies require.
+//  - A band only waits on the band above. Blocks take their 4 bands from an atomic ticket in
+//    launch order, so the band a block's first warp waits on belongs to a block that is
+//    already running (it drew its ticket earlier) and waits only on earlier tickets, and the
+//    other warps wait on a warp of their own block: no deadlock, whatever the number of
+//    resident blocks. Channels are independent bands of their own (ticket t: bands 4 (t / C)
+//    .. 4 (t / C) + 3, channel t % C). The byte path, and rows too wide for the shared rows
+//    (kMaxShared: over about 68,000 columns), keep one warp per block, every hand-off in L2.
 //  - Lanes part only around lane 0's polls and at row ends; __syncwarp() joins them before
 //    the steps. Without it the warp ran each step twice, once per part (3x slower bands).
 //  - Strips (a band of rows of a larger image, the carried error row of floyd_steinberg.hpp):
@@ -53,13 +58,44 @@
 // Arithmetic: T = 16 in + t (+ 15 if t < 0), with t the weighted error sum, equals
 // 16 (in + trunc(t / 16)) + fraction, so T >> 4 is in + trunc(t / 16), the pixel is white
 // when T >= 16 * 129, and e = clamp(T >> 4, 0, 255) - out: the CPU's arithmetic, bit for bit.
+// t and 16 in + t are two IMADs side by side from the late errors, so the sign of t needs no
+// subtraction after them (one op less on the chain: a band alone 41 -> 38 ns per step).
 //
-// Measured on an H100 80GB HBM3 (SXM, 1980 MHz), median of 9, bit-exact with the CPU:
-//   8192x8192 gray: 1.85 ms (24,600 dependent steps: 75 ns each, 150 cycles; one band alone
-//   runs at 41 ns per step and each further band starts about 6 us after the one above);
-//   4096x4096 gray 0.91 ms, 1920x1080 gray 0.30 ms, 8192x8192 RGB (byte path) 8.6 ms.
-// Tried and measured slower: a skew of 3 columns (the shuffle off the chain: 13% faster
-// steps, but 50% more steps per band: 2.43 ms); DPX-free min/max (3% slower).
+// Measured on an H100 80GB HBM3 (SXM, 1980 MHz), bit-exact with a serial CPU reference on every
+// case of test/bench/dither_harness.cu, medians of 15 in one run beside the previous kernel
+// (commit 47752b3, one band per block, all hand-offs in L2; 3 rounds each, two benches):
+//   8192x8192 gray   1.722-1.732 ms, before 1.834-1.878 ms (-6 to -8%)
+//   4096x4096 gray   0.863-0.864 ms, before 0.883-0.885
+//   1920x1080 gray   0.2725-0.2731,  before 0.2928-0.2936
+//   8192x8192 RGB    8.57-8.65 ms,   before 8.62-8.68 (byte path, one band per block: unchanged)
+// 8192 wide (`harness shapes`, ms by bands): one band alone 0.313 (8254 steps, 38 ns each);
+// 2 bands in one block 0.341, 4 bands 0.352, 8 bands (2 blocks) 0.444, 32 bands 0.567, 256
+// bands 1.742: about 5.3 us per further band. With one band per block (every hand-off in L2):
+// 0.313, 0.408, 0.419, 0.439, 0.575, 1.831: 5.6 us per band, and a second band alone costs
+// 95 us instead of 28: a band fed through L2 runs about 4 steps per chunk slower, presumably
+// waiting at each chunk's start for the hand-off load issued at step 12 (an L2 load takes about
+// 8 steps; not confirmed: reading it earlier made the chunk's schedule slower, below). Most of
+// the gain of the shared rows is that the last band (a block's 4th warp) runs at full speed,
+// not a shorter gap. The issue's 1.0 ms needs about 64 + a few steps per hand-off.
+// Tried and measured slower (same harness, same card, 8192x8192 gray unless said):
+//  - a skew of 3 columns (the shuffle off the chain: 13% faster steps, but 50% more steps per
+//    band: 2.43 ms); DPX-free min/max (3% slower);
+//  - R rows per lane (the Shape template: lane j row r is band row R j + r, in-lane rows 2
+//    columns apart, bands of 32 R rows, half or a quarter of the hand-offs): 2 rows per lane run
+//    63 ns per step alone (41 with 1; ptxas issues the two rows' chains largely one after the
+//    other) and 8192^2 took 2.44-2.56 ms; 4 rows 111 ns per step, 6.5-6.6 ms (255 registers,
+//    spills; with S = 3, 7.2-7.3); a skew of 3 between lanes (S = 3) with 2 rows per lane 3.0 ms;
+//  - one row per lane with S = 3 and 4 warps per block: 32 ns per step alone (0.265 ms a band)
+//    but 2.00-2.01 ms (a longer hand-off: 93 + steps instead of 62 +);
+//  - warps per block: 1 (all hand-offs in L2) 1.79-1.82 ms, 2: 1.72-1.75, 4: 1.72-1.73, 8:
+//    1.95-1.96 (two warps share an SM sub-partition's issue);
+//  - the next chunk's hand-off read earlier in the chunk (step 8, 5 or 2 instead of 12: the L2
+//    load takes about 8 steps): 1.94-2.10 ms with one warp per block (a band alone got 11%
+//    slower: the branch at another step parts ptxas's schedule of the chunk); read by every
+//    lane without a branch, 4 warps per block: 1.76-1.81; the shared rows through LDS/STS
+//    instead of generic strong loads and stores: 1.81-1.86;
+//  - the byte path with 4 warps per block: 8192x8192 RGB 10.5-10.65 ms (its byte loads and
+//    stores crowd one SM), hence one band per block there.
 #include "floyd_steinberg.hpp"
 
 #include <pixflow/cuda.hpp>

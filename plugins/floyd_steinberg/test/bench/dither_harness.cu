@@ -1,20 +1,24 @@
 // dither_harness.cu: standalone check and timing of floyd_steinberg.cu (the CUDA kernel of
 // floyd_steinberg), not part of the build. It includes the kernel file itself, so it reaches the
-// kernel variants in its anonymous namespace, and floyd_steinberg_old.cuh, a copy of the kernel
-// as it was before the rows-per-lane change (commit 47752b3, in namespace ...::old), to time
-// both in one run. From the repository root:
+// kernel shapes in its anonymous namespace (launch<R, S, K>: R rows per lane, lane skew S, K warps
+// per block), and floyd_steinberg_old.cuh, a copy of the kernel as of commit 47752b3 (one band
+// per block, every hand-off in L2; in namespace ...::old) to time both in one run. From the
+// repository root:
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/floyd_steinberg/test/bench/dither_harness.cu -o harness
-//   ./harness          every check (all variants), then the timings
-//   ./harness shapes   timings only: 8192 wide, 32 to 8192 rows, every variant (step and hand-off costs)
+//   ./harness          every check of every variant, then the timings (8192^2 gray all variants,
+//                      then old vs dither_cuda: 8192^2 again, 4096^2, 1920x1080, 8192^2 RGB)
+//   ./harness shapes   timings only: 8192 wide, 32 to 8192 rows, every variant (the cost of one
+//                      band alone and of each further band)
 //   ./harness small [NAME...]   the checks of small sizes only (for compute-sanitizer), of the
 //                               variants named (default: dither_cuda)
-// Checks: each variant (the old kernel, dither_cuda, and every rows-per-lane / lane-skew shape)
-// against a serial CPU reference written here from diffuse() (floyd_steinberg_pixel.hpp), byte
-// for byte: sizes around the band and chunk edges, 1-4 channels, 16-byte aligned pitched views
+// Checks: each variant against a serial CPU reference written here from diffuse()
+// (floyd_steinberg_pixel.hpp), byte for byte: sizes around the band and chunk edges (1x1 to
+// 4097x37, 70001x70 where the shared rows do not fit), 1-4 channels, 16-byte aligned pitched views
 // (the vector path) and unaligned ones (the byte path), whole images with the carried row
 // requested (`last` checked against the reference's last error row) and strips (random bands,
-// `above` = `last`, one buffer), with poisoned outputs, carried rows and scratch.
-// Timings: CUDA events after a warm-up, medians of 15, 3 rounds, all variants in the same run.
+// `above` = `last`, one buffer), with poisoned outputs (and the padding between rows checked
+// untouched), carried rows and scratch; the timed outputs are compared too.
+// Timings: CUDA events after 3 warm-up launches, medians of 15 (9 for RGB), 3 rounds.
 #include "../../kernels/floyd_steinberg.cu"
 #include "floyd_steinberg_old.cuh"
 

@@ -1,3 +1,7 @@
+// floyd_steinberg_old.cuh: the CUDA kernel of floyd_steinberg as of commit 47752b3 (one band of 32 rows per
+// block, every hand-off through L2), in namespace pixflow::floyd_steinberg::old, for
+// dither_harness.cu to check and time beside today's kernel in one run. Not part of the build.
+
 // floyd_steinberg.cu: the CUDA kernel of floyd_steinberg (the rule: floyd_steinberg.hpp).
 //
 // Pixel (y,x) can only be computed after (y,x-1) and (y-1,x+1): at best at step x + 2y, so an
