@@ -77,6 +77,13 @@ if [ "$mode" = run ]; then
     for tool in memcheck racecheck synccheck; do
       extra=()
       [ "$tool" = memcheck ] && extra=(--leak-check full)
+      # racecheck skips floyd_steinberg's dither_kernel: its warps hand rows to each other through
+      # shared memory by polling bytes that are their own flags, with ld/st.relaxed.gpu (strong
+      # accesses, race-free in the PTX memory model) and no barrier, which racecheck reports as
+      # hazards. Every hazard it reported (2026-11-27, H100) was at those LD/ST.E.128.STRONG.GPU
+      # hand-off accesses (the SASS offsets are in docs/performance.md); memcheck and synccheck
+      # still check that kernel, and its tests compare every byte with the CPU.
+      [ "$tool" = racecheck ] && extra=(--kernel-name-exclude kns=dither_kernel)
       if "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 \
            "$bin/pixflow_tests" --gtest_filter="$cuda_tests" > "$out/sanitizer-$tool.log" 2>&1; then
         say "compute-sanitizer $tool: $(grep -E '^========= (ERROR|RACECHECK) SUMMARY' "$out/sanitizer-$tool.log" | tail -1) ($(grep -cE '^\[       OK \]' "$out/sanitizer-$tool.log") tests)"
