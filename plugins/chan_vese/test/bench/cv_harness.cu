@@ -1,8 +1,11 @@
 // cv_harness.cu: standalone check and timing of chan_vese.cu's CUDA kernel against the kernel
-// before the arrival counter (chan_vese_before.cuh, a frozen copy of 47752b3's), not part of the
-// build.
+// before the arrival counter (chan_vese_before.cuh: 47752b3's, in namespace ...::before, made
+// from git by scripts/bench/frozen_kernel.sh), not part of the build.
 // It includes both kernel files, so it reaches the kernels in their anonymous namespaces:
-//   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/chan_vese/test/bench/cv_harness.cu -o harness
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 47752b3 \
+//       plugins/chan_vese/kernels/chan_vese.cu before > build-harness/chan_vese_before.cuh
+//   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/chan_vese/kernels -Ibuild-harness \
+//       plugins/chan_vese/test/bench/cv_harness.cu -o build-harness/cv_harness
 // (from the repository root; static cudart, so the binary runs on a machine with only a driver)
 //   ./harness          every check, then the timings (512^2, 1000^2, 4096^2 u8 shapes, tol = 0)
 //   ./harness check    the checks only

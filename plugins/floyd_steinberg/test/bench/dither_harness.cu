@@ -1,10 +1,13 @@
 // dither_harness.cu: standalone check and timing of floyd_steinberg.cu (the CUDA kernel of
 // floyd_steinberg), not part of the build. It includes the kernel file itself, so it reaches the
 // kernel shapes in its anonymous namespace (launch<R, S, K>: R rows per lane, lane skew S, K warps
-// per block), and floyd_steinberg_old.cuh, a copy of the kernel as of commit 47752b3 (one band
-// per block, every hand-off in L2; in namespace ...::old) to time both in one run. From the
-// repository root:
-//   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/floyd_steinberg/test/bench/dither_harness.cu -o harness
+// per block), and floyd_steinberg_old.cuh, the kernel as of commit 47752b3 (one band
+// per block, every hand-off in L2; in namespace ...::old, made from git by
+// scripts/bench/frozen_kernel.sh) to time both in one run. From the repository root:
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 47752b3 \
+//       plugins/floyd_steinberg/kernels/floyd_steinberg.cu old > build-harness/floyd_steinberg_old.cuh
+//   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/floyd_steinberg/kernels -Ibuild-harness \
+//       plugins/floyd_steinberg/test/bench/dither_harness.cu -o build-harness/dither_harness
 //   ./harness          every check of every variant, then the timings (8192^2 gray all variants,
 //                      then old vs dither_cuda: 8192^2 again, 4096^2, 1920x1080, 8192^2 RGB)
 //   ./harness shapes   timings only: 8192 wide, 32 to 8192 rows, every variant (the cost of one
