@@ -18,6 +18,7 @@
 // kernel, 16-byte read-back), medians of 9, variants interleaved, 5 rounds; per iteration =
 // median / max_iter, and the slope (t(500) - t(50)) / 450 without the fixed start and end.
 #include "../../kernels/chan_vese.cu"
+#include "../../../../scripts/bench/cuda_event_timing.cuh"
 #include "chan_vese_before.cuh"
 
 #include <algorithm>
@@ -224,32 +225,8 @@ static void checks(bool small, std::mt19937& rng) {
     }
 }
 
-static float median(std::vector<float> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-template <class F> float time_it(F&& f, int reps) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 2; ++i) f();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> ts;
-    for (int i = 0; i < reps; ++i) {
-        CK(cudaEventRecord(a));
-        f();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        ts.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return median(ts);
-}
+using harness::median;
+template <class F> float time_it(F&& f, int reps) { return harness::time_it(f, reps, 2); }
 
 static void timings(std::mt19937& rng) {
     std::printf("\ntimings: u8 shapes, tol = 0, checkerboard; ms per call (median of 9) and us per iteration\n");

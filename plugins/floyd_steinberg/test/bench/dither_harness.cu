@@ -23,6 +23,7 @@
 // untouched), carried rows and scratch; the timed outputs are compared too.
 // Timings: CUDA events after 3 warm-up launches, medians of 15 (9 for RGB), 3 rounds.
 #include "../../kernels/floyd_steinberg.cu"
+#include "../../../../scripts/bench/cuda_event_timing.cuh"
 #include "floyd_steinberg_old.cuh"
 
 #include "../../kernels/floyd_steinberg_pixel.hpp"
@@ -171,32 +172,8 @@ static void check_case(const Variant& var, int w, int h, int c, bool aligned, bo
     }
 }
 
-static float median(std::vector<float> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-template <class F> float time_it(F&& f, int reps) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; ++i) f();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> ts;
-    for (int i = 0; i < reps; ++i) {
-        CK(cudaEventRecord(a));
-        f();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        ts.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return median(ts);
-}
+using harness::median;
+using harness::time_it;
 
 static void bench(int w, int h, int c, int reps, const std::vector<Variant>& vs, std::mt19937& rng) {
     const std::size_t row = std::size_t(w) * c;

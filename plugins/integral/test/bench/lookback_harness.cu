@@ -12,6 +12,7 @@
 // (tile rows TH, rows per block scan RPS) and a device-to-device copy of the floor's bytes, in one
 // run, 3 rounds of medians; then per-phase globaltimer stamps of the look-back kernel.
 #include "../../kernels/integral.cu"
+#include "../../../../scripts/bench/cuda_event_timing.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -116,32 +117,8 @@ void check_case(int w, int h, int c, bool aligned, bool strips, std::mt19937& rn
     }
 }
 
-static float median(std::vector<float> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-template <class F> float time_it(F&& f, int reps) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; ++i) f();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> ts;
-    for (int i = 0; i < reps; ++i) {
-        CK(cudaEventRecord(a));
-        f();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        ts.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return median(ts);
-}
+using harness::median;
+using harness::time_it;
 
 template <class U> void bench(int reps, std::mt19937& rng, bool ncu_mode = false) {
     constexpr int C = 3;
