@@ -15,6 +15,7 @@ Workers::Workers(const BatchPlan& plan, std::vector<std::string>& names) {
         m_all.push_back(std::move(w));
         return;
     }
+    if (plan.devices.size() > 1) init_devices(plan.devices); // at once, before any image waits for one
     for (int d : plan.devices) {
         auto w = std::make_unique<Worker>();
         w->device = d;

@@ -3,6 +3,8 @@
 #include "common/assert.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <thread>
 #include <vector>
 
 #ifdef PIXFLOW_HOST_WITH_CUDA
@@ -204,6 +206,22 @@ void keep_device_pool(int device) {
     std::uint64_t threshold = ~std::uint64_t(0);
     CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
+void init_devices(const std::vector<int>& devices) {
+    std::vector<std::exception_ptr> errors(devices.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < devices.size(); ++i)
+        threads.emplace_back([&, i] {
+            try {
+                set_device(devices[i]);
+                CHECK(cudaFree(nullptr)); // the primary context, if cudaSetDevice has not made it
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        });
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+}
 std::size_t device_pool_reserved_bytes(int device) {
     cudaMemPool_t pool;
     CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
@@ -277,6 +295,7 @@ void copy_2d_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, 
 void memset_async(void*, int, std::size_t, const Stream&) { no_cuda(); }
 double measure_device_copy_bandwidth(int) { no_cuda(); }
 void keep_device_pool(int) { no_cuda(); }
+void init_devices(const std::vector<int>&) { no_cuda(); }
 std::size_t device_pool_reserved_bytes(int) { no_cuda(); }
 std::size_t device_free_bytes(int) { no_cuda(); }
 void set_device(int) { no_cuda(); }

@@ -35,3 +35,22 @@ for e in work:
     lanes[(e.get("pid"), e.get("tid"))] += e["dur"]
 busy = sorted(lanes.values(), reverse=True)
 print(f"lanes {len(lanes)}: busy {', '.join(f'{b / (t1 - t0):.0%}' for b in busy[:20])}")
+# Each GPU's busy share: the union of the spans on its streams (they overlap when an image's
+# transfers overlap another's kernels), against the wall of all spans; and which op fills it.
+names = {e["pid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"}
+for pid in sorted({e["pid"] for e in work if str(names.get(e["pid"], "")).startswith("cuda:")}):
+    iv = sorted((e["ts"], e["ts"] + e["dur"]) for e in work if e["pid"] == pid)
+    union, end = 0.0, None
+    for a, b in iv:
+        if end is None or a > end:
+            union += b - a
+            end = b
+        elif b > end:
+            union += b - end
+            end = b
+    ops = collections.Counter()
+    for e in work:
+        if e["pid"] == pid:
+            ops[e.get("args", {}).get("op", e["name"])] += e["dur"]
+    top = ", ".join(f"{op} {d / 1000:.1f} ms" for op, d in ops.most_common(3))
+    print(f"{names[pid]}: busy {union / (t1 - t0):.0%} of the wall ({union / 1000:.1f} ms; {top})")
