@@ -18,7 +18,7 @@
 // kernel, 16-byte read-back), medians of 9, variants interleaved, 5 rounds; per iteration =
 // median / max_iter, and the slope (t(500) - t(50)) / 450 without the fixed start and end.
 #include "../../kernels/chan_vese.cu"
-#include "../../../../scripts/bench/cuda_event_timing.cuh"
+#include "../../../../scripts/bench/cuda_harness.cuh"
 #include "chan_vese_before.cuh"
 
 #include <algorithm>
@@ -35,12 +35,7 @@ namespace cv = pixflow::chan_vese;
 
 static int failures = 0, cases = 0;
 
-struct Dev {
-    void* p = nullptr;
-    explicit Dev(std::size_t n) { CK(cudaMalloc(&p, n ? n : 1)); }
-    ~Dev() { cudaFree(p); }
-    Dev(const Dev&) = delete;
-};
+using harness::Dev;
 
 enum class Pattern { shapes, random, constant };
 static const char* pattern_name(Pattern p) {

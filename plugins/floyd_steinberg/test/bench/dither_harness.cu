@@ -23,7 +23,7 @@
 // untouched), carried rows and scratch; the timed outputs are compared too.
 // Timings: CUDA events after 3 warm-up launches, medians of 15 (9 for RGB), 3 rounds.
 #include "../../kernels/floyd_steinberg.cu"
-#include "../../../../scripts/bench/cuda_event_timing.cuh"
+#include "../../../../scripts/bench/cuda_harness.cuh"
 #include "floyd_steinberg_old.cuh"
 
 #include "../../kernels/floyd_steinberg_pixel.hpp"
@@ -87,12 +87,7 @@ static void reference(const std::vector<std::uint8_t>& in, std::vector<std::uint
     }
 }
 
-struct Dev {
-    void* p = nullptr;
-    explicit Dev(std::size_t n) { CK(cudaMalloc(&p, n ? n : 1)); }
-    ~Dev() { cudaFree(p); }
-    Dev(const Dev&) = delete;
-};
+using harness::Dev;
 
 static void check_case(const Variant& var, int w, int h, int c, bool aligned, bool strips, std::mt19937& rng,
                        const char* label = "") {
@@ -117,17 +112,7 @@ static void check_case(const Variant& var, int w, int h, int c, bool aligned, bo
     out.pitch = std::int64_t(out_pitch);
     Dev carry(row * 2);
     CK(cudaMemset(carry.p, 0xEE, row * 2));
-    std::vector<int> bands;
-    if (strips) {
-        for (int y = 0; y < h;) {
-            int b = 1 + int(rng() % std::max(1, h / 2));
-            if (y + b > h) b = h - y;
-            bands.push_back(b);
-            y += b;
-        }
-    } else {
-        bands.push_back(h);
-    }
+    const std::vector<int> bands = harness::random_bands(h, strips, rng);
     int y = 0;
     auto* cp = static_cast<std::int16_t*>(carry.p);
     for (std::size_t k = 0; k < bands.size(); ++k) {

@@ -12,7 +12,7 @@
 // (tile rows TH, rows per block scan RPS) and a device-to-device copy of the floor's bytes, in one
 // run, 3 rounds of medians; then per-phase globaltimer stamps of the look-back kernel.
 #include "../../kernels/integral.cu"
-#include "../../../../scripts/bench/cuda_event_timing.cuh"
+#include "../../../../scripts/bench/cuda_harness.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -46,12 +46,7 @@ std::vector<U> reference(const std::vector<std::uint8_t>& in, int w, int h, int 
     return out;
 }
 
-struct Dev {
-    void* p = nullptr;
-    explicit Dev(std::size_t n) { CK(cudaMalloc(&p, n ? n : 1)); }
-    ~Dev() { cudaFree(p); }
-    Dev(const Dev&) = delete;
-};
+using harness::Dev;
 
 template <class U>
 void check_case(int w, int h, int c, bool aligned, bool strips, std::mt19937& rng, const char* label = "") {
@@ -73,17 +68,7 @@ void check_case(int w, int h, int c, bool aligned, bool strips, std::mt19937& rn
     in.pitch = std::int64_t(in_pitch);
     out.pitch = std::int64_t(out_pitch);
     Dev carry(row * sizeof(U));
-    std::vector<int> bands;
-    if (strips) {
-        for (int y = 0; y < h;) {
-            int b = 1 + int(rng() % std::max(1, h / 2));
-            if (y + b > h) b = h - y;
-            bands.push_back(b);
-            y += b;
-        }
-    } else {
-        bands.push_back(h);
-    }
+    const std::vector<int> bands = harness::random_bands(h, strips, rng);
     int y = 0;
     for (std::size_t k = 0; k < bands.size(); ++k) {
         ImageView bi = in, bo = out;
