@@ -219,6 +219,28 @@ template <class Cursor> class IdleCursors {
     std::uint64_t m_clock = 0;
 };
 
+/// Step 1 of a band read through a cursor: copies the rows of [row0, row0 + dst.height) that the
+/// cursor kept (the halo above the previous band's end, rows [kept0, next)) into dst.
+template <class Cursor> void copy_kept_rows(const Cursor& c, int row0, const ImageView& dst) {
+    const std::size_t rb = dst.row_bytes();
+    for (int y = row0; y < std::min(row0 + dst.height, c.next); ++y)
+        std::memcpy(dst.row<unsigned char>(y - row0), c.kept.data() + std::size_t(y - c.kept0) * rb, rb);
+}
+
+/// Step 3: once the decoder has given the band's rows, the cursor keeps the band's last ones for
+/// the next band's halo (k_kept_rows or k_kept_bytes, at most the band) and moves on past it.
+template <class Cursor> void keep_last_rows(Cursor& c, int row0, const ImageView& dst) {
+    const int end = row0 + dst.height;
+    if (end < c.next) return;
+    const std::size_t rb = dst.row_bytes();
+    const int k = int(std::min<std::size_t>(std::size_t(dst.height), std::max<std::size_t>(k_kept_rows, k_kept_bytes / rb)));
+    c.kept.resize(std::size_t(k) * rb);
+    for (int y = 0; y < k; ++y)
+        std::memcpy(c.kept.data() + std::size_t(y) * rb, dst.row<unsigned char>(dst.height - k + y), rb);
+    c.kept0 = end - k;
+    c.next = end;
+}
+
 /// Fails (the file changed since its header was read) unless `now` is `want`.
 void expect_header(const std::string& path, const Header& want, const Header& now);
 

@@ -340,8 +340,7 @@ void png_read_rows(const std::string& path, const Header& want, int row0, const 
     if (options.fail_on != FailOn::warning)
         for (int y = 0; y < dst.height; ++y) std::memset(dst.row<unsigned char>(y), 0, rb);
     // 1. the rows the cursor kept (the halo above the previous band's end)
-    for (int y = row0; y < std::min(end, c->next); ++y)
-        std::memcpy(dst.row<unsigned char>(y - row0), c->kept.data() + std::size_t(y - c->kept0) * rb, rb);
+    copy_kept_rows(*c, row0, dst);
     // 2. the rest from the decoder, one row at a time so that a failure names its row; rows above
     //    the band (a cursor opened for a band that does not start at 0) go through a scratch row
     std::vector<unsigned char> scratch(c->next < row0 ? rb : 0);
@@ -372,14 +371,7 @@ void png_read_rows(const std::string& path, const Header& want, int row0, const 
                      (c->failed_at >= 0 && c->failed_at < end ? " partly decoded: " : " decoded despite: ") +
                      complaints + " (fail_on = \"" + (options.fail_on == FailOn::none ? "none" : "error") + "\")");
     // 3. keep the band's last rows for the next band's halo
-    if (end >= c->next) {
-        const int k = int(std::min<std::size_t>(std::size_t(dst.height), std::max<std::size_t>(k_kept_rows, k_kept_bytes / rb)));
-        c->kept.resize(std::size_t(k) * rb);
-        for (int y = 0; y < k; ++y)
-            std::memcpy(c->kept.data() + std::size_t(y) * rb, dst.row<unsigned char>(dst.height - k + y), rb);
-        c->kept0 = end - k;
-        c->next = end;
-    }
+    keep_last_rows(*c, row0, dst);
     if (end >= want.height) return; // the last band: the cursor closes here, inside the capture
     std::unique_ptr<PngCursor> oldest = png_cursors().give_back(std::move(c));
 }

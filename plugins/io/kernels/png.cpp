@@ -286,8 +286,7 @@ void png_read_rows(const std::string& path, const Header& want, int row0, const 
     if (options.fail_on != FailOn::warning)
         for (int y = 0; y < dst.height; ++y) std::memset(dst.row<unsigned char>(y), 0, rb);
     // 1. the rows the cursor kept (the halo above the previous band's end)
-    for (int y = row0; y < std::min(end, c->next); ++y)
-        std::memcpy(dst.row<unsigned char>(y - row0), c->kept.data() + std::size_t(y - c->kept0) * rb, rb);
+    copy_kept_rows(*c, row0, dst);
     // 2. the rest from the decoder; rows above the band (a cursor opened for a band that does not
     //    start at 0) go through a scratch row
     std::vector<unsigned char> above(c->next < row0 ? rb : 0), scratch;
@@ -308,14 +307,7 @@ void png_read_rows(const std::string& path, const Header& want, int row0, const 
     judge_complaints(path, gave_up + (gave_up.empty() || w.empty() ? "" : "; ") + w, partly, options,
                      "rows from " + std::to_string(row0));
     // 3. keep the band's last rows for the next band's halo
-    if (end >= c->next) {
-        const int k = int(std::min<std::size_t>(std::size_t(dst.height), std::max<std::size_t>(k_kept_rows, k_kept_bytes / rb)));
-        c->kept.resize(std::size_t(k) * rb);
-        for (int y = 0; y < k; ++y)
-            std::memcpy(c->kept.data() + std::size_t(y) * rb, dst.row<unsigned char>(dst.height - k + y), rb);
-        c->kept0 = end - k;
-        c->next = end;
-    }
+    keep_last_rows(*c, row0, dst);
     if (end >= want.height) return; // the last band: the cursor closes here
     (void)cursors().give_back(std::move(c)); // the oldest idle one, if too many wait: closed here
 }
