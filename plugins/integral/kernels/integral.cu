@@ -23,6 +23,12 @@
 // version spent 57 us per tile and ran 0.51 ms; moving the fences to a publisher warp gave 0.49).
 // For u64 outputs the same kernel ran 0.91 ms against 0.83 for reduce-then-scan (its tiles are
 // shorter and its output phase twice as long), so u64 keeps reduce-then-scan below.
+// 2026-11-28: look-backs read a window of predecessors' flags at once, one per lane (look_window,
+// as CUB does), and pause 512 ns between polls. Same harness, 3 rounds: gray 0.212 -> 0.192 ms
+// (1.82x -> 1.64x the floor; reduce-then-scan 0.204, so before this the look-back was the slower
+// of the two for gray), RGB 0.483-0.489 -> 0.479-0.481 ms, 2 and 4 channels level. The windows did
+// not shorten RGB's waits (a window of 32 was 4% slower): a tile's look-back waits for flags that
+// are not up yet, not on a long walk through aggregates, so its neighbours' progress is the limit.
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
@@ -624,12 +630,72 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
 __device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-/// Spins until the flag is set, then returns it; the loads after it see the data published
-/// before it (acquire). Only tiles with an earlier ticket are waited for, and those have started.
-__device__ __forceinline__ unsigned wait_flag(const unsigned* p) {
-    unsigned f;
-    while ((f = ld_acquire(p)) == lb_none) __nanosleep(32);
-    return f;
+/// Predecessors whose flags a look-back window reads at once (look_window), and the pause
+/// between two reads of a window whose flags are not all up. Chosen on the H100 with the
+/// lookback_harness (8192 x 8192, windows of 1 to 32, pauses of 32, 128 and 512 ns): gray tiles
+/// (101 rows) walk further back along y and gain from a window of 8 (0.212 -> 0.192 ms); for 2-4
+/// channels every wider window was slower (32 lanes polling add L2 traffic that the other tiles'
+/// loads and stores feel: RGB 0.48 ms with 1, 0.50 with 32), and 512 ns was the best pause for all.
+template <int C> constexpr int lb_window() { return C == 1 ? 8 : 1; }
+constexpr unsigned lb_backoff_ns = 512;
+
+/// What one look-back window found: the next `n` predecessors are to be added, the last of them
+/// as its inclusive prefix when `inclusive` (then the look-back is over), else all as aggregates.
+struct Window {
+    int n;
+    bool inclusive;
+};
+/// One window of a warp-wide look-back (as CUB's tile-state look-back does): lane l < W reads,
+/// with acquire, the flag of predecessor done + l (tile first - (done + l) * stride, flag array
+/// `flags`, 3 flags per tile), so W flags cost one L2 round trip instead of W one after the
+/// other; spins (all lanes) until every predecessor up to the first inclusive one has published.
+/// Predecessor avail - 1 is inclusive by construction (the first tile of a row or column), so a
+/// window never reads past it. The whole warp calls it with the same arguments; after the
+/// __syncwarp every lane may read what the tiles up to the window's end published (the flags'
+/// release, one lane's acquire, then the warp barrier). Only tiles with an earlier ticket are
+/// waited for, and those have started.
+template <int W>
+__device__ __forceinline__ Window look_window(const unsigned* flags, unsigned first, unsigned stride, int done,
+                                              int avail) {
+    constexpr unsigned lanes = W == 32 ? 0xFFFFFFFFu : (1u << W) - 1u; // the lanes that read a flag
+    const int lane = int(threadIdx.x & 31), k = done + lane;
+    for (;;) {
+        unsigned f = lb_aggregate;
+        if (lane < W) f = k < avail ? ld_acquire(flags + 3 * std::size_t(first - unsigned(k) * stride)) : lb_inclusive;
+        const unsigned none = __ballot_sync(0xFFFFFFFFu, f == lb_none) & lanes;
+        const unsigned inc = __ballot_sync(0xFFFFFFFFu, f == lb_inclusive) & lanes;
+        const unsigned upto = inc ? ((inc & (0u - inc)) << 1) - 1u : lanes; // the lanes to the first inclusive
+        if (!(none & upto)) {
+            __syncwarp();
+            return {inc ? __ffs(int(inc)) : W, inc != 0};
+        }
+        __nanosleep(lb_backoff_ns);
+    }
+}
+/// A warp-wide look-back over C values per tile (z): lane l adds the values of predecessor
+/// done + l of each window, and the warp's sum ends in every lane. `agg` and `inc` are the
+/// aggregates' and inclusive prefixes' arrays (C values per tile).
+template <class U, int C, int W>
+__device__ __forceinline__ void look_back_z(const unsigned* flags, const U* agg, const U* inc, unsigned first,
+                                            int avail, U (&acc)[C]) {
+    const int lane = int(threadIdx.x & 31);
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[c] = 0;
+    for (int done = 0;;) {
+        const Window w = look_window<W>(flags, first, 1, done, avail);
+        if (lane < w.n) {
+            const std::size_t i = first - unsigned(done + lane);
+            const U* src = (w.inclusive && lane == w.n - 1 ? inc : agg) + i * C;
+#pragma unroll
+            for (int c = 0; c < C; ++c) acc[c] += __ldcg(src + c);
+        }
+        if (w.inclusive) break;
+        done += w.n;
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) acc[c] += __shfl_xor_sync(0xFFFFFFFFu, acc[c], d);
 }
 
 /// Rows of a look-back tile for u8 input, output U and C channels: as many as let four blocks
@@ -795,7 +861,7 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 // flags x, y inclusive and z's aggregate, then looks back along x over z for z's inclusive.
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
 // `part`, the row carries, z and the corner.
-template <class U, int C, int TH, int RPS, bool Prof>
+template <class U, int C, int TH, int RPS, bool Prof, int W>
 __global__ void __launch_bounds__(lb_threads, 4)
     integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH> lb, const U* d_above,
                              bool in_aligned, bool out_aligned, std::uint64_t* d_prof) {
@@ -844,15 +910,11 @@ __global__ void __launch_bounds__(lb_threads, 4)
             if (tx > 0) st_release(flags, lb_inclusive);
             if (ty > 0) st_release(flags + 1, lb_inclusive);
             st_release(flags + 2, tx == 0 ? lb_inclusive : lb_aggregate);
-            if (tx > 0) { // z's inclusive prefix along x: tiles (tx - 1, ty), ..; (0, ty) is inclusive
-                U acc[C] = {};
-                for (unsigned i = id - 1;; --i) {
-                    const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i) + 2);
-                    const U* src = (f == lb_inclusive ? lb.inc_z : lb.agg_z) + std::size_t(i) * C;
-#pragma unroll
-                    for (int c = 0; c < C; ++c) acc[c] += __ldcg(src + c);
-                    if (f == lb_inclusive) break;
-                }
+        }
+        if (tx > 0) { // z's inclusive prefix along x: tiles (tx - 1, ty), ..; (0, ty) is inclusive
+            U acc[C];
+            look_back_z<U, C, W>(lb.flags + 2, lb.agg_z, lb.inc_z, id - 1, tx, acc);
+            if (lane == 0) {
 #pragma unroll // this tile's z: written by compute thread 0 before bar_inclusive
                 for (int c = 0; c < C; ++c)
                     __stcg(lb.inc_z + std::size_t(id) * C + c, acc[c] + __ldcg(lb.agg_z + std::size_t(id) * C + c));
@@ -924,30 +986,38 @@ __global__ void __launch_bounds__(lb_threads, 4)
     stamp(2);
 
     // 3. Look back along x (rows) and along y (columns); write the inclusive prefixes.
+    // Warp-wide windows of predecessors (look_window); each thread then adds its values of the
+    // window's tiles, their loads in flight together.
     U rc = 0;
-    if (row_thread && tx > 0) {
-        for (unsigned i = id - 1;; --i) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
-            const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i));
-            if (f == lb_inclusive) {
-                rc += __ldcg(lb.inc_row + std::size_t(i) * LB::row_n + tid);
-                break;
-            }
-            rc += __ldcg(lb.agg_row + std::size_t(i) * LB::row_n + tid);
+    if (tx > 0 && warp * 32 < LB::row_n) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
+        for (int done = 0;;) {
+            const Window w = look_window<W>(lb.flags, id - 1, 1, done, tx);
+            if (row_thread)
+#pragma unroll 4
+                for (int t = 0; t < w.n; ++t) {
+                    const std::size_t i = id - 1 - unsigned(done + t);
+                    rc += __ldcg((w.inclusive && t == w.n - 1 ? lb.inc_row : lb.agg_row) + i * LB::row_n + tid);
+                }
+            if (w.inclusive) break;
+            done += w.n;
         }
-        __stcg(lb.inc_row + std::size_t(id) * LB::row_n + tid, rc + row_total);
+        if (row_thread) __stcg(lb.inc_row + std::size_t(id) * LB::row_n + tid, rc + row_total);
     }
     if (row_thread) row_carry[tid] = rc;
     U cc[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) cc[k] = 0;
-    if (ty > 0) {
-        for (unsigned j = id - unsigned(lb.n_tx);; j -= unsigned(lb.n_tx)) { // (tx, ty - 1), ..; (tx, 0) is inclusive
-            const unsigned f = wait_flag(lb.flags + 3 * std::size_t(j) + 1);
-            if (f == lb_inclusive) {
-                add_vec<U, K>(cc, lb.inc_col + std::size_t(j) * LB::col_n + base);
-                break;
+    if (ty > 0) { // tiles (tx, ty - 1), (tx, ty - 2), ..; (tx, 0) is inclusive
+        for (int done = 0;;) {
+            const Window w = look_window<W>(lb.flags + 1, id - unsigned(lb.n_tx), unsigned(lb.n_tx), done, ty);
+            constexpr int depth = K <= 12 ? 4 : 1; // tiles whose loads are in flight together (C = 4: more spill)
+#pragma unroll depth
+            for (int t = 0; t < w.n; ++t) {
+                const std::size_t j = id - unsigned(done + t + 1) * unsigned(lb.n_tx);
+                add_vec<U, K>(cc, (w.inclusive && t == w.n - 1 ? lb.inc_col : lb.agg_col) + j * LB::col_n + base);
             }
-            add_vec<U, K>(cc, lb.agg_col + std::size_t(j) * LB::col_n + base);
+            if (w.inclusive) break;
+            done += w.n;
         }
         U inc[K];
 #pragma unroll
@@ -975,18 +1045,13 @@ __global__ void __launch_bounds__(lb_threads, 4)
     stamp(3);
 
     // 4. The corner: z of tiles (i < tx, ty - 1), looked back along x (usually one inclusive).
-    if (tid == 0) {
+    if (warp == 0) {
         U cor[C] = {};
-        if (tx > 0 && ty > 0)
-            for (unsigned i = id - unsigned(lb.n_tx) - 1;; --i) { // (tx - 1, ty - 1), ..; (0, ty - 1) is inclusive
-                const unsigned f = wait_flag(lb.flags + 3 * std::size_t(i) + 2);
-                const U* src = (f == lb_inclusive ? lb.inc_z : lb.agg_z) + std::size_t(i) * C;
+        if (tx > 0 && ty > 0) // (tx - 1, ty - 1), ..; (0, ty - 1) is inclusive
+            look_back_z<U, C, W>(lb.flags + 2, lb.agg_z, lb.inc_z, id - unsigned(lb.n_tx) - 1, tx, cor);
+        if (lane == 0)
 #pragma unroll
-                for (int c = 0; c < C; ++c) cor[c] += __ldcg(src + c);
-                if (f == lb_inclusive) break;
-            }
-#pragma unroll
-        for (int c = 0; c < C; ++c) corner[c] = cor[c];
+            for (int c = 0; c < C; ++c) corner[c] = cor[c];
     }
     bar_sync(bar_compute, block_threads); // corner and row_carry are ready
     stamp(4);
@@ -1035,7 +1100,7 @@ template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_scratch
 }
 
 /// Integer output from u8 input in one kernel (plus a memset of the flags and the ticket).
-template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false>
+template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false, int W = lb_window<C>()>
 void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,
                      std::uint64_t* d_prof = nullptr) {
     int n_tx = 0;
@@ -1043,7 +1108,7 @@ void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch,
     const LookBack<U, C, TH> lb(d_scratch, n_tiles, n_tx);
     PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.flags, 0, LookBack<U, C, TH>::flag_bytes(n_tiles), s));
     constexpr int smem = TH * tile_w * C;
-    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof>;
+    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W>;
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             int(cudaSharedmemCarveoutMaxShared)));

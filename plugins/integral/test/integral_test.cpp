@@ -221,7 +221,7 @@ TEST(IntegralCuda, MatchesCpuBitForBit) {
 // u8 -> u32 on CUDA is one pass with decoupled look-back between tiles of 512 x TH pixels (TH =
 // 101, 48, 31, 22 rows for 1-4 channels; kernels/integral.cu): widths at the tile edge (one
 // tile, one more pixel, four tile columns so that look-backs add aggregates before they find an
-// inclusive prefix), heights at the tile edge (TH - 1, TH, TH + 1, several tile rows, so that the
+// inclusive prefix, ten so that a look-back along x reads more than one window of flags), heights at the tile edge (TH - 1, TH, TH + 1, several tile rows, so that the
 // corner comes from the tile row above), a tall image of one tile column and hundreds of tile
 // rows, and a grid of 5 x 20 tiles, all against the reference and the CPU, bit for bit.
 TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
@@ -231,7 +231,7 @@ TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
     for (int c : {1, 2, 3, 4}) {
         const int th = tile_rows[c - 1];
         std::vector<std::pair<int, int>> shapes;
-        for (int w : {1, 511, 512, 513, 2049})
+        for (int w : {1, 511, 512, 513, 2049, 4609})
             for (int h : {1, th - 1, th, th + 1, 3 * th + 2}) shapes.push_back({w, h});
         shapes.push_back({64, 200 * th + 7}); // one tile column, many tile rows
         shapes.push_back({5 * 512 - 3, 20 * th}); // 5 x 20 tiles

@@ -1,18 +1,25 @@
 // lookback_harness.cu: standalone check and timing of integral.cu's integer paths from u8 (issue
 // 18), not part of the build. It includes the kernel file itself, so it reaches the kernels in
-// its anonymous namespace:
-//   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/integral/test/bench/lookback_harness.cu -o harness
+// its anonymous namespace, and the kernel file as of an earlier commit (made from git by
+// scripts/bench/frozen_kernel.sh) to time the look-back before and after in one run:
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 1f78e66 \
+//       plugins/integral/kernels/integral.cu before > build-harness/integral_before.cuh
+//   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/integral/kernels -Ibuild-harness \
+//       plugins/integral/test/bench/lookback_harness.cu -o harness
 //   ./harness          every check, then the timings of 8192 x 8192 x 3 (u32 and u64 outputs)
 //   ./harness small    the checks of small sizes only (for compute-sanitizer)
 //   ./harness ncu      a few launches of two variants, for ncu
 // Checks: integral_cuda (the dispatch the plugin uses) against a CPU reference byte for byte, on
 // random inputs of many sizes (tile edges, tall, wide), 1-4 channels, u32 and u64, aligned and
 // unaligned views (the fallback loads), and in bands of rows with the carried row (strips), with
-// poisoned outputs and scratch. Timings: the old reduce-then-scan kernels, look-back variants
-// (tile rows TH, rows per block scan RPS) and a device-to-device copy of the floor's bytes, in one
-// run, 3 rounds of medians; then per-phase globaltimer stamps of the look-back kernel.
+// poisoned outputs and scratch. Timings: the reduce-then-scan kernels, the look-back kernel as of
+// the frozen commit and today's with look-back windows of 1 to 32 predecessors, and a
+// device-to-device copy of the floor's bytes, in one run, 3 rounds of medians; then per-phase
+// globaltimer stamps of the look-back kernel. (Tile rows TH and rows per block scan RPS other than
+// lb_rows and 2 were timed the same way before: 2026-11-27, docs/performance.md.)
 #include "../../kernels/integral.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
+#include "integral_before.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -105,8 +112,7 @@ void check_case(int w, int h, int c, bool aligned, bool strips, std::mt19937& rn
 using harness::median;
 using harness::time_it;
 
-template <class U> void bench(int reps, std::mt19937& rng, bool ncu_mode = false) {
-    constexpr int C = 3;
+template <class U, int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = false) {
     const int w = 8192, h = 8192;
     const std::size_t row = std::size_t(w) * C;
     std::vector<std::uint8_t> hin(row * h);
@@ -146,16 +152,15 @@ template <class U> void bench(int reps, std::mt19937& rng, bool ncu_mode = false
     add("d2d copy of floor bytes", [&] { CK(cudaMemcpyAsync(cpy_b.p, cpy_a.p, floor_bytes / 2, cudaMemcpyDeviceToDevice)); });
     add("old reduce-then-scan", [&] { pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(old_scratch.p), nullptr, nullptr); });
     constexpr int D = pi::lb_rows<U, C>();
-    add("lookback default (RPS 1)", [&] { pi::launch_lookback<U, C, D, 1>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("lookback default RPS 2", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("lookback TH=24 RPS 2", [&] { pi::launch_lookback<U, C, 24, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    if constexpr (sizeof(U) == 4) {
-        add("lookback default RPS 4", [&] { pi::launch_lookback<U, C, D, 4>(in, out, new_scratch.p, nullptr, nullptr); });
-        add("lookback TH=24 RPS 4", [&] { pi::launch_lookback<U, C, 24, 4>(in, out, new_scratch.p, nullptr, nullptr); });
-        add("lookback TH=20 RPS 4", [&] { pi::launch_lookback<U, C, 20, 4>(in, out, new_scratch.p, nullptr, nullptr); });
-    } else {
-        add("lookback TH=20 RPS 2", [&] { pi::launch_lookback<U, C, 20, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    }
+    if constexpr (sizeof(U) == 4)
+        add("lookback before (1f78e66)", [&] {
+            pi::before::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr);
+        });
+    add("lookback window 1", [&] { pi::launch_lookback<U, C, D, 2, false, 1>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("lookback window 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("lookback window 8", [&] { pi::launch_lookback<U, C, D, 2, false, 8>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("lookback window 16", [&] { pi::launch_lookback<U, C, D, 2, false, 16>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("lookback window 32", [&] { pi::launch_lookback<U, C, D, 2, false, 32>(in, out, new_scratch.p, nullptr, nullptr); });
     if (ncu_mode) { // a few launches of two variants for the profiler
         for (int i = 0; i < 3; ++i) fns[2](), fns[3](), fns[1]();
         CK(cudaDeviceSynchronize());
@@ -168,8 +173,8 @@ template <class U> void bench(int reps, std::mt19937& rng, bool ncu_mode = false
             t[i].push_back(time_it(fns[i], reps));
             if (i) verify(names[i]);
         }
-    std::printf("8192x8192x3 u8 -> u%d (default TH %d), floor %.3f GB; medians of %d, 3 rounds; x = / copy's first median:\n",
-                int(8 * sizeof(U)), D, floor_bytes / 1e9, reps);
+    std::printf("8192x8192x%d u8 -> u%d (default TH %d), floor %.3f GB; medians of %d, 3 rounds; x = / copy's first median:\n",
+                C, int(8 * sizeof(U)), D, floor_bytes / 1e9, reps);
     for (int i = 0; i < nv; ++i) {
         std::printf("  %-26s", names[i]);
         for (float x : t[i]) std::printf(" %.4f ms (%.3fx)", x, x / t[0][0]);
@@ -246,6 +251,9 @@ int main(int argc, char** argv) {
     std::printf("correctness: %d cases, %d failures\n", cases, failures);
     if (!small) {
         bench<std::uint32_t>(25, rng);
+        bench<std::uint32_t, 4>(25, rng);
+        bench<std::uint32_t, 1>(25, rng);
+        bench<std::uint32_t, 2>(25, rng);
         bench<std::uint64_t>(25, rng);
     }
     std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
