@@ -32,10 +32,21 @@
 // __fmaf_rn/__fadd_rn/__fmul_rn, so nvcc cannot contract differently from the CPU kernel: the
 // results are bit-identical to gauss5x5_cpu (checked on 1620 shapes/pitches/borders/dtypes).
 //
-// Measured, H100 80GB HBM3, 8192x8192, median of 20 (cudaEvent), against a device-to-device copy
-// of the same bytes (2.85 TB/s read+write):
-//   u8  C=3: 0.208 ms vs 0.140 ms copy = 1.49x     u8  C=1: 1.75x     u8  C=4: 1.46x
-//   u16 C=3: 0.299 ms vs 0.273 ms copy = 1.09x     f32 C=3: 0.638 ms vs 0.539 ms = 1.18x
+// Measured, H100 80GB HBM3, 8192x8192, `pixflow bench pipelines/bench/gauss5x5-8k.toml --set
+// src.channels=C --set src.dtype=T`, median of 20 (cudaEvent), x = against a device-to-device
+// copy of the same bytes measured in the same run (2.9 TB/s read+write). 2026-11-28, two rounds
+// of the kernel before and after in one session, alternating:
+//                 before (10 rows a warp, 20 blocks/SM)    now (5 rows, 24 blocks/SM for u8)
+//   u8  C=3       0.2077-0.2089 ms  1.51x                  0.1995-0.2024 ms  1.42-1.43x
+//   u8  C=1       0.0913-0.0934 ms  1.92-1.99x             0.0830-0.0840 ms  1.76-1.81x
+//   u8  C=4       0.2719-0.2737 ms  1.46-1.48x             0.2614-0.2616 ms  1.38-1.41x
+//   u16 C=3       0.3006-0.3017 ms  1.09x                  0.2852-0.2898 ms  1.02-1.04x
+//   f32 C=3       0.6377-0.6396 ms  1.15x                  0.5574-0.5590 ms  1.01x
+// Latency, not only issue, held it: at 27% occupancy a warp's chain of rows hid too little of
+// the load latency, so shorter strips (more warps; the 4 apron rows are then read for 5 outputs
+// instead of 10, hits in L2) and, for u8, 24 resident blocks (80 registers; u8 C=3 and C=4 spill
+// 16 and 24 bytes, still faster) win. Also timed: 20 and 30 rows (RGB 0.228, 0.240 ms), 16
+// blocks (0.234-0.251), 28 blocks with 5 rows (RGB 0.197-0.198 but RGBA 0.272), 32 (0.24-0.25).
 #include "gauss5x5.hpp"
 
 #include <pixflow/cuda.hpp>
@@ -50,8 +61,10 @@ namespace {
 constexpr int kVec = 8;             // samples per lane
 constexpr int kWarpOut = 30 * kVec; // samples a warp writes per row (lanes 1..30)
 constexpr int kWarps = 1;           // warps per block (one: no block waits on a slow edge warp)
-constexpr int kRows = 10;           // output rows per warp (a multiple of 5)
-constexpr int kMinBlocks = 20;      // resident blocks per SM asked of ptxas (<= 96 registers)
+constexpr int kRows = 5;            // output rows per warp (a multiple of 5)
+/// Resident blocks per SM asked of ptxas: 24 (<= 80 registers) for u8, 20 (<= 96) for u16 and
+/// f32, which spill at 80 (ptxas -v, sm_90).
+template <class T> constexpr int min_blocks() { return sizeof(T) == 1 ? 24 : 20; }
 constexpr unsigned kFull = 0xffffffffu;
 
 struct Weights {
@@ -338,7 +351,7 @@ __device__ __forceinline__ void blur_strip(const Args& a, int lane, int s, int y
 // blockDim.x = 32 * kWarps, gridDim = cuda::grid_rows(ceil(chunks / kWarps), strips): the strip
 // index is cuda::block_row(), as gridDim.y holds at most 65535 blocks.
 template <class T, int C>
-__global__ void __launch_bounds__(32 * kWarps, kMinBlocks) gauss5x5_kernel(const Args a) {
+__global__ void __launch_bounds__(32 * kWarps, min_blocks<T>()) gauss5x5_kernel(const Args a) {
     static_assert(2 * C <= kVec, "the horizontal apron must fit in one lane");
     static_assert(kRows % 5 == 0, "the row loop is unrolled by the window's 5 rows");
     const int lane = int(threadIdx.x) & 31;
