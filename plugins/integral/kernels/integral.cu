@@ -672,7 +672,22 @@ __device__ __forceinline__ Window look_window(const unsigned* flags, unsigned fi
         __nanosleep(lb_backoff_ns);
     }
 }
-/// A warp-wide look-back over C values per tile (z): lane l adds the values of predecessor
+/// A whole look-back from tile `first` over its predecessors first, first - stride, .. (avail of
+/// them, the last inclusive by construction), in windows of W (look_window): add(i, inclusive)
+/// for each tile i to add, Depth of a window's calls unrolled so that their loads are in flight
+/// together. The whole warp calls it.
+template <int W, int Depth, class Add>
+__device__ __forceinline__ void look_back(const unsigned* flags, unsigned first, unsigned stride, int avail,
+                                          Add&& add) {
+    for (int done = 0;;) {
+        const Window w = look_window<W>(flags, first, stride, done, avail);
+#pragma unroll Depth
+        for (int t = 0; t < w.n; ++t) add(std::size_t(first - unsigned(done + t) * stride), w.inclusive && t == w.n - 1);
+        if (w.inclusive) return;
+        done += w.n;
+    }
+}
+/// A warp-wide look-back over C values per tile (z), the window's tiles spread over the lanes: lane l adds the values of predecessor
 /// done + l of each window, and the warp's sum ends in every lane. `agg` and `inc` are the
 /// aggregates' and inclusive prefixes' arrays (C values per tile).
 template <class U, int C, int W>
@@ -990,17 +1005,9 @@ __global__ void __launch_bounds__(lb_threads, 4)
     // window's tiles, their loads in flight together.
     U rc = 0;
     if (tx > 0 && warp * 32 < LB::row_n) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
-        for (int done = 0;;) {
-            const Window w = look_window<W>(lb.flags, id - 1, 1, done, tx);
-            if (row_thread)
-#pragma unroll 4
-                for (int t = 0; t < w.n; ++t) {
-                    const std::size_t i = id - 1 - unsigned(done + t);
-                    rc += __ldcg((w.inclusive && t == w.n - 1 ? lb.inc_row : lb.agg_row) + i * LB::row_n + tid);
-                }
-            if (w.inclusive) break;
-            done += w.n;
-        }
+        look_back<W, 4>(lb.flags, id - 1, 1, tx, [&](std::size_t i, bool inc) {
+            if (row_thread) rc += __ldcg((inc ? lb.inc_row : lb.agg_row) + i * LB::row_n + tid);
+        });
         if (row_thread) __stcg(lb.inc_row + std::size_t(id) * LB::row_n + tid, rc + row_total);
     }
     if (row_thread) row_carry[tid] = rc;
@@ -1008,17 +1015,10 @@ __global__ void __launch_bounds__(lb_threads, 4)
 #pragma unroll
     for (int k = 0; k < K; ++k) cc[k] = 0;
     if (ty > 0) { // tiles (tx, ty - 1), (tx, ty - 2), ..; (tx, 0) is inclusive
-        for (int done = 0;;) {
-            const Window w = look_window<W>(lb.flags + 1, id - unsigned(lb.n_tx), unsigned(lb.n_tx), done, ty);
-            constexpr int depth = K <= 12 ? 4 : 1; // tiles whose loads are in flight together (C = 4: more spill)
-#pragma unroll depth
-            for (int t = 0; t < w.n; ++t) {
-                const std::size_t j = id - unsigned(done + t + 1) * unsigned(lb.n_tx);
-                add_vec<U, K>(cc, (w.inclusive && t == w.n - 1 ? lb.inc_col : lb.agg_col) + j * LB::col_n + base);
-            }
-            if (w.inclusive) break;
-            done += w.n;
-        }
+        constexpr int depth = K <= 12 ? 4 : 1; // tiles whose loads are in flight together (C = 4: more spill)
+        look_back<W, depth>(lb.flags + 1, id - unsigned(lb.n_tx), unsigned(lb.n_tx), ty, [&](std::size_t j, bool inc) {
+            add_vec<U, K>(cc, (inc ? lb.inc_col : lb.agg_col) + j * LB::col_n + base);
+        });
         U inc[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) inc[k] = cc[k] + colsum[k];
