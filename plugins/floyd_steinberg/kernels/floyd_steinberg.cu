@@ -29,15 +29,19 @@
 //    memory between the warps of a block (3 rows of about W + 64 bytes: 24.8 KB at 8192 wide),
 //    in global memory from the block's last warp to the next block's first. Lane 31 writes
 //    e + 127 (always 1..255) per column, 16 columns per store, into a zeroed hand-off row; the
-//    next band's lane 0 reads the 16 columns of its next chunk in the middle of the current
-//    one and, at the chunk's start, re-reads until none of the bytes it needs is 0. Each byte
+//    next band reads the two blocks holding the 16 columns of its next chunk at step 12 of the
+//    current one (every lane, the same bytes: one access per warp, and no branch: a band with
+//    nothing above reads a zeroed block of shared memory) and, at the chunk's start, re-reads
+//    until none of the bytes lane 0 needs is 0, leaving the poll together (__all_sync). Each byte
 //    is written once, from 0 to its final value, so a non-zero byte is final: the data is its
 //    own progress flag and no fence orders anything (a 16-byte access observed half done only
 //    costs another poll). Loads and stores are generic ld/st.relaxed.gpu: in global memory they
 //    go to L2, which is coherent, in shared memory the block's warps see each other's stores,
 //    and the compiler can neither cache nor drop them (the shared rows are zeroed before a
-//    __syncthreads). A band starts about 5.3 to 5.6 us (~140 steps) after the one above
-//    either way (8192 wide, shapes below), instead of the 64 steps the dependencies require.
+//    __syncthreads). Lane 31's value for lane 0's last column of chunk k is computed at step
+//    14 of the band above's chunk k + 4, so a band trails the one above by at least 5 chunks
+//    (80 steps, not the 64 of the dependencies): it does so through shared memory, and 1.1 to
+//    1.6 chunks more through L2 (test/bench/dither_trace.cu, figures below).
 //  - A band only waits on the band above. Blocks take their 4 bands from an atomic ticket in
 //    launch order, so the band a block's first warp waits on belongs to a block that is
 //    already running (it drew its ticket earlier) and waits only on earlier tickets, and the
@@ -45,8 +49,10 @@
 //    resident blocks. Channels are independent bands of their own (ticket t: bands 4 (t / C)
 //    .. 4 (t / C) + 3, channel t % C). The byte path, and rows too wide for the shared rows
 //    (kMaxShared: over about 68,000 columns), keep one warp per block, every hand-off in L2.
-//  - Lanes part only around lane 0's polls and at row ends; __syncwarp() joins them before
-//    the steps. Without it the warp ran each step twice, once per part (3x slower bands).
+//  - Lanes part only at row ends; __syncwarp() joins them before the steps. A warp that parts
+//    runs each step twice, once per part (3x slower bands); when lane 0 alone polled, every
+//    chunk whose first poll failed ran its 16 steps in 2370 cycles instead of 1000
+//    (dither_trace, 2026-11-28), and such a band fell back a chunk every 9 or 10 chunks.
 //  - Strips (a band of rows of a larger image, the carried error row of floyd_steinberg.hpp):
 //    carry_in_kernel writes the carried errors as one more hand-off row per channel, complete
 //    before the main kernel starts, which band 0's lane 0 reads like any band's (every byte is
@@ -61,7 +67,26 @@
 // t and 16 in + t are two IMADs side by side from the late errors, so the sign of t needs no
 // subtraction after them (one op less on the chain: a band alone 41 -> 38 ns per step).
 //
-// Measured on an H100 80GB HBM3 (SXM, 1980 MHz), bit-exact with a serial CPU reference on every
+// 2026-11-28, on an H100 80GB HBM3, bit-exact on every case of test/bench/dither_harness.cu,
+// medians of 15 beside the kernel of commit 62e9adf (lane 0 alone polled, behind a branch,
+// and read one new block at step 12) in the same run, 3 rounds, two benches:
+//   8192x8192 gray   1.550-1.551 ms, before 1.720-1.726 (-10%)
+//   1920x1080 gray   0.267-0.268,    before 0.272-0.275
+//   8192x8192 RGB    7.91-7.92,      before 8.58-8.65 (-8%)
+// Steps one by one: every lane polls, the warp leaves together: 1.636 ms; the step-12 read
+// without a branch (the zeroed shared block): 1.575; both blocks read at step 12 instead of
+// keeping the second of the previous read (ptxas had put a copy of the freshly loaded block
+// right after the load, which then waited the load out, an L2 round trip for the bands fed
+// through L2): 1.550. Tried and slower: lane 0 alone reading at step 12, predicated, and a
+// __shfl_sync of its verdict: 1.65; the read at step 8 or 4: level with 12. Where the time
+// goes now (dither_trace, 8192^2 gray, cycles at about 1.98 GHz): a chunk of 16 steps takes
+// 1000 cycles (about 1000 + 300 a chunk with the poll, the loads and the stores); bands fed
+// through shared memory trail the band above by 7400 cycles, 5 chunks: the minimum; bands fed
+// through L2 (every 4th) run their chunks 120 cycles slower (1117 against 994: the L2 read at
+// step 12, not explained further) and set the pace of all below them (1540-1590 cycles a chunk
+// against 1300 alone), and trail by 6 to 8 us. 1.0 ms would need 255 hand-offs of about 2.6 us
+// (66 steps): under the 5 chunks (80 steps) that 16-column hand-offs need.
+// Measured 2026-11-27 on an H100 80GB HBM3 (SXM, 1980 MHz), bit-exact with a serial CPU reference on every
 // case of test/bench/dither_harness.cu, medians of 15 in one run beside the previous kernel
 // (commit 47752b3, one band per block, all hand-offs in L2; 3 rounds each, two benches):
 //   8192x8192 gray   1.722-1.732 ms, before 1.834-1.878 ms (-6 to -8%)
@@ -101,6 +126,11 @@
 #include <pixflow/cuda.hpp>
 
 #include <cstdint>
+
+// Stamps of each band's chunks for test/bench/dither_trace.cu, which defines it; none here.
+#ifndef PIXFLOW_FS_TRACE
+#define PIXFLOW_FS_TRACE(phase)
+#endif
 
 namespace pixflow::floyd_steinberg {
 namespace {
@@ -275,8 +305,11 @@ struct Row {
 struct Top {
     int k3;                      // 3, or 0 on lane 0 (whose shuffle returns its own last row's e)
     int pend;                    // S = 3: the error shuffled in the previous step, used in this one
-    const std::uint8_t* hand_in; // lane 0 of a band below another (or of a strip's band 0); else null
-    uint4 hand_a, hand_b;        // lane 0: hand-off blocks k + kHandBlock and the next, for chunk k
+    const std::uint8_t* hand_in; // every lane of a band below another (or of a strip's band 0); else null
+    uint4 hand_a, hand_b;        // hand-off blocks k + kHandBlock and the next, for chunk k
+    int id;                      // band * channels + channel (PIXFLOW_FS_TRACE's index)
+    const std::uint8_t* hand_pre; // hand_in, or a zeroed block of shared memory
+    int pre_step;                // kChunk, or 0 with no hand_in
 };
 
 /// One chunk: steps 16k .. 16k+15 of the band. `cur` and `next` hold each row's input blocks at
@@ -301,20 +334,27 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     }
 
     // Lane 0 below another band: e(y-1, x+1) for x = x0 .. x0+15 are hand-off bytes
-    // 16k + kHandNeed .. 16k + kHandNeed + 15, in blocks k + kHandBlock and the next.
-    uint4 hand = make_uint4(kZeroError, kZeroError, kZeroError, kZeroError);
-    if (top.hand_in != nullptr && x0[0] < w) {
+    // 16k + kHandNeed .. 16k + kHandNeed + 15, in blocks k + kHandBlock and the next. Every lane
+    // reads and polls them (the same bytes: one access per warp), so the warp leaves the poll
+    // together; only lane 0 uses them.
+    const uint4 zero = make_uint4(kZeroError, kZeroError, kZeroError, kZeroError);
+    uint4 hand = zero;
+    PIXFLOW_FS_TRACE(0);
+    if (top.hand_in != nullptr && kChunk * k < w) { // lane 0's first column, x0[0], is 16k
         for (;;) {
             hand = window(top.hand_a, top.hand_b, G::kHandByte);
-            if (!(has_zero_byte(hand.x) | has_zero_byte(hand.y) | has_zero_byte(hand.z) | has_zero_byte(hand.w)))
-                break;
+            const bool ready =
+                !(has_zero_byte(hand.x) | has_zero_byte(hand.y) | has_zero_byte(hand.z) | has_zero_byte(hand.w));
+            if (__all_sync(kFull, ready)) break;
             top.hand_a = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock));
             top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 1));
         }
+        if (top.k3 != 0) hand = zero;
     }
-    // Lanes parted at the edges of their rows (load_block) and around lane 0's poll: join them
-    // before the steps, or the warp runs every step twice, once per part, meeting at each shuffle.
+    // Lanes part at the edges of their rows (load_block): join them before the steps, or the
+    // warp runs every step twice, once per part, meeting at each shuffle.
     __syncwarp();
+    PIXFLOW_FS_TRACE(1);
 
     unsigned ow[R][4], hw[R][4];
 #pragma unroll
@@ -323,9 +363,9 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         for (int j = 0; j < 4; ++j) ow[r][j] = hw[r][j] = 0;
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-        if (i == kHandPrefetchStep && top.hand_in != nullptr && x0[0] + kChunk < w) { // for chunk k+1
-            top.hand_a = top.hand_b;
-            top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 2));
+        if (i == kHandPrefetchStep) { // chunk k+1's two hand-off blocks (see the header)
+            top.hand_a = load_relaxed(top.hand_pre + top.pre_step * min(k + G::kHandBlock + 1, a.chunks - 1));
+            top.hand_b = load_relaxed(top.hand_pre + top.pre_step * min(k + G::kHandBlock + 2, a.chunks - 1));
         }
         const unsigned sh = 8 * (i % 4);
         // The error of the previous lane's last row that this lane's row 0 needs, e(y-1, x+1):
@@ -386,6 +426,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         }
     }
     __syncwarp();
+    PIXFLOW_FS_TRACE(2);
 }
 
 template <int R, int S, int K, bool kVec>
@@ -393,8 +434,12 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     using G = Shape<R, S>;
     extern __shared__ uint4 shared_hand[]; // K - 1 hand-off rows between the block's warps
     __shared__ unsigned block_ticket;
+    __shared__ uint4 no_hand;
     const int lane = int(threadIdx.x) % kLanes, warp = int(threadIdx.x) / kLanes;
-    if (threadIdx.x == 0) block_ticket = atomicAdd(a.ticket, 1u);
+    if (threadIdx.x == 0) {
+        block_ticket = atomicAdd(a.ticket, 1u);
+        no_hand = make_uint4(0, 0, 0, 0);
+    }
     if constexpr (K > 1)
         for (long long i = threadIdx.x; i < (K - 1) * a.hand_stride / kChunk; i += kLanes * K)
             shared_hand[i] = make_uint4(0, 0, 0, 0);
@@ -435,12 +480,14 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     Top top;
     top.k3 = lane == 0 ? 0 : 3;
     top.pend = 0;
-    top.hand_in = lane != 0   ? nullptr
-                  : warp > 0  ? shared_rows + (warp - 1) * a.hand_stride // the block's previous warp
+    top.hand_in = warp > 0    ? shared_rows + (warp - 1) * a.hand_stride // the block's previous warp
                   : band > 0  ? a.hand + ((band - 1) * a.channels + c) * a.hand_stride
                   : a.top     ? a.top + c * a.hand_stride // strips: the carried errors
                               : nullptr;
     top.hand_a = top.hand_b = make_uint4(0, 0, 0, 0);
+    top.id = band * a.channels + c;
+    top.hand_pre = top.hand_in != nullptr ? top.hand_in : reinterpret_cast<const std::uint8_t*>(&no_hand);
+    top.pre_step = top.hand_in != nullptr ? kChunk : 0;
     // Wait for the band above: chunk 0's hand-off blocks, and in the first of them e(y-1, 0)
     // (hand-off byte kHandIndex).
     static_assert(G::kHandIndex / kChunk == G::kHandBlock);
@@ -450,8 +497,10 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
             top.hand_b = load_relaxed(top.hand_in + (G::kHandBlock + 1) * kChunk);
             const unsigned b = (word_of(top.hand_a, G::kHandIndex % kChunk / 4) >> (8 * (G::kHandIndex % 4))) & 0xffu;
             const uint4 h = window(top.hand_a, top.hand_b, G::kHandByte);
-            if (b != 0 && !(has_zero_byte(h.x) | has_zero_byte(h.y) | has_zero_byte(h.z) | has_zero_byte(h.w))) {
-                s[0].u = int(b) - 127;
+            const bool ready =
+                b != 0 && !(has_zero_byte(h.x) | has_zero_byte(h.y) | has_zero_byte(h.z) | has_zero_byte(h.w));
+            if (__all_sync(kFull, ready)) {
+                if (lane == 0) s[0].u = int(b) - 127;
                 break;
             }
         }
