@@ -429,10 +429,32 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     PIXFLOW_FS_TRACE(2);
 }
 
-template <int R, int S, int K, bool kVec>
-__global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
+/// Warp `K` of a block with a receiver (kRecv): copies the hand-off row that the block's first
+/// band reads from global memory (the last band of the block before, or a strip's carried row)
+/// into shared row `to`, each 16-byte block once it is whole (no byte 0). Lane l polls block
+/// j0 + l, 32 blocks at a time.
+__device__ __forceinline__ void receive(const std::uint8_t* from, std::uint8_t* to, int blocks, int lane) {
+    for (int j0 = 0; j0 < blocks; j0 += kLanes) {
+        const int j = j0 + lane;
+        bool done = j >= blocks;
+        while (!__all_sync(kFull, done)) {
+            if (!done) {
+                const uint4 v = load_relaxed(from + std::size_t(j) * kChunk);
+                if (!(has_zero_byte(v.x) | has_zero_byte(v.y) | has_zero_byte(v.z) | has_zero_byte(v.w))) {
+                    store_relaxed(to + std::size_t(j) * kChunk, v);
+                    done = true;
+                }
+            }
+        }
+    }
+}
+
+template <int R, int S, int K, bool kRecv, bool kVec>
+__global__ void __launch_bounds__(kLanes * (K + kRecv)) dither_kernel(Args a) {
     using G = Shape<R, S>;
-    extern __shared__ uint4 shared_hand[]; // K - 1 hand-off rows between the block's warps
+    static_assert(!kRecv || K > 1);
+    constexpr int kRows = K - 1 + kRecv; // shared hand-off rows: between the warps, and the receiver's
+    extern __shared__ uint4 shared_hand[];
     __shared__ unsigned block_ticket;
     __shared__ uint4 no_hand;
     const int lane = int(threadIdx.x) % kLanes, warp = int(threadIdx.x) / kLanes;
@@ -440,14 +462,26 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
         block_ticket = atomicAdd(a.ticket, 1u);
         no_hand = make_uint4(0, 0, 0, 0);
     }
-    if constexpr (K > 1)
-        for (long long i = threadIdx.x; i < (K - 1) * a.hand_stride / kChunk; i += kLanes * K)
+    if constexpr (kRows > 0)
+        for (long long i = threadIdx.x; i < kRows * a.hand_stride / kChunk; i += kLanes * (K + kRecv))
             shared_hand[i] = make_uint4(0, 0, 0, 0);
     __syncthreads();
     const unsigned ticket = block_ticket;
-    const int band = int(ticket) / a.channels * K + warp, c = int(ticket) % a.channels;
-    if (band >= a.bands) return;
+    const int band0 = int(ticket) / a.channels * K, c = int(ticket) % a.channels;
     std::uint8_t* const shared_rows = reinterpret_cast<std::uint8_t*>(shared_hand);
+    // The first band's hand-off row in global memory: the block before's, or the carried errors
+    const std::uint8_t* const hand_global = band0 > 0 ? a.hand + ((band0 - 1) * a.channels + c) * a.hand_stride
+                                            : a.top   ? a.top + c * a.hand_stride
+                                                      : nullptr;
+    if constexpr (kRecv) {
+        if (warp == K) {
+            if (band0 < a.bands && hand_global != nullptr)
+                receive(hand_global, shared_rows + (K - 1) * a.hand_stride, a.chunks, lane);
+            return;
+        }
+    }
+    const int band = band0 + warp;
+    if (band >= a.bands) return;
 
     Row s[R];
     uint4 in_a[R], in_b[R];
@@ -480,10 +514,10 @@ __global__ void __launch_bounds__(kLanes * K) dither_kernel(Args a) {
     Top top;
     top.k3 = lane == 0 ? 0 : 3;
     top.pend = 0;
-    top.hand_in = warp > 0    ? shared_rows + (warp - 1) * a.hand_stride // the block's previous warp
-                  : band > 0  ? a.hand + ((band - 1) * a.channels + c) * a.hand_stride
-                  : a.top     ? a.top + c * a.hand_stride // strips: the carried errors
-                              : nullptr;
+    top.hand_in = warp > 0                ? shared_rows + (warp - 1) * a.hand_stride // the block's previous warp
+                  : hand_global == nullptr ? nullptr
+                  : kRecv                  ? shared_rows + (K - 1) * a.hand_stride // the receiver's copy
+                                           : hand_global;
     top.hand_a = top.hand_b = make_uint4(0, 0, 0, 0);
     top.id = band * a.channels + c;
     top.hand_pre = top.hand_in != nullptr ? top.hand_in : reinterpret_cast<const std::uint8_t*>(&no_hand);
@@ -533,7 +567,7 @@ template <int R, int S> std::size_t scratch_bytes(const ImageView& in) {
     return zeroed_bytes<R, S>(in) + 2 * std::size_t(in.channels) * std::size_t(Shape<R, S>::chunks_for(in.width)) * kChunk;
 }
 
-template <int R, int S, int K>
+template <int R, int S, int K, bool kRecv = (K > 1)>
 void launch(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
             std::int16_t* last) {
     using G = Shape<R, S>;
@@ -559,13 +593,13 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     a.chunks = G::chunks_for(in.width);
     a.hand_stride = (long long)a.chunks * kChunk;
     const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
-    const std::size_t shared = std::size_t(K - 1) * std::size_t(a.hand_stride);
+    const std::size_t shared = std::size_t(K - 1 + kRecv) * std::size_t(a.hand_stride);
     if constexpr (K > 1) {
         // One band per block on the byte path (8192x8192 RGB ran 10.6 ms with 4 warps per block,
         // 8.6 with one: its byte loads and stores crowd one SM), and where the block's rows in
         // shared memory would be too wide.
         if (!vec || shared > kMaxShared) {
-            launch<R, S, 1>(in, out, scratch, stream, above, last);
+            launch<R, S, 1, false>(in, out, scratch, stream, above, last);
             return;
         }
     }
@@ -585,10 +619,10 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
         PIXFLOW_CUDA_CHECK_LAUNCH();
     }
     const unsigned blocks = unsigned((a.bands + K - 1) / K) * unsigned(a.channels);
-    auto kernel = vec ? dither_kernel<R, S, K, true> : dither_kernel<R, S, K, false>;
+    auto kernel = vec ? dither_kernel<R, S, K, kRecv, true> : dither_kernel<R, S, K, kRecv, false>;
     if (shared > 48 * 1024)
         PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-    kernel<<<blocks, kLanes * K, shared, s>>>(a);
+    kernel<<<blocks, kLanes * (K + kRecv), shared, s>>>(a);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     if (last) { // after the kernel that read `above` (it may be the same memory), on the stream
         const long long n = (long long)a.width * a.channels;

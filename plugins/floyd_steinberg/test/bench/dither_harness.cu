@@ -57,6 +57,7 @@ static std::vector<Variant> variants() {
         {"dither_cuda", fs::dither_cuda, fs::cuda_scratch_bytes},
         {"R1 S2 K1", fs::launch<1, 2, 1>, fs::scratch_bytes<1, 2>},
         {"R1 S2 K2", fs::launch<1, 2, 2>, fs::scratch_bytes<1, 2>},
+        {"K4, no receiver", fs::launch<1, 2, 4, false>, fs::scratch_bytes<1, 2>},
         {"R1 S2 K8", fs::launch<1, 2, 8>, fs::scratch_bytes<1, 2>},
         {"R2 S2 K4", fs::launch<2, 2, 4>, fs::scratch_bytes<2, 2>},
         {"R1 S3 K4", fs::launch<1, 3, 4>, fs::scratch_bytes<1, 3>},
