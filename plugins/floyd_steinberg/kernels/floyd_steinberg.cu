@@ -27,7 +27,10 @@
 //    aligned, gather and scatter bytes instead (correct, but 4.5x slower on RGB).
 //  - Bands hand their last row to the next band through a hand-off row: in the block's shared
 //    memory between the warps of a block (3 rows of about W + 64 bytes: 24.8 KB at 8192 wide),
-//    in global memory from the block's last warp to the next block's first. Lane 31 writes
+//    in global memory from the block's last warp to the next block, where a fifth warp, the
+//    receiver, polls it (a lane per 16-byte block, 32 at a time) and copies each block into a
+//    4th shared row once whole, which the block's first warp reads: every band's chunks then
+//    run at one speed (read from L2 inside the steps, they took 120 cycles more). Lane 31 writes
 //    e + 127 (always 1..255) per column, 16 columns per store, into a zeroed hand-off row; the
 //    next band reads the two blocks holding the 16 columns of its next chunk at step 12 of the
 //    current one (every lane, the same bytes: one access per warp, and no branch: a band with
@@ -45,10 +48,11 @@
 //  - A band only waits on the band above. Blocks take their 4 bands from an atomic ticket in
 //    launch order, so the band a block's first warp waits on belongs to a block that is
 //    already running (it drew its ticket earlier) and waits only on earlier tickets, and the
-//    other warps wait on a warp of their own block: no deadlock, whatever the number of
-//    resident blocks. Channels are independent bands of their own (ticket t: bands 4 (t / C)
-//    .. 4 (t / C) + 3, channel t % C). The byte path, and rows too wide for the shared rows
-//    (kMaxShared: over about 68,000 columns), keep one warp per block, every hand-off in L2.
+//    other warps (and the receiver) wait on a warp of their own block or an earlier ticket: no
+//    deadlock, whatever the number of resident blocks. Channels are independent bands of their
+//    own (ticket t: bands 4 (t / C) .. 4 (t / C) + 3, channel t % C). The byte path, and rows
+//    too wide for the shared rows (kMaxShared: over about 51,000 columns), keep one warp per
+//    block and no receiver, every hand-off read from L2.
 //  - Lanes part only at row ends; __syncwarp() joins them before the steps. A warp that parts
 //    runs each step twice, once per part (3x slower bands); when lane 0 alone polled, every
 //    chunk whose first poll failed ran its 16 steps in 2370 cycles instead of 1000
@@ -68,24 +72,27 @@
 // subtraction after them (one op less on the chain: a band alone 41 -> 38 ns per step).
 //
 // 2026-11-28, on an H100 80GB HBM3, bit-exact on every case of test/bench/dither_harness.cu,
-// medians of 15 beside the kernel of commit 62e9adf (lane 0 alone polled, behind a branch,
-// and read one new block at step 12) in the same run, 3 rounds, two benches:
-//   8192x8192 gray   1.550-1.551 ms, before 1.720-1.726 (-10%)
-//   1920x1080 gray   0.267-0.268,    before 0.272-0.275
-//   8192x8192 RGB    7.91-7.92,      before 8.58-8.65 (-8%)
-// Steps one by one: every lane polls, the warp leaves together: 1.636 ms; the step-12 read
-// without a branch (the zeroed shared block): 1.575; both blocks read at step 12 instead of
-// keeping the second of the previous read (ptxas had put a copy of the freshly loaded block
-// right after the load, which then waited the load out, an L2 round trip for the bands fed
-// through L2): 1.550. Tried and slower: lane 0 alone reading at step 12, predicated, and a
-// __shfl_sync of its verdict: 1.65; the read at step 8 or 4: level with 12. Where the time
-// goes now (dither_trace, 8192^2 gray, cycles at about 1.98 GHz): a chunk of 16 steps takes
-// 1000 cycles (about 1000 + 300 a chunk with the poll, the loads and the stores); bands fed
-// through shared memory trail the band above by 7400 cycles, 5 chunks: the minimum; bands fed
-// through L2 (every 4th) run their chunks 120 cycles slower (1117 against 994: the L2 read at
-// step 12, not explained further) and set the pace of all below them (1540-1590 cycles a chunk
-// against 1300 alone), and trail by 6 to 8 us. 1.0 ms would need 255 hand-offs of about 2.6 us
-// (66 steps): under the 5 chunks (80 steps) that 16-column hand-offs need.
+// medians of 15 beside the kernel of commit 62e9adf (lane 0 alone polled, behind a branch, read
+// one new block at step 12, and the first band of a block read L2) in the same run, 3 rounds:
+//   8192x8192 gray   1.500-1.505 ms, before 1.727-1.732 (-13%)
+//   4096x4096 gray   0.759-0.765,    before 0.857-0.863
+//   1920x1080 gray   0.269-0.270,    before 0.273-0.275
+//   8192x8192 RGB    7.94-8.01,      before 8.65-8.70 (byte path: one warp per block)
+// Step by step, 8192^2 gray: every lane polls and the warp leaves the poll together: 1.636 ms;
+// the step-12 read without a branch (the zeroed shared block): 1.575; both blocks read at step
+// 12 rather than keeping the second of the previous read (ptxas had put a copy of the fresh
+// block right after its load, which waited the load out): 1.550; the receiver: 1.501.
+// Where the time goes now (test/bench/dither_trace.cu, 8192^2 gray, cycles at 1.98 GHz): every
+// band's chunk takes about 1340 cycles (1000 for the 16 steps); a band trails the one above by
+// 4.3-5.7 us, set when it starts: it starts once the band above has finished its chunk 4, whose
+// first 4 chunks (columns left of 0, the bounded code) took 1200-1350 cycles each, and, all
+// bands running at one pace, it never catches up. The minimum is 5 chunks, about 3.4 us; 1.0 ms
+// would need 255 hand-offs of 2.6 us (66 steps), below what 16-column hand-offs allow.
+// Tried and slower: lane 0 alone reading at step 12 (predicated) with a __shfl_sync of its
+// verdict: 1.65 ms; the read at step 8 or 4: level with 12; a third, branch-free copy of the
+// chunk for those first chunks: their 16 steps stayed at 1200-1300 cycles (cold instruction
+// cache, presumably) and the kernel took 1.60 ms; the first chunks through the inner code with a
+// test of column 0 in every step: the steps got 20% slower, 1.79 ms.
 // Measured 2026-11-27 on an H100 80GB HBM3 (SXM, 1980 MHz), bit-exact with a serial CPU reference on every
 // case of test/bench/dither_harness.cu, medians of 15 in one run beside the previous kernel
 // (commit 47752b3, one band per block, all hand-offs in L2; 3 rounds each, two benches):
