@@ -242,6 +242,11 @@ __device__ __forceinline__ int mad(int a, int b, int c) {
 
 __device__ __forceinline__ bool has_zero_byte(unsigned w) { return ((w - 0x01010101u) & ~w & 0x80808080u) != 0; }
 
+/// Whether a block of hand-off bytes is all written: none of its bytes is 0.
+__device__ __forceinline__ bool whole(uint4 v) {
+    return !(has_zero_byte(v.x) | has_zero_byte(v.y) | has_zero_byte(v.z) | has_zero_byte(v.w));
+}
+
 /// Bytes [off, off + 16) of the 32 bytes a:b (a first), for off in [0, 16).
 __device__ __forceinline__ uint4 window(uint4 a, uint4 b, unsigned off) {
     const bool s8 = off & 8, s4 = off & 4;
@@ -350,9 +355,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     if (top.hand_in != nullptr && kChunk * k < w) { // lane 0's first column, x0[0], is 16k
         for (;;) {
             hand = window(top.hand_a, top.hand_b, G::kHandByte);
-            const bool ready =
-                !(has_zero_byte(hand.x) | has_zero_byte(hand.y) | has_zero_byte(hand.z) | has_zero_byte(hand.w));
-            if (__all_sync(kFull, ready)) break;
+            if (__all_sync(kFull, whole(hand))) break;
             top.hand_a = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock));
             top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 1));
         }
@@ -447,7 +450,7 @@ __device__ __forceinline__ void receive(const std::uint8_t* from, std::uint8_t* 
         while (!__all_sync(kFull, done)) {
             if (!done) {
                 const uint4 v = load_relaxed(from + std::size_t(j) * kChunk);
-                if (!(has_zero_byte(v.x) | has_zero_byte(v.y) | has_zero_byte(v.z) | has_zero_byte(v.w))) {
+                if (whole(v)) {
                     store_relaxed(to + std::size_t(j) * kChunk, v);
                     done = true;
                 }
@@ -538,9 +541,7 @@ __global__ void __launch_bounds__(kLanes * (K + kRecv)) dither_kernel(Args a) {
             top.hand_b = load_relaxed(top.hand_in + (G::kHandBlock + 1) * kChunk);
             const unsigned b = (word_of(top.hand_a, G::kHandIndex % kChunk / 4) >> (8 * (G::kHandIndex % 4))) & 0xffu;
             const uint4 h = window(top.hand_a, top.hand_b, G::kHandByte);
-            const bool ready =
-                b != 0 && !(has_zero_byte(h.x) | has_zero_byte(h.y) | has_zero_byte(h.z) | has_zero_byte(h.w));
-            if (__all_sync(kFull, ready)) {
+            if (__all_sync(kFull, b != 0 && whole(h))) {
                 if (lane == 0) s[0].u = int(b) - 127;
                 break;
             }
