@@ -7,9 +7,10 @@
 //       plugins/floyd_steinberg/test/bench/dither_trace.cu -o build-harness/dither_trace
 //   ./dither_trace [WIDTH HEIGHT]      (default 8192 8192, gray; the operator's shape, then K = 1)
 // (-DNO_TRACE builds the kernel as shipped, for its untraced time; the stamps cost about 5%.)
-// It prints, per kind of band (the first; fed through shared memory, within a block; fed through
-// L2, from the block before): a chunk's period, its wait at the start and its 16 steps with the
-// stores, in cycles; the lag behind the band above at the same chunk; and for shared memory the
+// It prints, per kind of band (the first; fed by the warp before it in its block; a block's
+// first band, fed from the block before through the receiver warp): a chunk's period, its wait
+// at the start and its 16 steps with the stores, in cycles; the lag behind the band above at the
+// same chunk; and for the bands fed within a block the
 // time from the band above's store of chunk k + 4 (the last one chunk k needs) to this band's
 // start of chunk k. TRACE_DIR=DIR also writes the raw stamps to DIR/trace-K{4,1}.bin: 3 int32
 // (bands, chunks, K), then [band][chunk][8] u64: 0, ns(1), 0, cycles(0), cycles(1), cycles(2),
@@ -119,7 +120,9 @@ template <int K> static void trace(const char* name, int w, int h) {
                 "%%globaltimer steps by %.0f ns\n",
                 name, w, h, bands, chunks, plain, traced, res);
     const int k_lo = 8, k_hi = chunks - 8;
-    for (int kind = 0; kind < 3; ++kind) { // 0: band 0; 1: fed from shared memory; 2: fed from L2
+    // 0: band 0; 1: fed by the warp before in the block; 2: a block's first band, fed from the
+    // block before (through the receiver's shared row when K > 1, from L2 when K = 1)
+    for (int kind = 0; kind < 3; ++kind) {
         std::vector<double> period, wait, exec, lag_c, from_store, lag_ns;
         for (int b = 0; b < bands; ++b) {
             if ((b == 0 ? 0 : b % K != 0 ? 1 : 2) != kind) continue;
@@ -136,7 +139,8 @@ template <int K> static void trace(const char* name, int w, int h) {
         }
         if (period.empty()) continue;
         auto mean = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s / double(v.size()); };
-        static const char* kinds[] = {"band 0 (nothing above)", "fed through shared memory", "fed through L2"};
+        static const char* kinds[] = {"band 0 (nothing above)", "fed by the warp before (shared memory)",
+                                      "a block's first band (fed from the block before)"};
         std::printf("  %s (%zu chunks), cycles: chunk period median %.0f (mean %.0f); wait at its start median %.0f "
                     "(p90 %.0f); its 16 steps and stores median %.0f (p90 %.0f)\n",
                     kinds[kind], period.size(), med(period), mean(period), med(wait), pct(wait, 0.9), med(exec), pct(exec, 0.9));
