@@ -459,11 +459,16 @@ __device__ __forceinline__ void receive(const std::uint8_t* from, std::uint8_t* 
     }
 }
 
+/// A block of K bands (and the receiver): its threads, and its hand-off rows in shared memory
+/// (between its warps, and the receiver's).
+template <int K, bool kRecv> constexpr int kBlockThreads = kLanes * (K + kRecv);
+template <int K, bool kRecv> constexpr int kSharedRows = K - 1 + kRecv;
+
 template <int R, int S, int K, bool kRecv, bool kVec>
-__global__ void __launch_bounds__(kLanes * (K + kRecv)) dither_kernel(Args a) {
+__global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a) {
     using G = Shape<R, S>;
     static_assert(!kRecv || K > 1);
-    constexpr int kRows = K - 1 + kRecv; // shared hand-off rows: between the warps, and the receiver's
+    constexpr int kRows = kSharedRows<K, kRecv>;
     extern __shared__ uint4 shared_hand[];
     __shared__ unsigned block_ticket;
     __shared__ uint4 no_hand;
@@ -473,7 +478,7 @@ __global__ void __launch_bounds__(kLanes * (K + kRecv)) dither_kernel(Args a) {
         no_hand = make_uint4(0, 0, 0, 0);
     }
     if constexpr (kRows > 0)
-        for (long long i = threadIdx.x; i < kRows * a.hand_stride / kChunk; i += kLanes * (K + kRecv))
+        for (long long i = threadIdx.x; i < kRows * a.hand_stride / kChunk; i += kBlockThreads<K, kRecv>)
             shared_hand[i] = make_uint4(0, 0, 0, 0);
     __syncthreads();
     const unsigned ticket = block_ticket;
@@ -601,7 +606,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     a.chunks = G::chunks_for(in.width);
     a.hand_stride = (long long)a.chunks * kChunk;
     const bool vec = in.channels == 1 && is_aligned(in, 16) && is_aligned(out, 16);
-    const std::size_t shared = std::size_t(K - 1 + kRecv) * std::size_t(a.hand_stride);
+    const std::size_t shared = std::size_t(kSharedRows<K, kRecv>) * std::size_t(a.hand_stride);
     if constexpr (K > 1) {
         // One band per block on the byte path (8192x8192 RGB ran 10.6 ms with 4 warps per block,
         // 8.6 with one: its byte loads and stores crowd one SM), and where the block's rows in
@@ -630,7 +635,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     auto kernel = vec ? dither_kernel<R, S, K, kRecv, true> : dither_kernel<R, S, K, kRecv, false>;
     if (shared > 48 * 1024)
         PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-    kernel<<<blocks, kLanes * (K + kRecv), shared, s>>>(a);
+    kernel<<<blocks, kBlockThreads<K, kRecv>, shared, s>>>(a);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     if (last) { // after the kernel that read `above` (it may be the same memory), on the stream
         const long long n = (long long)a.width * a.channels;

@@ -52,11 +52,7 @@ using namespace pixflow;
 namespace fs = pixflow::floyd_steinberg;
 using harness::Dev;
 
-static double med(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+/// The p-quantile of v (the lower middle for p = 0.5), 0 when v is empty.
 static double pct(std::vector<double> v, double p) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -143,12 +139,12 @@ template <int K> static void trace(const char* name, int w, int h) {
                                       "a block's first band (fed from the block before)"};
         std::printf("  %s (%zu chunks), cycles: chunk period median %.0f (mean %.0f); wait at its start median %.0f "
                     "(p90 %.0f); its 16 steps and stores median %.0f (p90 %.0f)\n",
-                    kinds[kind], period.size(), med(period), mean(period), med(wait), pct(wait, 0.9), med(exec), pct(exec, 0.9));
+                    kinds[kind], period.size(), pct(period, 0.5), mean(period), pct(wait, 0.5), pct(wait, 0.9), pct(exec, 0.5), pct(exec, 0.9));
         if (!lag_ns.empty())
             std::printf("    lag behind the band above at the same chunk: mean %.0f ns", mean(lag_ns));
         if (!lag_c.empty())
             std::printf(", median %.0f cycles; from its store of chunk k+4 to this chunk's start: median %.0f cycles "
-                        "(p10 %.0f, p90 %.0f)", med(lag_c), med(from_store), pct(from_store, 0.1), pct(from_store, 0.9));
+                        "(p10 %.0f, p90 %.0f)", pct(lag_c, 0.5), pct(from_store, 0.5), pct(from_store, 0.1), pct(from_store, 0.9));
         if (!lag_ns.empty()) std::printf("\n");
     }
     std::printf("  band: us from band 0's chunk 0 to its chunk 0 / chunk %d / last chunk; lag behind the band above (ns)\n",
