@@ -3,14 +3,16 @@
 // u8 -> u32 (issue 18): one pass, "decoupled look-back" between tiles (Merrill & Garland's
 // single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 101, 48, 31, 22 rows for 1-4
 // channels, so that 4 blocks share an SM's shared memory), taken in row-major order from an
-// atomic ticket; one block of 4 compute warps and a publisher warp per tile. The block copies its
+// atomic ticket; one block of 4 compute warps and a z warp per tile. The block copies its
 // tile's input into shared memory (cp.async; the input is read from DRAM once), publishes its
 // row sums and column sums, looks back along x for each row's sum left of the tile and along y
 // for each column's sum above it, gets the corner (everything above and left) from the tile row
 // above, and writes out(x, y) = local + carries + corner once. See integral_lookback_kernel.
-// Scratch: per tile the aggregate and the inclusive prefix of its 512 * C column values and
-// TH * C row values (2 / TH + 2 / 512 of the output: 6.9% for RGB), 3 flags, and a ticket; the
-// flags and the ticket are cleared by a memset before each launch.
+// Scratch: per tile the aggregate and then the inclusive prefix of its 512 * C column values,
+// TH * C row values and C corner values (z), each value in a 64-bit Slot with its status, so that
+// a reader needs no fence (for 3 and 4 channels the columns go to plain arrays behind a flag per
+// tile instead: lb_col_slots), and a ticket; the slots, flags and ticket are cleared by a memset
+// before each launch.
 // Measured on an H100 (harness of 2026-11-27: the old and new kernels and a device-to-device copy
 // of the floor's bytes in one run, 3 rounds of medians of 25), 8192 x 8192 x 3 u8 -> u32, floor
 // 1.007 GB = 0.339 ms at the copy's 2.97 TB/s: 0.484-0.492 ms, 1.42-1.44x, against 0.506-0.509 ms
@@ -29,6 +31,12 @@
 // of the two for gray), RGB 0.483-0.489 -> 0.479-0.481 ms, 2 and 4 channels level. The windows did
 // not shorten RGB's waits (a window of 32 was 4% slower): a tile's look-back waits for flags that
 // are not up yet, not on a long walk through aggregates, so its neighbours' progress is the limit.
+// 2026-11-29: values published in Slots (value and status in one 64-bit word, as CUB's tile state
+// for 32-bit values) instead of behind flags raised after a fence: rows and z for every channel
+// count, columns for 1 and 2 channels. H200, same harness, 3 rounds each: RGB 0.411-0.423 ->
+// 0.381-0.393 ms, 2 channels 0.281-0.287 -> 0.264-0.265, gray 0.170-0.171 -> 0.166-0.170, RGBA
+// 0.534-0.542 -> 0.530-0.536 (the corner's wait: 5.3 -> 2.8 us a tile for RGB). Columns of 3 and 4
+// channels in slots were slower (RGB 0.445, RGBA 0.78 ms): twice the bytes per look-back.
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
@@ -618,10 +626,43 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const
 // Three look-backs (Merrill & Garland's decoupled look-back, along x, along y, and along x for
 // the corner) give the carries; integer sums modulo 2^n, so the order does not matter.
 
-/// Status of what a tile has published for one look-back: nothing yet, its own aggregate, or the
-/// inclusive prefix (its aggregate plus everything before it).
+/// What a tile has published for one value of a look-back: nothing yet, its own aggregate, or
+/// the inclusive prefix (its aggregate plus everything before it).
 enum : unsigned { lb_none = 0, lb_aggregate = 1, lb_inclusive = 2 };
 
+/// One published u32 value with its status in the high half of a 64-bit word (CUB's tile state
+/// does the same for 32-bit values). A slot is stored and loaded whole, a single-copy-atomic
+/// access, so a reader that sees a status sees the value stored with it: no fence between the
+/// value and its flag. (Before 2026-11-29 the values went to plain arrays and a flag per tile
+/// went up after a __threadfence, which under the output's store traffic took microseconds.)
+/// The scratch's slots are cleared (lb_none) by a memset before each launch; a slot goes from
+/// lb_none to lb_aggregate to lb_inclusive, or straight to lb_inclusive for a tile that has no
+/// predecessors along that look-back.
+using Slot = unsigned long long;
+__device__ __forceinline__ Slot make_slot(unsigned status, std::uint32_t v) { return (Slot(status) << 32) | v; }
+__device__ __forceinline__ unsigned status_of(Slot s) { return unsigned(s >> 32); }
+__device__ __forceinline__ void st_slot(Slot* p, Slot a) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(a) : "memory");
+}
+/// Two slots, p 16-byte aligned (each of the two is still a 64-bit single-copy-atomic access).
+__device__ __forceinline__ void st_slot2(Slot* p, Slot a, Slot b) {
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+__device__ __forceinline__ Slot ld_slot(const Slot* p) {
+    Slot a;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(a) : "l"(p));
+    return a;
+}
+__device__ __forceinline__ void ld_slot2(const Slot* p, Slot& a, Slot& b) {
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
+}
+
+/// The columns of 3 and 4 channels are published the older way (lb_col_slots): plain u32 arrays
+/// and one flag per tile, raised with release semantics after a __threadfence (its writers'
+/// values reach the flag's readers through bar.sync, the fence, and the readers' acquire). In
+/// slots their look-back reads twice the bytes (K slots of 8 bytes a predecessor), and with
+/// 16 or 12 values a thread that was slower than the fence it saves (H200, lookback_harness,
+/// 2026-11-29: RGB 0.445 ms in slots against 0.416, RGBA 0.77 against 0.535).
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -630,30 +671,75 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
 __device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-/// Predecessors whose flags a look-back window reads at once (look_window), and the pause
-/// between two reads of a window whose flags are not all up. Chosen on the H100 with the
-/// lookback_harness (8192 x 8192, windows of 1 to 32, pauses of 32, 128 and 512 ns): gray tiles
-/// (101 rows) walk further back along y and gain from a window of 8 (0.212 -> 0.192 ms); for 2-4
-/// channels every wider window was slower (32 lanes polling add L2 traffic that the other tiles'
-/// loads and stores feel: RGB 0.48 ms with 1, 0.50 with 32), and 512 ns was the best pause for all.
+template <int C> constexpr bool lb_col_slots() { return C <= 2; }
+
+/// Predecessors whose slots a look-back loads at once (rows and z: lb_window; columns:
+/// lb_col_depth, which holds K slots per predecessor in registers), and the pause before a
+/// predecessor that has not published is polled again.
 template <int C> constexpr int lb_window() { return C == 1 ? 8 : 1; }
+template <int C> constexpr int lb_col_depth() { return C == 2 ? 2 : C == 4 ? 1 : 4; } // C = 4: more spill
 constexpr unsigned lb_backoff_ns = 512;
 
-/// What one look-back window found: the next `n` predecessors are to be added, the last of them
+/// One thread's look-back over its N values per tile (the slots at `slots + tile * pitch`)
+/// along the predecessors first, first - stride, .. (avail of them; the last is inclusive by
+/// construction), adding into acc. D predecessors' slots are loaded at once; then, in order, a
+/// predecessor whose slots (of the values still open) are all published adds each open value,
+/// and a value closes at its first inclusive slot. Each value is its own look-back, so a reader
+/// that sees some of a predecessor's slots inclusive and others still aggregate (its stores
+/// land one by one) adds each correctly. Only tiles with an earlier ticket are waited for, and
+/// those have started.
+template <int N, int D>
+__device__ __forceinline__ void look_back_slots(const Slot* slots, std::size_t pitch, unsigned first, unsigned stride,
+                                                int avail, std::uint32_t (&acc)[N]) {
+    static_assert(N == 1 || N % 2 == 0, "slots in pairs");
+    static_assert(N <= 32, "one bit per value");
+    std::uint32_t open = N == 32 ? ~0u : (1u << N) - 1u;
+    for (int done = 0; open && done < avail;) {
+        Slot s[D][N];
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            if (done + d >= avail) break;
+            const Slot* p = slots + std::size_t(first - unsigned(done + d) * stride) * pitch;
+            if constexpr (N == 1)
+                s[d][0] = ld_slot(p);
+            else
+#pragma unroll
+                for (int n = 0; n < N; n += 2) ld_slot2(p + n, s[d][n], s[d][n + 1]);
+        }
+        bool stalled = false;
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            if (!open || done >= avail) break;
+            bool ready = true;
+#pragma unroll
+            for (int n = 0; n < N; ++n) ready &= !((open >> n) & 1u) || status_of(s[d][n]) != lb_none;
+            if (!ready) {
+                stalled = true;
+                break;
+            }
+#pragma unroll
+            for (int n = 0; n < N; ++n)
+                if ((open >> n) & 1u) {
+                    acc[n] += std::uint32_t(s[d][n]);
+                    if (status_of(s[d][n]) == lb_inclusive) open &= ~(1u << n);
+                }
+            ++done;
+        }
+        if (stalled) __nanosleep(lb_backoff_ns);
+    }
+}
+
+/// What one window of flags found: the next `n` predecessors are to be added, the last of them
 /// as its inclusive prefix when `inclusive` (then the look-back is over), else all as aggregates.
 struct Window {
     int n;
     bool inclusive;
 };
-/// One window of a warp-wide look-back (as CUB's tile-state look-back does): lane l < W reads,
-/// with acquire, the flag of predecessor done + l (tile first - (done + l) * stride, flag array
-/// `flags`, 3 flags per tile), so W flags cost one L2 round trip instead of W one after the
-/// other; spins (all lanes) until every predecessor up to the first inclusive one has published.
-/// Predecessor avail - 1 is inclusive by construction (the first tile of a row or column), so a
-/// window never reads past it. The whole warp calls it with the same arguments; after the
-/// __syncwarp every lane may read what the tiles up to the window's end published (the flags'
-/// release, one lane's acquire, then the warp barrier). Only tiles with an earlier ticket are
-/// waited for, and those have started.
+/// One window of a warp-wide look-back over flags (the columns when !lb_col_slots): lane l < W
+/// reads, with acquire, the flag of predecessor done + l (tile first - (done + l) * stride), so
+/// W flags cost one L2 round trip; spins (all lanes) until every predecessor up to the first
+/// inclusive one has published. After the __syncwarp every lane may read what the tiles up to
+/// the window's end published. The whole warp calls it with the same arguments.
 template <int W>
 __device__ __forceinline__ Window look_window(const unsigned* flags, unsigned first, unsigned stride, int done,
                                               int avail) {
@@ -661,7 +747,7 @@ __device__ __forceinline__ Window look_window(const unsigned* flags, unsigned fi
     const int lane = int(threadIdx.x & 31), k = done + lane;
     for (;;) {
         unsigned f = lb_aggregate;
-        if (lane < W) f = k < avail ? ld_acquire(flags + 3 * std::size_t(first - unsigned(k) * stride)) : lb_inclusive;
+        if (lane < W) f = k < avail ? ld_acquire(flags + (first - unsigned(k) * stride)) : lb_inclusive;
         const unsigned none = __ballot_sync(0xFFFFFFFFu, f == lb_none) & lanes;
         const unsigned inc = __ballot_sync(0xFFFFFFFFu, f == lb_inclusive) & lanes;
         const unsigned upto = inc ? ((inc & (0u - inc)) << 1) - 1u : lanes; // the lanes to the first inclusive
@@ -672,40 +758,45 @@ __device__ __forceinline__ Window look_window(const unsigned* flags, unsigned fi
         __nanosleep(lb_backoff_ns);
     }
 }
-/// A whole look-back from tile `first` over its predecessors first, first - stride, .. (avail of
-/// them, the last inclusive by construction), in windows of W (look_window): add(i, inclusive)
-/// for each tile i to add, Depth of a window's calls unrolled so that their loads are in flight
-/// together. The whole warp calls it.
-template <int W, int Depth, class Add>
-__device__ __forceinline__ void look_back(const unsigned* flags, unsigned first, unsigned stride, int avail,
-                                          Add&& add) {
-    for (int done = 0;;) {
-        const Window w = look_window<W>(flags, first, stride, done, avail);
-#pragma unroll Depth
-        for (int t = 0; t < w.n; ++t) add(std::size_t(first - unsigned(done + t) * stride), w.inclusive && t == w.n - 1);
-        if (w.inclusive) return;
-        done += w.n;
-    }
-}
-/// A warp-wide look-back over C values per tile (z), the window's tiles spread over the lanes: lane l adds the values of predecessor
-/// done + l of each window, and the warp's sum ends in every lane. `agg` and `inc` are the
-/// aggregates' and inclusive prefixes' arrays (C values per tile).
-template <class U, int C, int W>
-__device__ __forceinline__ void look_back_z(const unsigned* flags, const U* agg, const U* inc, unsigned first,
-                                            int avail, U (&acc)[C]) {
+
+/// A warp-wide look-back over the C z values per tile (`z + tile * C`), W predecessors a window
+/// spread over the lanes (lane l < W loads predecessor done + l), as CUB's look-back does: a
+/// window is taken when, for every channel still open, every lane up to the channel's first
+/// inclusive slot has published; those lanes' values are added, and the channel closes there.
+/// The warp's sums end in every lane. The whole warp calls it with the same arguments.
+template <int C, int W>
+__device__ __forceinline__ void look_back_z(const Slot* z, unsigned first, int avail, std::uint32_t (&acc)[C]) {
     const int lane = int(threadIdx.x & 31);
+    constexpr unsigned lanes = W == 32 ? 0xFFFFFFFFu : (1u << W) - 1u;
 #pragma unroll
     for (int c = 0; c < C; ++c) acc[c] = 0;
-    for (int done = 0;;) {
-        const Window w = look_window<W>(flags, first, 1, done, avail);
-        if (lane < w.n) {
-            const std::size_t i = first - unsigned(done + lane);
-            const U* src = (w.inclusive && lane == w.n - 1 ? inc : agg) + i * C;
+    unsigned open = (1u << C) - 1u; // the same in every lane
+    for (int done = 0; open;) {
+        const int k = done + lane;
+        const bool mine = lane < W && k < avail;
+        Slot s[C];
 #pragma unroll
-            for (int c = 0; c < C; ++c) acc[c] += __ldcg(src + c);
+        for (int c = 0; c < C; ++c) s[c] = mine ? ld_slot(z + std::size_t(first - unsigned(k)) * C + c) : 0;
+        const unsigned valid = __ballot_sync(0xFFFFFFFFu, mine) & lanes;
+        bool ready = true;
+        unsigned upto[C], closes = 0;
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            const unsigned none = __ballot_sync(0xFFFFFFFFu, status_of(s[c]) == lb_none) & valid;
+            const unsigned inc = __ballot_sync(0xFFFFFFFFu, status_of(s[c]) == lb_inclusive) & valid;
+            upto[c] = inc ? ((inc & (0u - inc)) << 1) - 1u : valid; // the lanes to the first inclusive
+            if (inc) closes |= 1u << c;
+            if ((open >> c) & 1u) ready &= !(none & upto[c]);
         }
-        if (w.inclusive) break;
-        done += w.n;
+        if (!ready) {
+            __nanosleep(lb_backoff_ns);
+            continue;
+        }
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            if (((open >> c) & 1u) && ((upto[c] >> lane) & 1u)) acc[c] += std::uint32_t(s[c]);
+        open &= ~closes;
+        done += W;
     }
 #pragma unroll
     for (int c = 0; c < C; ++c)
@@ -725,68 +816,68 @@ template <class U, int C> constexpr int lb_rows() {
     return th * C > block_threads ? block_threads / C : th;
 }
 
-/// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket):
-/// per tile, for columns (tile_w * C values): the column sums over the tile's rows (aggregate)
-/// and the sums over all rows down to the tile's last (inclusive); for rows (TH * C): the row
-/// sums over the tile's columns and the sums over all columns up to the tile's last; z (C): the
-/// tile's inclusive column sums added over its columns (z of tile (i, ty) is the sum of all the
-/// input above row y0 + TH in its columns), and its inclusive prefix along x (the corner of tile
-/// (i + 1, ty + 1)). flags[tile][3]: x, y and z status; `ticket` hands out tiles.
-template <class U, int C, int TH> struct LookBack {
+/// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket), one Slot
+/// per value: per tile, for columns (tile_w * C values) the column sums over the tile's rows,
+/// then the sums over all rows down to the tile's last; for rows (TH * C) the row sums over the
+/// tile's columns, then the sums over all columns up to the tile's last; z (C): the tile's
+/// inclusive column sums added over its columns (z of tile (i, ty) is the sum of all the input
+/// above row y0 + TH in its columns), then its inclusive prefix along x (the corner of tile
+/// (i + 1, ty + 1)). `ticket` hands out tiles. When !ColSlots the columns' aggregates and
+/// inclusive prefixes go to plain arrays (agg_col, inc_col) behind a flag per tile (col_flags).
+/// Everything but the plain arrays is cleared before each launch (`cleared`).
+template <class U, int C, int TH, bool ColSlots = lb_col_slots<C>()> struct LookBack {
+    static_assert(std::is_same_v<U, std::uint32_t>, "a value and its status share a 64-bit slot");
     static constexpr int row_n = TH * C;
     static constexpr int col_n = tile_w * C;
-    U *agg_row, *inc_row, *agg_col, *inc_col, *agg_z, *inc_z;
-    unsigned* flags;
+    Slot *col = nullptr, *row, *z;
+    U *agg_col = nullptr, *inc_col = nullptr;
+    unsigned* col_flags = nullptr;
     unsigned* ticket;
+    void* cleared;
     int n_tx;
 
-    static std::size_t bytes(std::size_t n_tiles) {
-        return n_tiles * (2 * row_n + 2 * col_n + 2 * C) * sizeof(U) + flag_bytes(n_tiles);
+    static std::size_t plain_bytes(std::size_t n_tiles) { return ColSlots ? 0 : 2 * n_tiles * col_n * sizeof(U); }
+    static std::size_t cleared_bytes(std::size_t n_tiles) {
+        return n_tiles * ((ColSlots ? col_n : 0) + row_n + C) * sizeof(Slot) + (ColSlots ? 0 : n_tiles * 4) + 8;
     }
-    static std::size_t flag_bytes(std::size_t n_tiles) { return (n_tiles * 3 + 1) * sizeof(unsigned); }
+    static std::size_t bytes(std::size_t n_tiles) { return plain_bytes(n_tiles) + cleared_bytes(n_tiles); }
     LookBack(void* scratch, std::size_t n_tiles, int n_tx_) : n_tx(n_tx_) {
-        U* p = static_cast<U*>(scratch); // the column arrays first: 16-byte vectors
-        agg_col = p, p += n_tiles * col_n;
-        inc_col = p, p += n_tiles * col_n;
-        agg_row = p, p += n_tiles * row_n;
-        inc_row = p, p += n_tiles * row_n;
-        agg_z = p, p += n_tiles * C;
-        inc_z = p, p += n_tiles * C;
-        flags = reinterpret_cast<unsigned*>(p);
-        ticket = flags + n_tiles * 3;
+        char* base = static_cast<char*>(scratch);
+        if constexpr (!ColSlots) { // 16-byte vectors
+            agg_col = reinterpret_cast<U*>(base);
+            inc_col = agg_col + n_tiles * col_n;
+        }
+        cleared = base + plain_bytes(n_tiles);
+        Slot* p = static_cast<Slot*>(cleared); // the columns first: 16-byte pairs
+        if constexpr (ColSlots) col = p, p += n_tiles * col_n;
+        row = p, p += n_tiles * row_n;
+        z = p, p += n_tiles * C;
+        ticket = reinterpret_cast<unsigned*>(p);
+        if constexpr (!ColSlots) col_flags = ticket + 1;
     }
 };
 
-/// Word w (32 bits, little-endian) of K samples of type U.
-template <class U, int K> __device__ __forceinline__ std::uint32_t word_of(const U (&v)[K], int w) {
-    constexpr int per = int(sizeof(U)) / 4;
-    return std::uint32_t(std::uint64_t(v[w / per]) >> (32 * (w % per)));
-}
-/// Stores K samples (K * sizeof(U) a multiple of 16, dst 16-byte aligned) as 16-byte vectors,
-/// through L2 only (look-back data are read by other SMs).
-template <class U, int K> __device__ __forceinline__ void store_vec(U* dst, const U (&v)[K]) {
-    constexpr int n = K * int(sizeof(U)) / 16;
-    static_assert(K * sizeof(U) % 16 == 0, "whole vectors");
+/// Publishes a thread's N values (N even; dst 16-byte aligned) with one status, two slots a
+/// store.
+template <int N> __device__ __forceinline__ void store_slots(Slot* dst, unsigned status, const std::uint32_t (&v)[N]) {
+    static_assert(N % 2 == 0, "slots in pairs");
 #pragma unroll
-    for (int q = 0; q < n; ++q)
-        __stcg(reinterpret_cast<uint4*>(dst) + q,
-               make_uint4(word_of(v, 4 * q), word_of(v, 4 * q + 1), word_of(v, 4 * q + 2), word_of(v, 4 * q + 3)));
+    for (int n = 0; n < N; n += 2) st_slot2(dst + n, make_slot(status, v[n]), make_slot(status, v[n + 1]));
 }
-/// Adds K samples loaded from L2 (never a stale L1 line) into v.
-template <class U, int K> __device__ __forceinline__ void add_vec(U (&v)[K], const U* src) {
-    constexpr int n = K * int(sizeof(U)) / 16;
-    std::uint32_t w[4 * n];
+
+/// Stores K u32 values (dst 16-byte aligned) as 16-byte vectors, through L2 only.
+template <int K> __device__ __forceinline__ void store_vec(std::uint32_t* dst, const std::uint32_t (&v)[K]) {
+    static_assert(K % 4 == 0, "whole vectors");
 #pragma unroll
-    for (int q = 0; q < n; ++q) {
+    for (int q = 0; q < K / 4; ++q)
+        __stcg(reinterpret_cast<uint4*>(dst) + q, make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]));
+}
+/// Adds K u32 values loaded from L2 (never a stale L1 line) into v.
+template <int K> __device__ __forceinline__ void add_vec(std::uint32_t (&v)[K], const std::uint32_t* src) {
+#pragma unroll
+    for (int q = 0; q < K / 4; ++q) {
         const uint4 x = __ldcg(reinterpret_cast<const uint4*>(src) + q);
-        w[4 * q] = x.x, w[4 * q + 1] = x.y, w[4 * q + 2] = x.z, w[4 * q + 3] = x.w;
-    }
-    constexpr int per = int(sizeof(U)) / 4;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-        U s = w[k * per];
-        if constexpr (per == 2) s |= U(w[k * per + 1]) << 32;
-        v[k] += s;
+        v[4 * q] += x.x, v[4 * q + 1] += x.y, v[4 * q + 2] += x.z, v[4 * q + 3] += x.w;
     }
 }
 
@@ -805,10 +896,14 @@ template <int C> __device__ __forceinline__ void load_words(const unsigned char*
     }
 }
 
-/// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 2 and 3 are where the
-/// compute warps hand published data to the publisher warp (they arrive, it waits).
-enum : int { bar_compute = 1, bar_aggregates = 2, bar_inclusive = 3 };
-constexpr int lb_threads = block_threads + 32; // 4 compute warps and the publisher warp
+/// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 3 and 2 are where they
+/// hand the z warp (they arrive, it waits) the tile's column aggregates (when !ColSlots, for
+/// their flag), and its inclusive column prefixes and z aggregate. What they hand over is in
+/// global memory (the barrier orders it): a shared-memory variable read by the z warp after
+/// bar.sync and written before bar.arrive was reported by racecheck as a race (2026-11-29; the
+/// SASS had the store before the BAR.ARV / BAR.SYNC and the load after the z warp's BAR.SYNC).
+enum : int { bar_compute = 1, bar_z = 2, bar_col_aggregates = 3 };
+constexpr int lb_threads = block_threads + 32; // 4 compute warps and the z warp
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) {
     asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
@@ -853,35 +948,34 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 // The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
 // waits for has an earlier ticket, so its block has started: no deadlock). 160 threads: 4
 // compute warps, thread t < 128 owning pixels 4t .. 4t+3 of each row of the tile (K = 4C
-// samples), and a publisher warp that makes what the compute warps wrote visible (fence, then
-// the flag), so that no compute warp ever waits for a fence (a fence under the output's store
-// traffic took several microseconds: the first version, with the compute warps fencing, spent
-// 57 us per tile against 17 for its output). The compute warps:
+// samples), and a z warp that finishes the tile's z (a look-back along x) while the compute
+// warps go on. Every value is published in a Slot with its status, so nothing waits for a
+// fence. The compute warps:
 //   1. copy the tile's input (TH rows of tile_w * C bytes) into shared memory with cp.async,
 //      16 bytes a copy, all in flight at once (zero-filled past the image's right edge); the
 //      input is read from DRAM once;
 //   2. from shared memory: per thread its K column sums (two per register, 16-bit halves) and,
 //      per row, the row sums per channel (__dp4a with byte masks, warp shuffles, the 4 warps'
-//      sums added through `part`); write them (aggregates, or inclusive at tx = 0 / ty = 0) and
-//      arrive at bar_aggregates;
-//   3. look back: thread i < TH * C along x for row value i (rowcarry), every thread along y for
-//      its K column values (colcarry); write the inclusive prefixes; one block scan gives the
-//      column carries along the tile and z; arrive at bar_inclusive;
+//      sums added through `part`); publish them (aggregates, or inclusive at tx = 0 / ty = 0);
+//   3. look back (look_back_slots): thread i < TH * C along x for row value i (rowcarry), every
+//      thread along y for its K column values (colcarry); publish the inclusive prefixes; one
+//      block scan gives the column carries along the tile and z; publish z's aggregate and
+//      arrive at bar_z;
 //   4. thread 0 looks back along x over z of the tile row above for the corner;
 //   5. walk down the tile in shared memory RPS rows at a time (one block scan of RPS * C
 //      values: the row prefix sums, plus rowcarry, go into per-thread column sums that start at
 //      the column carries + corner + `above`) and write each output sample once, through the
 //      warp's staging area (coalesced 128-byte stores).
-// The publisher warp: after bar_aggregates, fence and flags x, y; after bar_inclusive, fence,
-// flags x, y inclusive and z's aggregate, then looks back along x over z for z's inclusive.
+// The z warp: after bar_z, looks back along x over z (tiles (tx - 1, ty), ..) and publishes z's
+// inclusive prefix.
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
 // `part`, the row carries, z and the corner.
-template <class U, int C, int TH, int RPS, bool Prof, int W>
+template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots>
 __global__ void __launch_bounds__(lb_threads, 4)
-    integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH> lb, const U* d_above,
+    integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH, ColSlots> lb, const U* d_above,
                              bool in_aligned, bool out_aligned, std::uint64_t* d_prof) {
     using S = Shape<std::uint8_t, U, C>;
-    using LB = LookBack<U, C, TH>;
+    using LB = LookBack<U, C, TH, ColSlots>;
     constexpr int K = S::K;
     constexpr int row_bytes = tile_w * C; // a tile row in shared memory
     constexpr int pairs = (C + 1) / 2;
@@ -901,7 +995,6 @@ __global__ void __launch_bounds__(lb_threads, 4)
     __syncthreads();
     const unsigned id = tile_id;
     const int tx = int(id % unsigned(lb.n_tx)), ty = int(id / unsigned(lb.n_tx));
-    unsigned* const flags = lb.flags + 3 * std::size_t(id);
     auto stamp = [&](int i) { // profiling only: when block `id` passed point i (ns)
         if constexpr (Prof)
             if (tid == 0) {
@@ -912,30 +1005,29 @@ __global__ void __launch_bounds__(lb_threads, 4)
     };
     stamp(0);
 
-    if (warp == warps) { // the publisher warp
-        bar_sync(bar_aggregates, lb_threads);
-        if (lane == 0) {
-            __threadfence(); // the compute warps' aggregates (they arrived before bar_aggregates)
-            st_release(flags, tx == 0 ? lb_inclusive : lb_aggregate);
-            st_release(flags + 1, ty == 0 ? lb_inclusive : lb_aggregate);
+    if (warp == warps) { // the z warp
+        if constexpr (!ColSlots) { // the column aggregates' flag
+            bar_sync(bar_col_aggregates, lb_threads);
+            if (lane == 0) {
+                __threadfence();
+                st_release(lb.col_flags + id, ty == 0 ? lb_inclusive : lb_aggregate);
+            }
         }
-        bar_sync(bar_inclusive, lb_threads);
-        if (lane == 0) {
-            __threadfence();
-            if (tx > 0) st_release(flags, lb_inclusive);
-            if (ty > 0) st_release(flags + 1, lb_inclusive);
-            st_release(flags + 2, tx == 0 ? lb_inclusive : lb_aggregate);
-        }
+        bar_sync(bar_z, lb_threads);
+        if constexpr (!ColSlots)
+            if (ty > 0 && lane == 0) {
+                __threadfence();
+                st_release(lb.col_flags + id, lb_inclusive);
+            }
         if (tx > 0) { // z's inclusive prefix along x: tiles (tx - 1, ty), ..; (0, ty) is inclusive
             U acc[C];
-            look_back_z<U, C, W>(lb.flags + 2, lb.agg_z, lb.inc_z, id - 1, tx, acc);
-            if (lane == 0) {
-#pragma unroll // this tile's z: written by compute thread 0 before bar_inclusive
-                for (int c = 0; c < C; ++c)
-                    __stcg(lb.inc_z + std::size_t(id) * C + c, acc[c] + __ldcg(lb.agg_z + std::size_t(id) * C + c));
-                __threadfence();
-                st_release(flags + 2, lb_inclusive);
-            }
+            look_back_z<C, W>(lb.z, id - 1, tx, acc);
+            if (lane == 0)
+#pragma unroll
+                for (int c = 0; c < C; ++c) { // this tile's z aggregate: stored by compute thread 0 before bar_z
+                    Slot* const own = lb.z + std::size_t(id) * C + c;
+                    st_slot(own, make_slot(lb_inclusive, acc[c] + std::uint32_t(ld_slot(own))));
+                }
         }
         return;
     }
@@ -968,7 +1060,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
     bar_sync(bar_compute, block_threads);
     stamp(1);
 
-    // 2. Column sums and row sums; hand them to the publisher.
+    // 2. Column sums and row sums; publish them.
     std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
 #pragma unroll 4
     for (int r = 0; r < rows; ++r) {
@@ -988,41 +1080,56 @@ __global__ void __launch_bounds__(lb_threads, 4)
     }
     bar_sync(bar_compute, block_threads); // part is complete
     const bool row_thread = tid < LB::row_n;
+    Slot* const my_row = lb.row + std::size_t(id) * LB::row_n + tid;
     U row_total = 0;
     if (row_thread) {
         const int r = tid / C, c = tid - r * C;
         if (r < rows)
 #pragma unroll
             for (int w = 0; w < warps; ++w) row_total += part[r][w][c];
-        __stcg((tx == 0 ? lb.inc_row : lb.agg_row) + std::size_t(id) * LB::row_n + tid, row_total);
+        st_slot(my_row, make_slot(tx == 0 ? lb_inclusive : lb_aggregate, row_total));
     }
-    store_vec<U, K>((ty == 0 ? lb.inc_col : lb.agg_col) + std::size_t(id) * LB::col_n + base, colsum);
-    bar_arrive(bar_aggregates, lb_threads);
+    if constexpr (ColSlots) {
+        store_slots<K>(lb.col + std::size_t(id) * LB::col_n + base, ty == 0 ? lb_inclusive : lb_aggregate, colsum);
+    } else {
+        store_vec<K>((ty == 0 ? lb.inc_col : lb.agg_col) + std::size_t(id) * LB::col_n + base, colsum);
+        bar_arrive(bar_col_aggregates, lb_threads);
+    }
     stamp(2);
 
-    // 3. Look back along x (rows) and along y (columns); write the inclusive prefixes.
-    // Warp-wide windows of predecessors (look_window); each thread then adds its values of the
-    // window's tiles, their loads in flight together.
-    U rc = 0;
-    if (tx > 0 && warp * 32 < LB::row_n) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
-        look_back<W, 4>(lb.flags, id - 1, 1, tx, [&](std::size_t i, bool inc) {
-            if (row_thread) rc += __ldcg((inc ? lb.inc_row : lb.agg_row) + i * LB::row_n + tid);
-        });
-        if (row_thread) __stcg(lb.inc_row + std::size_t(id) * LB::row_n + tid, rc + row_total);
+    // 3. Look back along x (rows) and along y (columns); publish the inclusive prefixes.
+    U rc[1] = {0};
+    if (tx > 0 && row_thread) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
+        look_back_slots<1, W>(lb.row + tid, LB::row_n, id - 1, 1, tx, rc);
+        st_slot(my_row, make_slot(lb_inclusive, rc[0] + row_total));
     }
-    if (row_thread) row_carry[tid] = rc;
+    if (row_thread) row_carry[tid] = rc[0];
     U cc[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) cc[k] = 0;
     if (ty > 0) { // tiles (tx, ty - 1), (tx, ty - 2), ..; (tx, 0) is inclusive
-        constexpr int depth = K <= 12 ? 4 : 1; // tiles whose loads are in flight together (C = 4: more spill)
-        look_back<W, depth>(lb.flags + 1, id - unsigned(lb.n_tx), unsigned(lb.n_tx), ty, [&](std::size_t j, bool inc) {
-            add_vec<U, K>(cc, (inc ? lb.inc_col : lb.agg_col) + j * LB::col_n + base);
-        });
+        const unsigned first = id - unsigned(lb.n_tx), stride = unsigned(lb.n_tx);
+        if constexpr (ColSlots) {
+            look_back_slots<K, CD>(lb.col + base, LB::col_n, first, stride, ty, cc);
+        } else { // warp-wide windows of W flags, then CD tiles' loads in flight together
+            for (int done = 0;;) {
+                const Window w = look_window<W>(lb.col_flags, first, stride, done, ty);
+#pragma unroll CD
+                for (int t = 0; t < w.n; ++t) {
+                    const std::size_t j = first - unsigned(done + t) * stride;
+                    add_vec<K>(cc, (w.inclusive && t == w.n - 1 ? lb.inc_col : lb.agg_col) + j * LB::col_n + base);
+                }
+                if (w.inclusive) break;
+                done += w.n;
+            }
+        }
         U inc[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) inc[k] = cc[k] + colsum[k];
-        store_vec<U, K>(lb.inc_col + std::size_t(id) * LB::col_n + base, inc);
+        if constexpr (ColSlots)
+            store_slots<K>(lb.col + std::size_t(id) * LB::col_n + base, lb_inclusive, inc);
+        else
+            store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n + base, inc);
     }
     // One block scan: the column carries along the tile (first C values) and, from the totals,
     // z = the sum over the tile's columns of carries and column sums (all input above y0 + TH).
@@ -1040,15 +1147,16 @@ __global__ void __launch_bounds__(lb_threads, 4)
     if (tid == 0)
 #pragma unroll
         for (int c = 0; c < C; ++c)
-            __stcg((tx == 0 ? lb.inc_z : lb.agg_z) + std::size_t(id) * C + c, total.v[c] + total.v[C + c]);
-    bar_arrive(bar_inclusive, lb_threads);
+            st_slot(lb.z + std::size_t(id) * C + c,
+                    make_slot(tx == 0 ? lb_inclusive : lb_aggregate, total.v[c] + total.v[C + c]));
+    bar_arrive(bar_z, lb_threads);
     stamp(3);
 
     // 4. The corner: z of tiles (i < tx, ty - 1), looked back along x (usually one inclusive).
     if (warp == 0) {
         U cor[C] = {};
         if (tx > 0 && ty > 0) // (tx - 1, ty - 1), ..; (0, ty - 1) is inclusive
-            look_back_z<U, C, W>(lb.flags + 2, lb.agg_z, lb.inc_z, id - unsigned(lb.n_tx) - 1, tx, cor);
+            look_back_z<C, W>(lb.z, id - unsigned(lb.n_tx) - 1, tx, cor);
         if (lane == 0)
 #pragma unroll
             for (int c = 0; c < C; ++c) corner[c] = cor[c];
@@ -1094,21 +1202,24 @@ template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_tiles(c
     return std::size_t(n_tx) * cuda::div_up(in.height, TH);
 }
 
-template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_scratch_bytes(const ImageView& in) {
+template <class U, int C, int TH = lb_rows<U, C>(), bool ColSlots = lb_col_slots<C>()>
+std::size_t lookback_scratch_bytes(const ImageView& in) {
     int n_tx = 0;
-    return LookBack<U, C, TH>::bytes(lookback_tiles<U, C, TH>(in, n_tx));
+    return LookBack<U, C, TH, ColSlots>::bytes(lookback_tiles<U, C, TH>(in, n_tx));
 }
 
 /// Integer output from u8 input in one kernel (plus a memset of the flags and the ticket).
-template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false, int W = lb_window<C>()>
+template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false, int W = lb_window<C>(),
+          int CD = lb_col_depth<C>(), bool ColSlots = lb_col_slots<C>()>
 void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,
                      std::uint64_t* d_prof = nullptr) {
     int n_tx = 0;
     const std::size_t n_tiles = lookback_tiles<U, C, TH>(in, n_tx);
-    const LookBack<U, C, TH> lb(d_scratch, n_tiles, n_tx);
-    PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.flags, 0, LookBack<U, C, TH>::flag_bytes(n_tiles), s));
+    using LB = LookBack<U, C, TH, ColSlots>;
+    const LB lb(d_scratch, n_tiles, n_tx);
+    PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.cleared, 0, LB::cleared_bytes(n_tiles), s)); // lb_none, ticket 0
     constexpr int smem = TH * tile_w * C;
-    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W>;
+    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W, CD, ColSlots>;
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             int(cudaSharedmemCarveoutMaxShared)));

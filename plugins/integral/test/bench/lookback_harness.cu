@@ -2,7 +2,7 @@
 // 18), not part of the build. It includes the kernel file itself, so it reaches the kernels in
 // its anonymous namespace, and the kernel file as of an earlier commit (made from git by
 // scripts/bench/frozen_kernel.sh) to time the look-back before and after in one run:
-//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 1f78e66 \
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 4704993 \
 //       plugins/integral/kernels/integral.cu before > build-harness/integral_before.cuh
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/integral/kernels -Ibuild-harness \
 //       plugins/integral/test/bench/lookback_harness.cu -o harness
@@ -12,10 +12,10 @@
 // Checks: integral_cuda (the dispatch the plugin uses) against a CPU reference byte for byte, on
 // random inputs of many sizes (tile edges, tall, wide), 1-4 channels, u32 and u64, aligned and
 // unaligned views (the fallback loads), and in bands of rows with the carried row (strips), with
-// poisoned outputs and scratch. Timings: the reduce-then-scan kernels, the look-back kernel as of
-// the frozen commit and today's with look-back windows of 1 to 32 predecessors, and a
-// device-to-device copy of the floor's bytes, in one run, 3 rounds of medians; then per-phase
-// globaltimer stamps of the look-back kernel. (Tile rows TH and rows per block scan RPS other than
+// poisoned outputs and scratch. Timings (u8 -> u32, 1-4 channels): the reduce-then-scan kernels,
+// the look-back kernel as of the frozen commit and today's with other look-back depths (rows and
+// z: W predecessors at once; columns: CD), and a device-to-device copy of the floor's bytes, in
+// one run, 3 rounds of medians; then per-phase globaltimer stamps of the look-back kernel. (Tile rows TH and rows per block scan RPS other than
 // lb_rows and 2 were timed the same way before: 2026-11-27, docs/performance.md.)
 #include "../../kernels/integral.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
@@ -112,7 +112,8 @@ void check_case(int w, int h, int c, bool aligned, bool strips, std::mt19937& rn
 using harness::median;
 using harness::time_it;
 
-template <class U, int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = false) {
+template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = false) {
+    using U = std::uint32_t; // u64 outputs go by reduce-then-scan only
     const int w = 8192, h = 8192;
     const std::size_t row = std::size_t(w) * C;
     std::vector<std::uint8_t> hin(row * h);
@@ -135,7 +136,9 @@ template <class U, int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_m
     CK(cudaMemset(cpy_a.p, 1, floor_bytes / 2));
     int ntx = 0, nty = 0;
     Dev old_scratch(pi::scratch_elements<U>(in, ntx, nty) * sizeof(U));
-    Dev new_scratch(pi::lookback_scratch_bytes<U, C, 12>(in) * 3); // the largest of the variants
+    constexpr int D = pi::lb_rows<U, C>();
+    Dev new_scratch(std::max({pi::lookback_scratch_bytes<U, C, D, true>(in), pi::lookback_scratch_bytes<U, C, D, false>(in),
+                              pi::before::lookback_scratch_bytes<U, C, D>(in)}));
     const auto ref = reference<U>(hin, w, h, C, nullptr);
     std::vector<U> got(row * h);
     auto verify = [&](const char* name) {
@@ -151,16 +154,18 @@ template <class U, int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_m
     auto add = [&](const char* n, std::function<void()> f) { names.push_back(n); fns.push_back(std::move(f)); };
     add("d2d copy of floor bytes", [&] { CK(cudaMemcpyAsync(cpy_b.p, cpy_a.p, floor_bytes / 2, cudaMemcpyDeviceToDevice)); });
     add("old reduce-then-scan", [&] { pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(old_scratch.p), nullptr, nullptr); });
-    constexpr int D = pi::lb_rows<U, C>();
-    if constexpr (sizeof(U) == 4)
-        add("lookback before (1f78e66)", [&] {
-            pi::before::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr);
-        });
-    add("lookback window 1", [&] { pi::launch_lookback<U, C, D, 2, false, 1>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("lookback window 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("lookback window 8", [&] { pi::launch_lookback<U, C, D, 2, false, 8>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("lookback window 16", [&] { pi::launch_lookback<U, C, D, 2, false, 16>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("lookback window 32", [&] { pi::launch_lookback<U, C, D, 2, false, 32>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("lookback before (4704993)", [&] { pi::before::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("now (default)", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    constexpr int W = pi::lb_window<C>();
+    constexpr int CD = pi::lb_col_depth<C>();
+    constexpr bool CS = pi::lb_col_slots<C>();
+    add("columns in slots", [&] { pi::launch_lookback<U, C, D, 2, false, W, C == 3 ? 1 : CD, true>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("columns by flag", [&] { pi::launch_lookback<U, C, D, 2, false, W, C == 1 ? 4 : C == 2 ? 4 : CD, false>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("W 1", [&] { pi::launch_lookback<U, C, D, 2, false, 1, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("W 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("W 8", [&] { pi::launch_lookback<U, C, D, 2, false, 8, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("CD 1", [&] { pi::launch_lookback<U, C, D, 2, false, W, 1, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("CD 2", [&] { pi::launch_lookback<U, C, D, 2, false, W, 2, CS>(in, out, new_scratch.p, nullptr, nullptr); });
     if (ncu_mode) { // a few launches of two variants for the profiler
         for (int i = 0; i < 3; ++i) fns[2](), fns[3](), fns[1]();
         CK(cudaDeviceSynchronize());
@@ -180,13 +185,19 @@ template <class U, int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_m
         for (float x : t[i]) std::printf(" %.4f ms (%.3fx)", x, x / t[0][0]);
         std::printf("   [%.2f TB/s eff]\n", floor_bytes / 1e9 / t[i][0]);
     }
-    // Where a tile's time goes: per-phase stamps of the default variant with RPS 2.
+    // Where a tile's time goes: per-phase stamps of the default variant with RPS 2 (and of the
+    // frozen kernel before it).
+    for (int which = 0; which < 2; ++which) {
     int ntx2 = 0;
     const std::size_t n_tiles = pi::lookback_tiles<U, C, D>(in, ntx2);
     Dev prof(n_tiles * 6 * 8);
     for (int rep = 0; rep < 2; ++rep)
-        pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
+        if (which == 0)
+            pi::before::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
+        else
+            pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
     CK(cudaDeviceSynchronize());
+    std::printf("  %s:\n", which == 0 ? "before" : "now");
     verify("profiled");
     std::vector<std::uint64_t> st(n_tiles * 6);
     CK(cudaMemcpy(st.data(), prof.p, st.size() * 8, cudaMemcpyDeviceToHost));
@@ -208,6 +219,7 @@ template <class U, int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_m
                     (st[i * 6 + 1] - st[i * 6]) / 1e3, (st[i * 6 + 2] - st[i * 6 + 1]) / 1e3,
                     (st[i * 6 + 3] - st[i * 6 + 2]) / 1e3, (st[i * 6 + 4] - st[i * 6 + 3]) / 1e3,
                     (st[i * 6 + 5] - st[i * 6 + 4]) / 1e3);
+    }
 }
 
 int main(int argc, char** argv) {
@@ -215,7 +227,7 @@ int main(int argc, char** argv) {
     const bool small = argc > 1 && std::strcmp(argv[1], "small") == 0;
     if (argc > 1 && std::strcmp(argv[1], "ncu") == 0) {
         std::mt19937 r(7);
-        bench<std::uint32_t>(1, r, true);
+        bench<3>(1, r, true);
         return 0;
     }
     std::mt19937 rng(12345);
@@ -250,11 +262,10 @@ int main(int argc, char** argv) {
     }
     std::printf("correctness: %d cases, %d failures\n", cases, failures);
     if (!small) {
-        bench<std::uint32_t>(25, rng);
-        bench<std::uint32_t, 4>(25, rng);
-        bench<std::uint32_t, 1>(25, rng);
-        bench<std::uint32_t, 2>(25, rng);
-        bench<std::uint64_t>(25, rng);
+        bench<3>(25, rng);
+        bench<1>(25, rng);
+        bench<4>(25, rng);
+        bench<2>(25, rng);
     }
     std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
     return failures ? 1 : 0;
