@@ -31,7 +31,7 @@
 // of the two for gray), RGB 0.483-0.489 -> 0.479-0.481 ms, 2 and 4 channels level. The windows did
 // not shorten RGB's waits (a window of 32 was 4% slower): a tile's look-back waits for flags that
 // are not up yet, not on a long walk through aggregates, so its neighbours' progress is the limit.
-// 2026-11-29: values published in Slots (value and status in one 64-bit word, as CUB's tile state
+// 2026-11-28: values published in Slots (value and status in one 64-bit word, as CUB's tile state
 // for 32-bit values) instead of behind flags raised after a fence: rows and z for every channel
 // count, columns for 1 and 2 channels. H200, same harness, 3 rounds each: RGB 0.411-0.423 ->
 // 0.381-0.393 ms, 2 channels 0.281-0.287 -> 0.264-0.265, gray 0.170-0.171 -> 0.166-0.170, RGBA
@@ -633,7 +633,7 @@ enum : unsigned { lb_none = 0, lb_aggregate = 1, lb_inclusive = 2 };
 /// One published u32 value with its status in the high half of a 64-bit word (CUB's tile state
 /// does the same for 32-bit values). A slot is stored and loaded whole, a single-copy-atomic
 /// access, so a reader that sees a status sees the value stored with it: no fence between the
-/// value and its flag. (Before 2026-11-29 the values went to plain arrays and a flag per tile
+/// value and its flag. (Before 2026-11-28 the values went to plain arrays and a flag per tile
 /// went up after a __threadfence, which under the output's store traffic took microseconds.)
 /// The scratch's slots are cleared (lb_none) by a memset before each launch; a slot goes from
 /// lb_none to lb_aggregate to lb_inclusive, or straight to lb_inclusive for a tile that has no
@@ -662,7 +662,7 @@ __device__ __forceinline__ void ld_slot2(const Slot* p, Slot& a, Slot& b) {
 /// values reach the flag's readers through bar.sync, the fence, and the readers' acquire). In
 /// slots their look-back reads twice the bytes (K slots of 8 bytes a predecessor), and with
 /// 16 or 12 values a thread that was slower than the fence it saves (H200, lookback_harness,
-/// 2026-11-29: RGB 0.445 ms in slots against 0.416, RGBA 0.77 against 0.535).
+/// 2026-11-28: RGB 0.445 ms in slots against 0.416, RGBA 0.77 against 0.535).
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -900,7 +900,7 @@ template <int C> __device__ __forceinline__ void load_words(const unsigned char*
 /// hand the z warp (they arrive, it waits) the tile's column aggregates (when !ColSlots, for
 /// their flag), and its inclusive column prefixes and z aggregate. What they hand over is in
 /// global memory (the barrier orders it): a shared-memory variable read by the z warp after
-/// bar.sync and written before bar.arrive was reported by racecheck as a race (2026-11-29; the
+/// bar.sync and written before bar.arrive was reported by racecheck as a race (2026-11-28; the
 /// SASS had the store before the BAR.ARV / BAR.SYNC and the load after the z warp's BAR.SYNC).
 enum : int { bar_compute = 1, bar_z = 2, bar_col_aggregates = 3 };
 constexpr int lb_threads = block_threads + 32; // 4 compute warps and the z warp
