@@ -1,13 +1,14 @@
 // integral.cu: CUDA kernels of integral.
 //
 // u8 -> u32 (issue 18): one pass, "decoupled look-back" between tiles (Merrill & Garland's
-// single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 101, 48, 31, 22 rows for 1-4
-// channels, so that 4 blocks share an SM's shared memory), taken in row-major order from an
-// atomic ticket; one block of 4 compute warps and a z warp per tile. The block copies its
-// tile's input into shared memory (cp.async; the input is read from DRAM once), publishes its
-// row sums and column sums, looks back along x for each row's sum left of the tile and along y
-// for each column's sum above it, gets the corner (everything above and left) from the tile row
-// above, and writes out(x, y) = local + carries + corner once. See integral_lookback_kernel.
+// single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 50, 48, 31, 22 rows for 1-4
+// channels; for 2-4 channels as many as let 4 blocks share an SM's shared memory), taken in
+// row-major order from an atomic ticket; one block of 4 compute warps and a z warp per tile. The
+// block copies its tile's input into shared memory (cp.async; the input is read from DRAM once),
+// publishes its row sums and column sums, looks back along x for each row's sum left of the tile
+// and along y for each column's sum above it, gets the corner (everything above and left) from
+// the tile row above, and writes out(x, y) = local + carries + corner once. See
+// integral_lookback_kernel.
 // Scratch: per tile the aggregate and then the inclusive prefix of its 512 * C column values,
 // TH * C row values and C corner values (z), each value in a 64-bit Slot with its status, so that
 // a reader needs no fence (for 3 and 4 channels the columns go to plain arrays behind a flag per
@@ -808,12 +809,16 @@ __device__ __forceinline__ void look_back_z(const Slot* z, unsigned first, int a
 /// share an SM's 228 KB of shared memory (per block: 1 KB the system reserves, the staging area
 /// of put_row, about 1 KB of scan storage, and per row the tile row of tile_w * C bytes plus
 /// `part` and the row carry), and th * C <= block_threads (one thread per value of the row
-/// look-back).
+/// look-back). Gray takes half of that (50 rows, not 101): with the look-backs in slots, more and
+/// shorter tiles in flight (5 blocks an SM, bound by registers) won over fewer, longer ones
+/// (H200, lookback_harness, 2026-11-28: 0.149-0.152 ms against 0.166-0.169 with 101 rows and
+/// 0.151-0.154 with 75); for 2-4 channels every shorter tile was slower (RGB with 3/4 of the
+/// rows 0.42 ms against 0.38).
 template <class U, int C> constexpr int lb_rows() {
     constexpr int fixed = 1024 + 4 * Shape<std::uint8_t, U, C>::stage_words * 4 + 1024;
     constexpr int per_row = tile_w * C + (warps + 1) * C * int(sizeof(U));
     constexpr int th = (228 * 1024 / 4 - fixed) / per_row;
-    return th * C > block_threads ? block_threads / C : th;
+    return C == 1 ? th / 2 : th * C > block_threads ? block_threads / C : th;
 }
 
 /// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket), one Slot

@@ -138,6 +138,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     Dev old_scratch(pi::scratch_elements<U>(in, ntx, nty) * sizeof(U));
     constexpr int D = pi::lb_rows<U, C>();
     Dev new_scratch(std::max({pi::lookback_scratch_bytes<U, C, D, true>(in), pi::lookback_scratch_bytes<U, C, D, false>(in),
+                              pi::lookback_scratch_bytes<U, C, 8, true>(in), pi::lookback_scratch_bytes<U, C, 8, false>(in),
                               pi::before::lookback_scratch_bytes<U, C, D>(in)}));
     const auto ref = reference<U>(hin, w, h, C, nullptr);
     std::vector<U> got(row * h);
@@ -161,6 +162,10 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     constexpr bool CS = pi::lb_col_slots<C>();
     add("columns in slots", [&] { pi::launch_lookback<U, C, D, 2, false, W, C == 3 ? 1 : CD, true>(in, out, new_scratch.p, nullptr, nullptr); });
     add("columns by flag", [&] { pi::launch_lookback<U, C, D, 2, false, W, C == 1 ? 4 : C == 2 ? 4 : CD, false>(in, out, new_scratch.p, nullptr, nullptr); });
+    // shorter tiles: more of them in flight (registers, not shared memory, then bound the blocks)
+    add("TH 3/4", [&] { pi::launch_lookback<U, C, D * 3 / 4, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("TH 1/2", [&] { pi::launch_lookback<U, C, D / 2, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("TH 1/3", [&] { pi::launch_lookback<U, C, D / 3 + 1, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("W 1", [&] { pi::launch_lookback<U, C, D, 2, false, 1, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
     add("W 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
     add("W 8", [&] { pi::launch_lookback<U, C, D, 2, false, 8, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
