@@ -48,6 +48,10 @@ CommandResult run_mpi(int np, const std::string& command) {
     std::string cmd = "cd " + q(pixflow::testing::source_dir().string()) +
                       " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
                       " OMPI_MCA_btl_vader_single_copy_mechanism=none PIXFLOW_PLUGIN_PATH="
+                      // mpirun stops the other ranks with SIGTERM and, after odls_base_sigkill_timeout
+                      // (1 s by default), SIGKILL: on a loaded 2-core CI machine a rank's cleanup thread
+                      // (which removes its temporaries) was once not scheduled within 1 s
+                      " OMPI_MCA_odls_base_sigkill_timeout=10"
                       // $PIXFLOW_MPIEXEC when set (a packed Open MPI on another machine: gpu-mpi-check.sh)
                       " \"${PIXFLOW_MPIEXEC:-" PIXFLOW_MPIEXEC "}\" --oversubscribe -np " +
                       std::to_string(np) + " " + command + " >" + q(t / "out") + " 2>" + q(t / "err");

@@ -40,6 +40,13 @@ std::set<std::string> files_below(const fs::path& dir) {
     return out;
 }
 
+/// The names in `files`, one per line (what a test that expects none shows when it fails).
+std::string listing(const std::set<std::string>& files) {
+    std::string s;
+    for (const auto& f : files) s += f + "\n";
+    return s;
+}
+
 void write_ppm(const fs::path& p, int w, int h, unsigned seed) {
     std::mt19937 rng(seed);
     std::string data(std::size_t(w) * std::size_t(h) * 3, '\0');
@@ -54,6 +61,10 @@ CommandResult run_mpi(const std::string& args) {
     std::string cmd = "cd " + q(pixflow::testing::source_dir().string()) +
                       " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
                       " OMPI_MCA_btl_vader_single_copy_mechanism=none PIXFLOW_PLUGIN_PATH="
+                      // mpirun stops the other ranks with SIGTERM and, after odls_base_sigkill_timeout
+                      // (1 s by default), SIGKILL: on a loaded 2-core CI machine a rank's cleanup thread
+                      // (which removes its temporaries) was once not scheduled within 1 s
+                      " OMPI_MCA_odls_base_sigkill_timeout=10"
                       // $PIXFLOW_MPIEXEC when set (a packed Open MPI on another machine: gpu-mpi-check.sh)
                       " \"${PIXFLOW_MPIEXEC:-" PIXFLOW_MPIEXEC "}\" --oversubscribe " +
                       args + " >" + q(t / "out") + " 2>" + q(t / "err");
@@ -506,7 +517,7 @@ TEST(MpiImageFaults, RankFailingBeforeTheChainStopsEveryRankAndWritesNothing) {
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tp_fault failed on purpose"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("another rank failed"), std::string::npos) << "only the cause is printed:\n" << r.err;
-    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+    EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
 }
 
 TEST(MpiImageFaults, RankFailingAfterTheChainLeavesNoOutput) {
@@ -516,7 +527,7 @@ TEST(MpiImageFaults, RankFailingAfterTheChainLeavesNoOutput) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tp_fault failed on purpose"), std::string::npos) << r.err;
-    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+    EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
 }
 
 TEST(MpiImageFaults, OperatorEndingItsRankStopsEveryRankAndWritesNothing) {
@@ -525,7 +536,7 @@ TEST(MpiImageFaults, OperatorEndingItsRankStopsEveryRankAndWritesNothing) {
     auto r = run_failing_rank(t, node("b", "gauss5x5", "src") + node("bad", "tp_fault", "b"), "bad", "exit");
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("an operator called exit() on rank 1 on "), std::string::npos) << r.err;
-    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+    EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
 }
 
 TEST(MpiImageFaults, RankFailingInItsBandBeforeARelayedNodeStopsTheRanksBelowAndWritesNothing) {
@@ -538,7 +549,7 @@ TEST(MpiImageFaults, RankFailingInItsBandBeforeARelayedNodeStopsTheRanksBelowAnd
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tp_fault_rows failed on purpose"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("another rank failed"), std::string::npos) << "only the cause is printed:\n" << r.err;
-    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+    EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
 }
 
 TEST(MpiImageFaults, RankFailingInItsBandAfterARelayedNodeStopsEveryRankAndWritesNothing) {
@@ -549,7 +560,7 @@ TEST(MpiImageFaults, RankFailingInItsBandAfterARelayedNodeStopsEveryRankAndWrite
     EXPECT_NE(r.err.find("runs over 3 ranks"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tp_fault_rows failed on purpose"), std::string::npos) << r.err;
-    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+    EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
 }
 
 TEST(MpiImageFaults, OperatorEndingItsRankInARelayedChainStopsEveryRankAndWritesNothing) {
@@ -558,7 +569,7 @@ TEST(MpiImageFaults, OperatorEndingItsRankInARelayedChainStopsEveryRankAndWrites
     auto r = run_failing_rank(t, node("bad", "tp_fault_rows", "src") + node("d", "floyd_steinberg", "bad"), "d", "exit");
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("an operator called exit() on rank 1 on "), std::string::npos) << r.err;
-    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+    EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
 }
 
 TEST(MpiImageFaults, RankFailingBeforeAHaloExchangeStopsItsNeighboursAndWritesNothing) {
@@ -573,7 +584,7 @@ TEST(MpiImageFaults, RankFailingBeforeAHaloExchangeStopsItsNeighboursAndWritesNo
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tp_fault_rows failed on purpose"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("another rank failed"), std::string::npos) << "only the cause is printed:\n" << r.err;
-    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+    EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
 }
 
 TEST(MpiImageFaults, RankFailingWhileTheOthersRunASplitNodeEndsTheRunAndWritesNothing) {
@@ -586,7 +597,7 @@ TEST(MpiImageFaults, RankFailingWhileTheOthersRunASplitNodeEndsTheRunAndWritesNo
     EXPECT_NE(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tp_fault failed on purpose"), std::string::npos) << r.err;
-    EXPECT_TRUE(files_below(t / "out").empty()) << "no file, no temporary";
+    EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
 }
 
 TEST(MpiImageFaults, InvalidPipelineIsReportedOnceWithTheExitCodeOfOneProcess) {
