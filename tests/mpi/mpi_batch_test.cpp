@@ -4,6 +4,7 @@
 // summary and what the report says of every image. Then what goes wrong: a corrupt image, an
 // invalid pipeline, ranks that see other inputs, an operator that crashes (isolated) or ends its
 // rank (in-process), --fail-fast.
+#include "mpiexec.hpp"
 #include "support/paths.hpp"
 
 #include <gtest/gtest.h>
@@ -41,20 +42,11 @@ std::size_t count(const std::string& text, const std::string& what) {
     return n;
 }
 
-/// `mpiexec --oversubscribe -np N <command>` from the source dir; as root too (CI runs as root),
-/// without Open MPI's single-copy shared-memory path (containers often forbid the ptrace it needs).
+/// `mpiexec --oversubscribe -np N <command>` (mpiexec_prefix: from the source dir, as root too).
 CommandResult run_mpi(int np, const std::string& command) {
     TempDir t;
-    std::string cmd = "cd " + q(pixflow::testing::source_dir().string()) +
-                      " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
-                      " OMPI_MCA_btl_vader_single_copy_mechanism=none PIXFLOW_PLUGIN_PATH="
-                      // mpirun stops the other ranks with SIGTERM and, after odls_base_sigkill_timeout
-                      // (1 s by default), SIGKILL: on a loaded 2-core CI machine a rank's cleanup thread
-                      // (which removes its temporaries) was once not scheduled within 1 s
-                      " OMPI_MCA_odls_base_sigkill_timeout=10"
-                      // $PIXFLOW_MPIEXEC when set (a packed Open MPI on another machine: gpu-mpi-check.sh)
-                      " \"${PIXFLOW_MPIEXEC:-" PIXFLOW_MPIEXEC "}\" --oversubscribe -np " +
-                      std::to_string(np) + " " + command + " >" + q(t / "out") + " 2>" + q(t / "err");
+    std::string cmd = pixflow::testing::mpiexec_prefix() + "-np " + std::to_string(np) + " " + command + " >" +
+                      q(t / "out") + " 2>" + q(t / "err");
     int status = std::system(cmd.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

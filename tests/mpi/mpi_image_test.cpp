@@ -8,6 +8,7 @@
 // blocks and the ranks' bands differ. Then what goes wrong: a rank that fails before or after the
 // chain stops every rank, says which rank, and leaves no file.
 #include "device/device.hpp"
+#include "mpiexec.hpp"
 #include "support/paths.hpp"
 
 #include <gtest/gtest.h>
@@ -54,20 +55,10 @@ void write_ppm(const fs::path& p, int w, int h, unsigned seed) {
     std::ofstream(p, std::ios::binary) << "P6\n" << w << " " << h << "\n255\n" << data;
 }
 
-/// `mpiexec --oversubscribe <args>` from the source dir, as root too (CI), without Open MPI's
-/// single-copy shared-memory path (containers often forbid the ptrace it needs).
+/// `mpiexec --oversubscribe <args>` (mpiexec_prefix: from the source dir, as root too).
 CommandResult run_mpi(const std::string& args) {
     TempDir t;
-    std::string cmd = "cd " + q(pixflow::testing::source_dir().string()) +
-                      " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
-                      " OMPI_MCA_btl_vader_single_copy_mechanism=none PIXFLOW_PLUGIN_PATH="
-                      // mpirun stops the other ranks with SIGTERM and, after odls_base_sigkill_timeout
-                      // (1 s by default), SIGKILL: on a loaded 2-core CI machine a rank's cleanup thread
-                      // (which removes its temporaries) was once not scheduled within 1 s
-                      " OMPI_MCA_odls_base_sigkill_timeout=10"
-                      // $PIXFLOW_MPIEXEC when set (a packed Open MPI on another machine: gpu-mpi-check.sh)
-                      " \"${PIXFLOW_MPIEXEC:-" PIXFLOW_MPIEXEC "}\" --oversubscribe " +
-                      args + " >" + q(t / "out") + " 2>" + q(t / "err");
+    std::string cmd = pixflow::testing::mpiexec_prefix() + args + " >" + q(t / "out") + " 2>" + q(t / "err");
     int status = std::system(cmd.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -661,9 +661,9 @@ __device__ __forceinline__ void ld_slot2(const Slot* p, Slot& a, Slot& b) {
 /// The columns of 3 and 4 channels are published the older way (lb_col_slots): plain u32 arrays
 /// and one flag per tile, raised with release semantics after a __threadfence (its writers'
 /// values reach the flag's readers through bar.sync, the fence, and the readers' acquire). In
-/// slots their look-back reads twice the bytes (K slots of 8 bytes a predecessor), and with
-/// 16 or 12 values a thread that was slower than the fence it saves (H200, lookback_harness,
-/// 2026-11-28: RGB 0.445 ms in slots against 0.416, RGBA 0.77 against 0.535).
+/// slots their look-back reads twice the bytes (12 or 16 slots of 8 bytes per thread and
+/// predecessor), which cost more than the fence saves (H200, lookback_harness, 2026-11-28: RGB
+/// 0.445 ms in slots against 0.416, RGBA 0.77 against 0.535).
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -974,7 +974,7 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 // The z warp: after bar_z, looks back along x over z (tiles (tx - 1, ty), ..) and publishes z's
 // inclusive prefix.
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
-// `part`, the row carries, z and the corner.
+// `part`, the row carries and the corner.
 template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots>
 __global__ void __launch_bounds__(lb_threads, 4)
     integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH, ColSlots> lb, const U* d_above,
@@ -1213,7 +1213,7 @@ std::size_t lookback_scratch_bytes(const ImageView& in) {
     return LookBack<U, C, TH, ColSlots>::bytes(lookback_tiles<U, C, TH>(in, n_tx));
 }
 
-/// Integer output from u8 input in one kernel (plus a memset of the flags and the ticket).
+/// Integer output from u8 input in one kernel (plus a memset of the slots, flags and ticket).
 template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false, int W = lb_window<C>(),
           int CD = lb_col_depth<C>(), bool ColSlots = lb_col_slots<C>()>
 void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,

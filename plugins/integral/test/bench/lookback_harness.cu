@@ -14,9 +14,10 @@
 // unaligned views (the fallback loads), and in bands of rows with the carried row (strips), with
 // poisoned outputs and scratch. Timings (u8 -> u32, 1-4 channels): the reduce-then-scan kernels,
 // the look-back kernel as of the frozen commit and today's with other look-back depths (rows and
-// z: W predecessors at once; columns: CD), and a device-to-device copy of the floor's bytes, in
-// one run, 3 rounds of medians; then per-phase globaltimer stamps of the look-back kernel. (Tile rows TH and rows per block scan RPS other than
-// lb_rows and 2 were timed the same way before: 2026-11-27, docs/performance.md.)
+// z: W predecessors at once; columns: CD; shorter tiles), and a device-to-device copy of the
+// floor's bytes, in one run, 3 rounds of medians; then per-phase globaltimer stamps of the
+// frozen and today's look-back kernel. (Rows per block scan RPS other than 2 were timed the same
+// way before: 2026-11-27, docs/performance.md.)
 #include "../../kernels/integral.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
 #include "integral_before.cuh"
@@ -161,7 +162,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     constexpr int CD = pi::lb_col_depth<C>();
     constexpr bool CS = pi::lb_col_slots<C>();
     add("columns in slots", [&] { pi::launch_lookback<U, C, D, 2, false, W, C == 3 ? 1 : CD, true>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("columns by flag", [&] { pi::launch_lookback<U, C, D, 2, false, W, C == 1 ? 4 : C == 2 ? 4 : CD, false>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("columns by flag", [&] { pi::launch_lookback<U, C, D, 2, false, W, C <= 2 ? 4 : CD, false>(in, out, new_scratch.p, nullptr, nullptr); });
     // shorter tiles: more of them in flight (registers, not shared memory, then bound the blocks)
     add("TH 3/4", [&] { pi::launch_lookback<U, C, D * 3 / 4, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 1/2", [&] { pi::launch_lookback<U, C, D / 2, 2>(in, out, new_scratch.p, nullptr, nullptr); });
@@ -193,37 +194,37 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     // Where a tile's time goes: per-phase stamps of the default variant with RPS 2 (and of the
     // frozen kernel before it).
     for (int which = 0; which < 2; ++which) {
-    int ntx2 = 0;
-    const std::size_t n_tiles = pi::lookback_tiles<U, C, D>(in, ntx2);
-    Dev prof(n_tiles * 6 * 8);
-    for (int rep = 0; rep < 2; ++rep)
-        if (which == 0)
-            pi::before::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
-        else
-            pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
-    CK(cudaDeviceSynchronize());
-    std::printf("  %s:\n", which == 0 ? "before" : "now");
-    verify("profiled");
-    std::vector<std::uint64_t> st(n_tiles * 6);
-    CK(cudaMemcpy(st.data(), prof.p, st.size() * 8, cudaMemcpyDeviceToHost));
-    double sum[6] = {}, life = 0;
-    std::uint64_t t0 = ~0ull, t1 = 0;
-    for (std::size_t i = 0; i < n_tiles; ++i) {
-        for (int k = 1; k < 6; ++k) sum[k] += double(st[i * 6 + k] - st[i * 6 + k - 1]);
-        life += double(st[i * 6 + 5] - st[i * 6]);
-        t0 = std::min(t0, st[i * 6]);
-        t1 = std::max(t1, st[i * 6 + 5]);
-    }
-    std::printf("  profile (TH %d RPS 2, %zu tiles): mean us load %.2f, sums %.2f, look-backs+scan %.2f, corner %.2f,"
-                " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
-                D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
-                sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
-    // the first 6 tiles of the second-to-last tile row, as a sample
-    for (std::size_t i = n_tiles - 2 * ntx2; i < n_tiles - 2 * ntx2 + 6; ++i)
-        std::printf("    tile %zu: start %+.1f us, phases %.1f %.1f %.1f %.1f %.1f\n", i, (st[i * 6] - t0) / 1e3,
-                    (st[i * 6 + 1] - st[i * 6]) / 1e3, (st[i * 6 + 2] - st[i * 6 + 1]) / 1e3,
-                    (st[i * 6 + 3] - st[i * 6 + 2]) / 1e3, (st[i * 6 + 4] - st[i * 6 + 3]) / 1e3,
-                    (st[i * 6 + 5] - st[i * 6 + 4]) / 1e3);
+        int ntx2 = 0;
+        const std::size_t n_tiles = pi::lookback_tiles<U, C, D>(in, ntx2);
+        Dev prof(n_tiles * 6 * 8);
+        for (int rep = 0; rep < 2; ++rep)
+            if (which == 0)
+                pi::before::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
+            else
+                pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
+        CK(cudaDeviceSynchronize());
+        std::printf("  %s:\n", which == 0 ? "before" : "now");
+        verify("profiled");
+        std::vector<std::uint64_t> st(n_tiles * 6);
+        CK(cudaMemcpy(st.data(), prof.p, st.size() * 8, cudaMemcpyDeviceToHost));
+        double sum[6] = {}, life = 0;
+        std::uint64_t t0 = ~0ull, t1 = 0;
+        for (std::size_t i = 0; i < n_tiles; ++i) {
+            for (int k = 1; k < 6; ++k) sum[k] += double(st[i * 6 + k] - st[i * 6 + k - 1]);
+            life += double(st[i * 6 + 5] - st[i * 6]);
+            t0 = std::min(t0, st[i * 6]);
+            t1 = std::max(t1, st[i * 6 + 5]);
+        }
+        std::printf("  profile (TH %d RPS 2, %zu tiles): mean us load %.2f, sums %.2f, look-backs+scan %.2f, corner %.2f,"
+                    " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
+                    D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
+                    sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
+        // the first 6 tiles of the second-to-last tile row, as a sample
+        for (std::size_t i = n_tiles - 2 * ntx2; i < n_tiles - 2 * ntx2 + 6; ++i)
+            std::printf("    tile %zu: start %+.1f us, phases %.1f %.1f %.1f %.1f %.1f\n", i, (st[i * 6] - t0) / 1e3,
+                        (st[i * 6 + 1] - st[i * 6]) / 1e3, (st[i * 6 + 2] - st[i * 6 + 1]) / 1e3,
+                        (st[i * 6 + 3] - st[i * 6 + 2]) / 1e3, (st[i * 6 + 4] - st[i * 6 + 3]) / 1e3,
+                        (st[i * 6 + 5] - st[i * 6 + 4]) / 1e3);
     }
 }
 
