@@ -66,6 +66,20 @@
 // where each warp walks down a 128-pixel strip (phi read once, neighbours by warp shuffles,
 // 384-thread blocks to stay below 80 registers) was slower at every size: 5.3, 9.1 and 82 us
 // per iteration.
+// 2026-11-28, on an H200 (same harness against fe140a7's kernel, the grid the same, outputs bit
+// for bit the same in every check; before: 3.7 / 7.6 / 64.1 us), both slower and not kept:
+//  - the sweep's loads copied into shared memory with cp.async 1 or 2 quads ahead of the quad
+//    being updated (no registers held by loads in flight; 3 stages 90-108 KB a block): 4.6 /
+//    9.3-9.8 / 73.6-74.9 us, at 512 x 512 (one quad per thread, nothing to overlap) too;
+//  - the update split in two, the half that needs only phi (the four rsqrtf and the curvature)
+//    of the next iteration computed into shared memory while the other blocks arrive, each
+//    block waiting only for the blocks whose rows its stencil reads (a flag per block), then
+//    the data term and the division once c1 and c2 are in: 4.6 / 8.4 / 70.9 us. globaltimer
+//    stamps at 1000 x 1000: the stencil took a block 2.0 us on average after its neighbours'
+//    flags, while the grid's total reached the blocks 1.1-2.9 us after the last arrival, so it
+//    lengthened the iteration instead of hiding behind the barrier; and in both kernels a group
+//    of blocks (about 144 to 230 at 264 blocks) finishes its sweep 1.5 us after the others in
+//    every iteration, which sets the pace whatever the barrier does.
 #include "chan_vese.hpp"
 
 #include <pixflow/cuda.hpp>
@@ -214,9 +228,33 @@ struct Acc {
     int count = 0;
 };
 
+/// rsqrtf for an argument that is never subnormal (each is eta + squares >= 1e-16, or NaN): the
+/// .ftz form of the same approximation, which differs from rsqrtf's only for subnormal inputs
+/// (where rsqrtf scales them first), so the same bits without rsqrtf's extra instructions that
+/// test for them.
+__device__ __forceinline__ float rsqrt_normal(float x) {
+    float r;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
+/// x / y as __fdividef(x, y) computes it, for y >= 2^-126 (or NaN): x times the reciprocal of y,
+/// the multiplication rounded to nearest. __fdividef first tests y against 2^-126 to scale both
+/// operands; with the update's denominator, 1 + phi^2 + mu dt (C1 + ... + C4) >= 1 when
+/// mu dt >= 0 (launch checks it), that test never passes, and the .ftz reciprocal equals the one
+/// __fdividef takes for every such y (for y >= 2^126 both give 0).
+__device__ __forceinline__ float divide_by_normal(float x, float y) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(y));
+    return __fmul_rn(x, r);
+}
+
 /// phi' of the quad x0..x0+3 of one row: its phi `c`, the rows above (`u`) and below (`d`),
 /// the pixels left of x0 and right of x0 + 3, the input samples `v`; adds to the sums. Lanes
-/// at x >= w (the padding of the last quad) give 0 and add nothing.
+/// at x >= w (the padding of the last quad) give 0 and add nothing. Full: x0 + 4 <= w, the
+/// whole quad inside the row (every quad but the last of a row whose width is not a multiple
+/// of 4), so that none of the per-lane tests is compiled in.
+template <bool Full>
 __device__ __forceinline__ float4 update_quad(float4 c, float4 u4, float4 d4, float left,
                                               float right, const float v[4], int x0, int w,
                                               const Step& st, Acc& acc) {
@@ -229,22 +267,22 @@ __device__ __forceinline__ float4 update_quad(float4 c, float4 u4, float4 d4, fl
     for (int k = 0; k < 4; ++k) {
         const int x = x0 + k;
         const float l = k == 0 ? left : p[k - 1];
-        const float r = x + 1 < w ? (k == 3 ? right : p[k + 1]) : p[k];
+        const float r = (Full && k < 3) || x + 1 < w ? (k == 3 ? right : p[k + 1]) : p[k];
         const float xp = r - p[k], xn = p[k] - l, xc = (r - l) * 0.5f;
         const float yp = d[k] - p[k], yn = p[k] - u[k], yc = (d[k] - u[k]) * 0.5f;
-        const float k1 = rsqrtf(eta + xp * xp + yc * yc);
-        const float k2 = rsqrtf(eta + xn * xn + yc * yc);
-        const float k3 = rsqrtf(eta + xc * xc + yp * yp);
-        const float k4 = rsqrtf(eta + xc * xc + yn * yn);
+        const float k1 = rsqrt_normal(eta + xp * xp + yc * yc);
+        const float k2 = rsqrt_normal(eta + xn * xn + yc * yc);
+        const float k3 = rsqrt_normal(eta + xc * xc + yp * yp);
+        const float k4 = rsqrt_normal(eta + xc * xc + yn * yn);
         const float curv = r * k1 + l * k2 + d[k] * k3 + u[k] * k4;
         const float i = v[k] * st.scale + st.offset;
         const float da = i - st.c1, db = i - st.c2;
         const float data = st.lambda2 * (db * db) - st.lambda1 * (da * da);
         const float q = 1.0f + p[k] * p[k]; // 1 / delta
-        const float np = __fdividef(p[k] * q + st.dt * (st.mu * curv + data),
-                                    q + st.mu_dt * (k1 + k2 + k3 + k4));
+        const float np = divide_by_normal(p[k] * q + st.dt * (st.mu * curv + data),
+                                          q + st.mu_dt * (k1 + k2 + k3 + k4));
         o[k] = 0.0f;
-        if (x < w) {
+        if (Full || x < w) {
             o[k] = np;
             const float diff = np - p[k];
             acc.sq += double(diff * diff);
@@ -352,7 +390,8 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
             float v[4];
             to_floats(*reinterpret_cast<const Q*>(a.img + std::size_t(y) * pitch + x0), v);
             *reinterpret_cast<float4*>(dst + std::size_t(y) * pitch + x0) =
-                update_quad(c4, u4, d4, left, right, v, x0, w, st, acc_t);
+                x0 + 4 <= w ? update_quad<true>(c4, u4, d4, left, right, v, x0, w, st, acc_t)
+                            : update_quad<false>(c4, u4, d4, left, right, v, x0, w, st, acc_t);
             y += a.step_rows;
             xq += a.step_quads;
             if (xq >= a.quads_per_row) xq -= a.quads_per_row, ++y;
@@ -468,6 +507,12 @@ void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, co
     a.dt = float(s.dt);
     a.lambda1 = float(s.lambda1);
     a.lambda2 = float(s.lambda2);
+    // divide_by_normal relies on a denominator >= 1, so on mu dt >= 0 (the operator's schema
+    // takes mu and dt in [0, 1e6]; this is for direct callers).
+    if (!(a.mu * a.dt >= 0.0f))
+        throw UserError("chan_vese: the CUDA kernel needs mu * dt >= 0 (mu = " + std::to_string(s.mu) +
+                            ", dt = " + std::to_string(s.dt) + "); run it on the CPU for other values",
+                        PF_ERR_UNSUPPORTED);
     a.tol = s.tol;
     a.max_iter = s.max_iter;
     a.init = s.init;

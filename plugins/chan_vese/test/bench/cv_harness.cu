@@ -1,8 +1,9 @@
 // cv_harness.cu: standalone check and timing of chan_vese.cu's CUDA kernel against the kernel
-// before the arrival counter (chan_vese_before.cuh: 47752b3's, in namespace ...::before, made
-// from git by scripts/bench/frozen_kernel.sh), not part of the build.
+// before its sweep dropped the tests for subnormals and partial quads (chan_vese_before.cuh:
+// fe140a7's, in namespace ...::before, made from git by scripts/bench/frozen_kernel.sh), not
+// part of the build.
 // It includes both kernel files, so it reaches the kernels in their anonymous namespaces:
-//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 47752b3 \
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh fe140a7 \
 //       plugins/chan_vese/kernels/chan_vese.cu before > build-harness/chan_vese_before.cuh
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/chan_vese/kernels -Ibuild-harness \
 //       plugins/chan_vese/test/bench/cv_harness.cu -o build-harness/cv_harness
