@@ -368,6 +368,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
     // plus step_quads quads (no 64-bit division per quad).
     const int y_first = int(first / a.quads_per_row);
     const int xq_first = int(first - (long long)y_first * a.quads_per_row);
+    const int my_quads = first < a.quads ? int((a.quads - 1 - first) / step) + 1 : 0; // quads first, first + step, ...
     for (;;) {
         const Step st{a.mu, a.dt, a.mu * a.dt, a.lambda1, a.lambda2,
                       float(t.count > 0 ? t.in / t.count : 0.0),
@@ -377,19 +378,19 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
         float* dst = a.phi[cur ^ 1];
         Acc acc_t;
         int y = y_first, xq = xq_first;
-        for (long long q = first; q < a.quads; q += step) {
+        for (int j = 0; j < my_quads; ++j) {
             const int x0 = xq * 4;
-            const float* mid = src + std::size_t(y) * pitch;
-            const float* up = src + std::size_t(y > 0 ? y - 1 : 0) * pitch;
-            const float* down = src + std::size_t(y + 1 < h ? y + 1 : h - 1) * pitch;
-            const float4 c4 = *reinterpret_cast<const float4*>(mid + x0);
-            const float4 u4 = *reinterpret_cast<const float4*>(up + x0);
-            const float4 d4 = *reinterpret_cast<const float4*>(down + x0);
-            const float left = mid[x0 > 0 ? x0 - 1 : 0];
-            const float right = mid[x0 + 4 < w ? x0 + 4 : w - 1];
+            // One 64-bit offset per quad; the neighbours are small steps from it.
+            const std::size_t at = std::size_t(y) * pitch + x0;
+            const float* mid = src + at;
+            const float4 c4 = *reinterpret_cast<const float4*>(mid);
+            const float4 u4 = *reinterpret_cast<const float4*>(mid - (y > 0 ? pitch : 0));
+            const float4 d4 = *reinterpret_cast<const float4*>(mid + (y + 1 < h ? pitch : 0));
+            const float left = mid[x0 > 0 ? -1 : 0];
+            const float right = mid[x0 + 4 < w ? 4 : w - 1 - x0];
             float v[4];
-            to_floats(*reinterpret_cast<const Q*>(a.img + std::size_t(y) * pitch + x0), v);
-            *reinterpret_cast<float4*>(dst + std::size_t(y) * pitch + x0) =
+            to_floats(*reinterpret_cast<const Q*>(a.img + at), v);
+            *reinterpret_cast<float4*>(dst + at) =
                 x0 + 4 <= w ? update_quad<true>(c4, u4, d4, left, right, v, x0, w, st, acc_t)
                             : update_quad<false>(c4, u4, d4, left, right, v, x0, w, st, acc_t);
             y += a.step_rows;
