@@ -179,20 +179,36 @@ __device__ Sums grid_total(const Sums* parts, int n, BlockShared<Sums>& sh) {
     return block_reduce(v, AddSums{}, sh);
 }
 
-/// The shared memory of the loop's grid total: the warps' totals.
+/// What a block takes from the grid's sums: the region means c1, c2 of the next iteration and
+/// the RMS change of the last one.
+struct Means {
+    float c1, c2;
+    double rms;
+};
+
+/// The means and RMS change from the grid's total t over n pixels whose input adds up to sum_all.
+__device__ __forceinline__ Means means_of(const Sums& t, double n, double sum_all) {
+    return {float(t.count > 0 ? t.in / t.count : 0.0),
+            float(n - t.count > 0 ? (sum_all - t.in) / (n - t.count) : 0.0), sqrt(t.sq / n)};
+}
+
+/// The shared memory of the loop's grid total: the warps' totals, and the means made from them.
 struct TotalShared {
     typename cub::WarpReduce<Sums>::TempStorage tmp[threads / 32];
     Sums warp[threads / 32];
+    Means means;
 };
 
-/// grid_total with one barrier instead of two, the same additions, so the same bits: thread i < n
+/// grid_total and means_of with the additions of grid_total, so the same bits: thread i < n
 /// reads block i's slot, each warp adds its 32 with cub::WarpReduce (the shuffle tree of
-/// cub::BlockReduce's warp reductions), and every thread adds the warps' totals in warp order
-/// itself (cub::BlockReduce has thread 0 do it, then a second barrier to broadcast). The warps
-/// past slot n hold only zeros and are skipped: x + 0 = x, and no sum is -0 (each starts at +0).
-/// n <= threads (layout_for). The slots were written by other blocks before the arrival that
-/// the caller has waited for; read through L2 (__ldcg).
-__device__ __forceinline__ Sums load_total(const Sums* parts, int n, TotalShared& sh) {
+/// cub::BlockReduce's warp reductions), then thread 0 adds the warps' totals in warp order and
+/// makes the means (two double divisions and a square root) once for the block, which the
+/// other threads read after a barrier (every thread making them took more issue slots than the
+/// barrier costs). The warps past slot n hold only zeros and are skipped: x + 0 = x, and no sum
+/// is -0 (each starts at +0). n <= threads (layout_for). The slots were written by other blocks
+/// before the arrival that the caller has waited for; read through L2 (__ldcg).
+__device__ __forceinline__ Means load_means(const Sums* parts, int n, TotalShared& sh, double pixels,
+                                            double sum_all) {
     const int warp = threadIdx.x / 32, warps = (n + 31) / 32;
     if (warp < warps) {
         Sums v{0, 0, 0};
@@ -202,9 +218,13 @@ __device__ __forceinline__ Sums load_total(const Sums* parts, int n, TotalShared
         if (threadIdx.x % 32 == 0) sh.warp[warp] = v;
     }
     __syncthreads();
-    Sums t = sh.warp[0];
-    for (int i = 1; i < warps; ++i) t = AddSums{}(t, sh.warp[i]);
-    return t;
+    if (threadIdx.x == 0) {
+        Sums t = sh.warp[0];
+        for (int i = 1; i < warps; ++i) t = AddSums{}(t, sh.warp[i]);
+        sh.means = means_of(t, pixels, sum_all);
+    }
+    __syncthreads();
+    return sh.means;
 }
 
 __device__ __forceinline__ void to_floats(uchar4 q, float v[4]) {
@@ -360,8 +380,9 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
     if (threadIdx.x == 0) a.parts[blockIdx.x] = acc;
     grid.sync();
 
-    Sums t = grid_total(a.parts, gridDim.x, s_sums);
+    const Sums t = grid_total(a.parts, gridDim.x, s_sums);
     const double n = double(w) * double(h), sum_all = t.sq;
+    Means m = means_of(t, n, sum_all);
     int it = 0, cur = 0;
     double rms = 0;
     // This thread's first quad as (row, quad in the row); the grid's stride is step_rows rows
@@ -370,10 +391,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
     const int xq_first = int(first - (long long)y_first * a.quads_per_row);
     const int my_quads = first < a.quads ? int((a.quads - 1 - first) / step) + 1 : 0; // quads first, first + step, ...
     for (;;) {
-        const Step st{a.mu, a.dt, a.mu * a.dt, a.lambda1, a.lambda2,
-                      float(t.count > 0 ? t.in / t.count : 0.0),
-                      float(n - t.count > 0 ? (sum_all - t.in) / (n - t.count) : 0.0), scale,
-                      offset};
+        const Step st{a.mu, a.dt, a.mu * a.dt, a.lambda1, a.lambda2, m.c1, m.c2, scale, offset};
         const float* src = a.phi[cur];
         float* dst = a.phi[cur ^ 1];
         Acc acc_t;
@@ -420,10 +438,10 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
                 asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(seen) : "l"(a.arrived) : "memory");
         }
         __syncthreads();
-        t = load_total(slot, gridDim.x, s_total);
+        m = load_means(slot, gridDim.x, s_total, n, sum_all);
         ++it;
         cur ^= 1;
-        rms = sqrt(t.sq / n);
+        rms = m.rms;
         if (!(rms > a.tol) || it >= a.max_iter) break; // the same decision in every block
     }
 
