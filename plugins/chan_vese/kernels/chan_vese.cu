@@ -79,7 +79,26 @@
 //    flags, while the grid's total reached the blocks 1.1-2.9 us after the last arrival, so it
 //    lengthened the iteration instead of hiding behind the barrier; and in both kernels a group
 //    of blocks (about 144 to 230 at 264 blocks) finishes its sweep 1.5 us after the others in
-//    every iteration, which sets the pace whatever the barrier does.
+//    every iteration, which sets the pace whatever the barrier does. Those are the second blocks
+//    of their SMs (%smid stamps): the scheduler favours the older block's warps, so what counts
+//    is an SM's whole work per iteration, and ncu showed that to be instruction issue (57% of
+//    issue slots busy, 144 instructions per pixel and iteration, all phases together).
+// So the instructions went instead, each change keeping every bit (same harness, 257 checks):
+//  - rsqrt.approx.ftz for rsqrtf (its argument, eta plus squares, is never subnormal, so
+//    rsqrtf's test and scaling for subnormals never act), the division as the product with the
+//    .ftz reciprocal (a denominator >= 1 when mu dt >= 0, which launch checks, so __fdividef's
+//    test for a subnormal denominator never acts), and quads wholly inside their row without
+//    the per-lane edge tests;
+//  - one 64-bit offset per quad for its six loads and an int count of the thread's quads (with
+//    the changes above, a quad's pass through the loop went from 306 to 258 instructions, SASS);
+//  - the region means and the RMS change made once per block by thread 0 (two double
+//    divisions and a square root) instead of by every thread: no more spills.
+//   H200, us per iteration       fe140a7 (before)    now
+//   512 x 512                    3.69                3.42
+//   1000 x 1000                  7.59                6.34
+//   4096 x 4096                 64.5                52.7
+//  Also tried then and slower: loading a thread's next quad before updating the current one
+//  (registers then spill: 6.82 against 6.30 us at 1000 x 1000, 59.1 against 53.5 at 4096).
 #include "chan_vese.hpp"
 
 #include <pixflow/cuda.hpp>

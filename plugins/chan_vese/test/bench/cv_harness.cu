@@ -213,6 +213,22 @@ static void checks(bool small, std::mt19937& rng) {
                 check<std::uint16_t>(w, h, pat, *s, rng, false);
                 check<float>(w, h, pat, *s, rng, false);
             }
+    { // mu * dt < 0 is refused: the kernel's division relies on a denominator >= 1
+        ++cases;
+        Case<std::uint8_t> c(16, 16, make_image<std::uint8_t>(16, 16, Pattern::shapes, rng));
+        cv::Settings negative;
+        negative.mu = -0.25;
+        bool refused = false;
+        try {
+            c.launch(n_variants, negative);
+        } catch (const pixflow::UserError& e) {
+            refused = std::string(e.what()).find("mu * dt >= 0") != std::string::npos;
+        }
+        if (!refused) {
+            ++failures;
+            std::printf("FAIL: mu * dt < 0 was not refused with a UserError naming it\n");
+        }
+    }
     if (!small) {
         check<std::uint8_t>(4096, 4096, Pattern::shapes, tol0, rng, true);
         check<float>(4096, 4096, Pattern::random, early, rng, false);
