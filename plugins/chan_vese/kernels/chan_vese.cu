@@ -30,9 +30,10 @@
 // hit L1/L2). phi is double-buffered; per iteration the sweep reads phi (4 B/pixel, the rows
 // above and below again from cache), the input copy (sizeof(T) B) and writes phi' (4 B). Sums
 // are double, added in a fixed order; the only atomic is the arrival count, so a run is
-// deterministic. The math uses rsqrtf and __fdividef (a few ulp), so CUDA and the CPU agree to
-// rounding, not bit for bit (where phi is locally flat the scheme amplifies f32 rounding on
-// either backend).
+// deterministic. The math uses the hardware's approximate reciprocal square root and reciprocal
+// (rsqrtf's and __fdividef's values, a few ulp; see rsqrt_normal and divide_by_normal), so CUDA
+// and the CPU agree to rounding, not bit for bit (where phi is locally flat the scheme
+// amplifies f32 rounding on either backend).
 //
 // The operator reads the outcome (iterations, final RMS change) back for the run report: one
 // cudaMemcpyAsync of 16 bytes and one cudaStreamSynchronize of the node's own stream at the end
