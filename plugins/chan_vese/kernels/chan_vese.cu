@@ -99,7 +99,9 @@
 //   1000 x 1000                  7.59                6.34
 //   4096 x 4096                 64.5                52.7
 //  Also tried then and slower: loading a thread's next quad before updating the current one
-//  (registers then spill: 6.82 against 6.30 us at 1000 x 1000, 59.1 against 53.5 at 4096).
+//  (registers then spill: 6.82 against 6.30 us at 1000 x 1000, 59.1 against 53.5 at 4096), and
+//  loading the next sweep's first quad while the block reads the grid's total (7.30 against
+//  6.37, 58.3 against 52.8).
 #include "chan_vese.hpp"
 
 #include <pixflow/cuda.hpp>
