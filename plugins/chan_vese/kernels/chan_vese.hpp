@@ -120,6 +120,8 @@ std::size_t cuda_scratch_bytes(const ImageView& in);
 
 /// The same on device memory: the whole loop in one persistent cooperative kernel on `stream`.
 /// Reads the outcome (two numbers) back at the end, which synchronises `stream` once per call.
+/// Needs mu * dt >= 0 (UserError otherwise; the operator takes both in [0, 1e6]): the kernel's
+/// division relies on a denominator of at least 1.
 void chan_vese_cuda(const ImageView& in, const ImageView& mask, const ImageView& phi,
                     const Settings& s, void* scratch, void* stream, Outcome& outcome);
 #endif
