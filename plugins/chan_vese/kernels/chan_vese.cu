@@ -406,7 +406,6 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
     const double n = double(w) * double(h), sum_all = t.sq;
     Means m = means_of(t, n, sum_all);
     int it = 0, cur = 0;
-    double rms = 0;
     // This thread's first quad as (row, quad in the row); the grid's stride is step_rows rows
     // plus step_quads quads (no 64-bit division per quad).
     const int y_first = int(first / a.quads_per_row);
@@ -463,8 +462,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
         m = load_means(slot, gridDim.x, s_total, n, sum_all);
         ++it;
         cur ^= 1;
-        rms = m.rms;
-        if (!(rms > a.tol) || it >= a.max_iter) break; // the same decision in every block
+        if (!(m.rms > a.tol) || it >= a.max_iter) break; // the same decision in every block
     }
 
     // C. outputs.
@@ -484,7 +482,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         a.outcome->iterations = it;
-        a.outcome->rms_change = rms;
+        a.outcome->rms_change = m.rms; // the last iteration's: at least one runs
     }
 }
 
@@ -522,6 +520,13 @@ template <class T> Layout layout_for(const ImageView& in) {
 template <class T>
 void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s,
             void* scratch, cudaStream_t stream, Outcome& outcome) {
+    // divide_by_normal relies on a denominator >= 1, so on mu dt >= 0 in f32, as the kernel
+    // forms it (the operator's schema takes mu and dt in [0, 1e6]; this is for direct callers).
+    // Checked before any CUDA call.
+    if (!(float(s.mu) * float(s.dt) >= 0.0f))
+        throw UserError("chan_vese: the CUDA kernel needs mu * dt >= 0 (mu = " + std::to_string(s.mu) +
+                            ", dt = " + std::to_string(s.dt) + "); run it on the CPU for other values",
+                        PF_ERR_UNSUPPORTED);
     const Layout l = layout_for<T>(in);
     char* p = static_cast<char*>(scratch);
     Args<T> a;
@@ -548,12 +553,6 @@ void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, co
     a.dt = float(s.dt);
     a.lambda1 = float(s.lambda1);
     a.lambda2 = float(s.lambda2);
-    // divide_by_normal relies on a denominator >= 1, so on mu dt >= 0 (the operator's schema
-    // takes mu and dt in [0, 1e6]; this is for direct callers).
-    if (!(a.mu * a.dt >= 0.0f))
-        throw UserError("chan_vese: the CUDA kernel needs mu * dt >= 0 (mu = " + std::to_string(s.mu) +
-                            ", dt = " + std::to_string(s.dt) + "); run it on the CPU for other values",
-                        PF_ERR_UNSUPPORTED);
     a.tol = s.tol;
     a.max_iter = s.max_iter;
     a.init = s.init;
