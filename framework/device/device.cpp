@@ -176,6 +176,14 @@ void pinned_free(void* p) {
     std::free(p);
     check_cuda(e, "cudaHostUnregister(p)", __FILE__, __LINE__);
 }
+bool host_is_pinned(const void* p) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
 void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,
                    std::size_t row_bytes, int rows, const Stream& s) {
     if (rows == 0 || row_bytes == 0) return;
@@ -321,6 +329,7 @@ void* device_alloc_async(std::size_t, const Stream&) { no_cuda(); }
 void device_free_async(void*, const Stream&) { no_cuda(); }
 void* pinned_alloc(std::size_t) { no_cuda(); }
 void pinned_free(void*) { no_cuda(); }
+bool host_is_pinned(const void*) { return false; }
 void copy_2d_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, int, const Stream&) {
     no_cuda();
 }

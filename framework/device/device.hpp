@@ -94,9 +94,14 @@ class DeviceBuffer {
 /// Stream-ordered device allocation from the device's default memory pool (cudaMallocAsync).
 void* device_alloc_async(std::size_t bytes, const Stream& s);
 void device_free_async(void* p, const Stream& s);
-/// Page-locked host memory, so transfers run at full speed and asynchronously.
+/// Page-locked host memory, so transfers run at full speed and asynchronously: registered with
+/// the driver for every device (portable), aligned to 4 KiB, and to 2 MiB with transparent huge
+/// pages asked for when `bytes` >= 2 MiB (pinning them is faster, and threads pin at once, where
+/// cudaHostAlloc serialises them). Throws on failure; bytes == 0 gives a valid buffer.
 void* pinned_alloc(std::size_t bytes);
 void pinned_free(void* p);
+/// Whether the driver knows `p` as page-locked host memory (false without CUDA).
+bool host_is_pinned(const void* p);
 
 /// Pinned host buffers kept for reuse, so that runs over many images pin memory once rather
 /// than per image (cudaMallocHost is slow: it maps and locks pages). take() hands out a cached
