@@ -51,6 +51,31 @@ TEST(PinnedCuda, BuffersOfEverySizeArePinnedAlignedAndCarryTheirBytesBothWays) {
     EXPECT_FALSE(host_is_pinned(plain.data()));
 }
 
+TEST(PinnedCuda, TheHostAllocFallbackIsPinnedCarriesItsBytesAndIsFreedAsSuch) {
+    if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+    set_device(0);
+    Stream s(0);
+    ::setenv("PIXFLOW_PINNED", "hostalloc", 1);
+    const std::size_t bytes = (std::size_t(3) << 20) + 5;
+    auto* p = static_cast<unsigned char*>(pinned_alloc(bytes));
+    ::unsetenv("PIXFLOW_PINNED");
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(host_is_pinned(p));
+    auto* q = static_cast<unsigned char*>(pinned_alloc(bytes)); // registered, beside it
+    EXPECT_TRUE(host_is_pinned(q));
+    for (std::size_t i = 0; i < bytes; ++i) p[i] = pattern(i, 3);
+    void* d = device_alloc_async(bytes, s);
+    copy_2d_async(d, std::int64_t(bytes), p, std::int64_t(bytes), bytes, 1, s);
+    copy_2d_async(q, std::int64_t(bytes), d, std::int64_t(bytes), bytes, 1, s);
+    device_free_async(d, s);
+    s.synchronize();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < bytes; ++i) wrong += q[i] != pattern(i, 3);
+    EXPECT_EQ(wrong, 0u);
+    pinned_free(p); // cudaFreeHost: a wrong free (std::free of it, or unregistering) would throw or crash
+    pinned_free(q);
+}
+
 TEST(PinnedCuda, ThreadsTakeDistinctBuffersFromTheCacheAtOnceAndReuseThem) {
     if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
     set_device(0);
