@@ -39,6 +39,13 @@
 // 0.534-0.542 -> 0.530-0.536 (the corner's wait: 5.3 -> 2.8 us a tile for RGB). Columns of 3 and 4
 // channels in slots were slower (RGB 0.445, RGBA 0.78 ms): twice the bytes per look-back.
 //
+// 2026-11-29: the pause between polls does not matter: harness built with 0, 128, 256 and 512 ns
+// (PIXFLOW_INTEGRAL_BACKOFF_NS), alternating on one H200: RGB 0.381-0.390 ms, gray 0.148-0.151,
+// RGBA 0.522-0.530, 2 channels 0.269-0.274 for every value. A tile lives 43.6-44.3 us (RGB: load
+// 3.8, sums 8.2, look-backs 10.0-10.4, corner 3.1, output 18.6 us) with 497 of the 528 that fit
+// in flight, and the kernel moves 2.64 TB/s where a copy moves 4.2: the rate is tiles in flight
+// over a tile's life, and the output phase (31 rows, each a block-wide scan) is its longest part.
+//
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
 // of its tile (K = 4 * C consecutive samples), so a row of a tile is 128 * K samples.
@@ -679,7 +686,10 @@ template <int C> constexpr bool lb_col_slots() { return C <= 2; }
 /// predecessor that has not published is polled again.
 template <int C> constexpr int lb_window() { return C == 1 ? 8 : 1; }
 template <int C> constexpr int lb_col_depth() { return C == 2 ? 2 : C == 4 ? 1 : 4; } // C = 4: more spill
-constexpr unsigned lb_backoff_ns = 512;
+#ifndef PIXFLOW_INTEGRAL_BACKOFF_NS // test/bench/lookback_harness.cu times other values
+#define PIXFLOW_INTEGRAL_BACKOFF_NS 512
+#endif
+constexpr unsigned lb_backoff_ns = PIXFLOW_INTEGRAL_BACKOFF_NS;
 
 /// One thread's look-back over its N values per tile (the slots at `slots + tile * pitch`)
 /// along the predecessors first, first - stride, .. (avail of them; the last is inclusive by

@@ -9,6 +9,8 @@
 //   ./harness          every check, then the timings of 8192 x 8192 x 3 (u32 and u64 outputs)
 //   ./harness small    the checks of small sizes only (for compute-sanitizer)
 //   ./harness ncu      a few launches of two variants, for ncu
+//   ./harness bench    the timings alone (every variant's output is still checked); built with
+//                      -DPIXFLOW_INTEGRAL_BACKOFF_NS=N for another look-back pause than 512 ns
 // Checks: integral_cuda (the dispatch the plugin uses) against a CPU reference byte for byte, on
 // random inputs of many sizes (tile edges, tall, wide), 1-4 channels, u32 and u64, aligned and
 // unaligned views (the fallback loads), and in bands of rows with the carried row (strips), with
@@ -237,6 +239,15 @@ int main(int argc, char** argv) {
         return 0;
     }
     std::mt19937 rng(12345);
+    if (argc > 1 && std::strcmp(argv[1], "bench") == 0) { // the timings alone (each checks its outputs)
+        std::printf("look-back pause %u ns\n", pi::lb_backoff_ns);
+        bench<3>(25, rng);
+        bench<1>(25, rng);
+        bench<4>(25, rng);
+        bench<2>(25, rng);
+        std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
+        return failures ? 1 : 0;
+    }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     std::printf("device %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
