@@ -43,8 +43,16 @@
 // (PIXFLOW_INTEGRAL_BACKOFF_NS), alternating on one H200: RGB 0.381-0.390 ms, gray 0.148-0.151,
 // RGBA 0.522-0.530, 2 channels 0.269-0.274 for every value. A tile lives 43.6-44.3 us (RGB: load
 // 3.8, sums 8.2, look-backs 10.0-10.4, corner 3.1, output 18.6 us) with 497 of the 528 that fit
-// in flight, and the kernel moves 2.64 TB/s where a copy moves 4.2: the rate is tiles in flight
-// over a tile's life, and the output phase (31 rows, each a block-wide scan) is its longest part.
+// in flight, and the kernel moves 2.64 TB/s where a copy moves 4.2. Then the output phase lost its
+// barriers (a warp scan plus the warps' row sums kept in `part` since step 2, instead of a block
+// scan per two rows): harness, same card, f0efa7a frozen beside it, 3 rounds: output phase RGB
+// 18.8 -> 16.2 us, RGBA 20.7 -> 13.4 us, a tile's life 44.6 -> 39.6 (RGBA 45.2 -> 38.3) us, but
+// the tiles in flight fell with it (500 -> 457, 499 -> 463) and the times stayed: RGB 0.387-0.394
+// -> 0.386-0.392 ms, RGBA 0.529-0.540 -> 0.517-0.527, gray 0.150-0.152 -> 0.152-0.153, 2
+// channels 0.279-0.282 -> 0.282-0.283. So the rate is not the tiles' life over the room for
+// them: tiles wait to start on a ticket that advances as fast as the look-backs down the image
+// let the tile rows complete (about 1.4 us a tile row for RGB, 265 rows: 0.37 ms). Kept: the
+// same bits (414 harness cases, racecheck 0 on 340), fewer barriers.
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
@@ -960,6 +968,22 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
     return before;
 }
 
+/// Exclusive prefix sum over the lanes of one warp (no barrier, nothing shared).
+template <class U, int N> __device__ __forceinline__ Vec<U, N> warp_exclusive(const Vec<U, N>& x) {
+    const int lane = threadIdx.x & 31;
+    Vec<U, N> inc = x;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1)
+#pragma unroll
+        for (int c = 0; c < N; ++c) {
+            const U y = __shfl_up_sync(0xFFFFFFFFu, inc.v[c], d);
+            if (lane >= d) inc.v[c] += y;
+        }
+#pragma unroll
+    for (int c = 0; c < N; ++c) inc.v[c] -= x.v[c]; // modulo 2^n
+    return inc;
+}
+
 // The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
 // waits for has an earlier ticket, so its block has started: no deadlock). 160 threads: 4
 // compute warps, thread t < 128 owning pixels 4t .. 4t+3 of each row of the tile (K = 4C
@@ -977,10 +1001,11 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 //      block scan gives the column carries along the tile and z; publish z's aggregate and
 //      arrive at bar_z;
 //   4. thread 0 looks back along x over z of the tile row above for the corner;
-//   5. walk down the tile in shared memory RPS rows at a time (one block scan of RPS * C
-//      values: the row prefix sums, plus rowcarry, go into per-thread column sums that start at
-//      the column carries + corner + `above`) and write each output sample once, through the
-//      warp's staging area (coalesced 128-byte stores).
+//   5. walk down the tile in shared memory RPS rows at a time (a warp scan of RPS * C values
+//      plus the row sums of the warps to the left, kept in `part` since step 2, so no barrier:
+//      the row prefix sums, plus rowcarry, go into per-thread column sums that start at the
+//      column carries + corner + `above`) and write each output sample once, through the warp's
+//      staging area (coalesced 128-byte stores).
 // The z warp: after bar_z, looks back along x over z (tiles (tx - 1, ty), ..) and publishes z's
 // inclusive prefix.
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
@@ -999,7 +1024,6 @@ __global__ void __launch_bounds__(lb_threads, 4)
     extern __shared__ __align__(16) unsigned char tile_in[];
     __shared__ std::uint32_t stage[warps][S::stage_words];
     __shared__ ScanTotals<U, 2 * C> scan_cols;
-    __shared__ ScanTotals<U, RPS * C> scan_rows[2];
     __shared__ U part[TH][warps][C];
     __shared__ U row_carry[TH * C];
     __shared__ U corner[C];
@@ -1186,9 +1210,9 @@ __global__ void __launch_bounds__(lb_threads, 4)
         col[k] = cc[k] + corner[k % C];
         if (d_above && base + k < valid) col[k] += d_above[seg + base + k]; // a band of a larger image
     }
-    for (int r0 = 0, parity = 0; r0 < rows; r0 += RPS, parity ^= 1) {
+    for (int r0 = 0; r0 < rows; r0 += RPS) {
         U v[RPS][K];
-        Vec<U, RPS * C> totals, unused;
+        Vec<U, RPS * C> totals;
 #pragma unroll
         for (int q = 0; q < RPS; ++q) {
             std::uint32_t w[C] = {};
@@ -1199,7 +1223,18 @@ __global__ void __launch_bounds__(lb_threads, 4)
 #pragma unroll
             for (int c = 0; c < C; ++c) totals.v[q * C + c] = t.v[c];
         }
-        const Vec<U, RPS * C> row_before = block_exclusive<U, RPS * C>(totals, unused, scan_rows[parity]);
+        // The row prefix left of this thread: within its warp by shuffles, and the warps to its
+        // left from `part` (their row sums, from step 2): no barrier in this loop, each warp
+        // writes its rows at its own pace.
+        Vec<U, RPS * C> row_before = warp_exclusive<U, RPS * C>(totals);
+#pragma unroll
+        for (int q = 0; q < RPS; ++q)
+            if (RPS == 1 || r0 + q < rows)
+#pragma unroll
+                for (int w = 0; w < warps - 1; ++w)
+                    if (w < warp)
+#pragma unroll
+                        for (int c = 0; c < C; ++c) row_before.v[q * C + c] += part[r0 + q][w][c];
 #pragma unroll
         for (int q = 0; q < RPS; ++q) {
             if (RPS > 1 && r0 + q >= rows) break;
