@@ -932,6 +932,27 @@ __device__ __forceinline__ void bar_arrive(int id, int n) {
     asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
 
+/// Inclusive prefix sum over the lanes of one warp (shuffles: no barrier, nothing shared).
+template <class U, int N> __device__ __forceinline__ Vec<U, N> warp_inclusive(const Vec<U, N>& x) {
+    const int lane = threadIdx.x & 31;
+    Vec<U, N> inc = x;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1)
+#pragma unroll
+        for (int c = 0; c < N; ++c) {
+            const U y = __shfl_up_sync(0xFFFFFFFFu, inc.v[c], d);
+            if (lane >= d) inc.v[c] += y;
+        }
+    return inc;
+}
+/// Exclusive prefix sum over the lanes of one warp.
+template <class U, int N> __device__ __forceinline__ Vec<U, N> warp_exclusive(const Vec<U, N>& x) {
+    Vec<U, N> inc = warp_inclusive<U, N>(x);
+#pragma unroll
+    for (int c = 0; c < N; ++c) inc.v[c] -= x.v[c]; // modulo 2^n
+    return inc;
+}
+
 /// Warp totals of block_exclusive (two, used alternately: see there).
 template <class U, int N> struct ScanTotals {
     Vec<U, N> warp[warps];
@@ -943,14 +964,7 @@ template <class U, int N> struct ScanTotals {
 template <class U, int N>
 __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, N>& total, ScanTotals<U, N>& st) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    Vec<U, N> inc = x;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1)
-#pragma unroll
-        for (int c = 0; c < N; ++c) {
-            const U y = __shfl_up_sync(0xFFFFFFFFu, inc.v[c], d);
-            if (lane >= d) inc.v[c] += y;
-        }
+    const Vec<U, N> inc = warp_inclusive<U, N>(x);
     if (lane == 31) st.warp[warp] = inc;
     bar_sync(bar_compute, block_threads);
     Vec<U, N> before;
@@ -966,22 +980,6 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
         }
     }
     return before;
-}
-
-/// Exclusive prefix sum over the lanes of one warp (no barrier, nothing shared).
-template <class U, int N> __device__ __forceinline__ Vec<U, N> warp_exclusive(const Vec<U, N>& x) {
-    const int lane = threadIdx.x & 31;
-    Vec<U, N> inc = x;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1)
-#pragma unroll
-        for (int c = 0; c < N; ++c) {
-            const U y = __shfl_up_sync(0xFFFFFFFFu, inc.v[c], d);
-            if (lane >= d) inc.v[c] += y;
-        }
-#pragma unroll
-    for (int c = 0; c < N; ++c) inc.v[c] -= x.v[c]; // modulo 2^n
-    return inc;
 }
 
 // The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it

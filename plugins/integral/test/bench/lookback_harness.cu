@@ -239,12 +239,15 @@ int main(int argc, char** argv) {
         return 0;
     }
     std::mt19937 rng(12345);
-    if (argc > 1 && std::strcmp(argv[1], "bench") == 0) { // the timings alone (each checks its outputs)
-        std::printf("look-back pause %u ns\n", pi::lb_backoff_ns);
+    auto benches = [&] { // 1-4 channels, RGB first
         bench<3>(25, rng);
         bench<1>(25, rng);
         bench<4>(25, rng);
         bench<2>(25, rng);
+    };
+    if (argc > 1 && std::strcmp(argv[1], "bench") == 0) { // the timings alone (each checks its outputs)
+        std::printf("look-back pause %u ns\n", pi::lb_backoff_ns);
+        benches();
         std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
         return failures ? 1 : 0;
     }
@@ -278,12 +281,7 @@ int main(int argc, char** argv) {
         cases += 2;
     }
     std::printf("correctness: %d cases, %d failures\n", cases, failures);
-    if (!small) {
-        bench<3>(25, rng);
-        bench<1>(25, rng);
-        bench<4>(25, rng);
-        bench<2>(25, rng);
-    }
+    if (!small) benches();
     std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
     return failures ? 1 : 0;
 }
