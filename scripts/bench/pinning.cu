@@ -9,9 +9,11 @@
 //                transparent huge pages, so the kernel pins 2 MiB pages instead of 4 KiB ones
 //   slab         one cudaHostAlloc of N * B bytes (and one of thp-register), cut into N buffers
 //
-//   nvcc -O2 -std=c++20 -arch=sm_90 scripts/bench/pinning.cu -o pinning -lpthread
+//   nvcc -O2 -std=c++20 -arch=sm_90 -Isdk/include scripts/bench/pinning.cu -o pinning -lpthread
 //   pinning [--bytes B] [--count N] [--rounds R]
 // Every CUDA call is checked. Times are wall clock (steady_clock), medians of R rounds.
+#include <pixflow/cuda.hpp>
+
 #include <cuda_runtime.h>
 
 #include <sys/mman.h>
@@ -27,14 +29,7 @@
 #include <thread>
 #include <vector>
 
-#define CK(x)                                                                                       \
-    do {                                                                                            \
-        cudaError_t e_ = (x);                                                                       \
-        if (e_ != cudaSuccess) {                                                                    \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(2);                                                                           \
-        }                                                                                           \
-    } while (0)
+#define CK(x) PIXFLOW_CUDA_CHECK(x) // throws pixflow::Error, naming the call
 
 namespace {
 using Clock = std::chrono::steady_clock;

@@ -4,7 +4,7 @@
 // host-memory traffic argument of docs/performance.md ("Why about two thirds is the ceiling")
 // can be tested against the alternatives to read(2) into a pinned buffer.
 //
-//   nvcc -O2 -std=c++20 -arch=sm_90 scripts/bench/upload_paths.cu -o upload_paths -lpthread
+//   nvcc -O2 -std=c++20 -arch=sm_90 -Isdk/include scripts/bench/upload_paths.cu -o upload_paths -lpthread
 //   upload_paths [--dir D] [--out O] [--images N] [--size S] [--threads T] [--rounds R]
 //
 // It writes N binary PPM files of S x S RGB (random bytes) to D (default /tmp/upload_paths_in;
@@ -24,6 +24,8 @@
 //   batch-now       pinned in + out-pinned (what a batch does today, less compute and codecs)
 //   batch-register  mmap-register in + out-pinned
 // Every CUDA call is checked; the device data is checked against the file after the rounds.
+#include <pixflow/cuda.hpp>
+
 #include <cuda_runtime.h>
 
 #include <fcntl.h>
@@ -44,14 +46,7 @@
 #include <thread>
 #include <vector>
 
-#define CK(x)                                                                                       \
-    do {                                                                                            \
-        cudaError_t e_ = (x);                                                                       \
-        if (e_ != cudaSuccess) {                                                                    \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(2);                                                                           \
-        }                                                                                           \
-    } while (0)
+#define CK(x) PIXFLOW_CUDA_CHECK(x) // throws pixflow::Error, naming the call
 #define SYS(x)                                                                   \
     do {                                                                         \
         if ((x) < 0) {                                                           \
