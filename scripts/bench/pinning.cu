@@ -67,6 +67,19 @@ int main(int argc, char** argv) {
 
     const std::size_t huge = std::size_t(2) << 20;
     auto round_up = [](std::size_t n, std::size_t a) { return (n + a - 1) / a * a; };
+    // ordinary memory aligned to `align`, on transparent huge pages if `thp`, touched, registered
+    auto registered = [&](std::size_t n, std::size_t align, bool thp) {
+        const std::size_t m = round_up(n, align);
+        void* p = std::aligned_alloc(align, m);
+        if (thp && madvise(p, m, MADV_HUGEPAGE) != 0) std::perror("madvise");
+        touch(p, n);
+        CK(cudaHostRegister(p, n, cudaHostRegisterPortable));
+        return p;
+    };
+    auto unregister = [](void* p, std::size_t) {
+        CK(cudaHostUnregister(p));
+        std::free(p);
+    };
     std::vector<Way> ways = {
         {"hostalloc",
          [](std::size_t n) {
@@ -75,30 +88,8 @@ int main(int argc, char** argv) {
              return p;
          },
          [](void* p, std::size_t) { CK(cudaFreeHost(p)); }},
-        {"register",
-         [&](std::size_t n) {
-             void* p = std::aligned_alloc(4096, round_up(n, 4096));
-             touch(p, n);
-             CK(cudaHostRegister(p, n, cudaHostRegisterPortable));
-             return p;
-         },
-         [](void* p, std::size_t) {
-             CK(cudaHostUnregister(p));
-             std::free(p);
-         }},
-        {"thp-register",
-         [&](std::size_t n) {
-             const std::size_t m = round_up(n, huge);
-             void* p = std::aligned_alloc(huge, m);
-             if (madvise(p, m, MADV_HUGEPAGE) != 0) std::perror("madvise");
-             touch(p, n);
-             CK(cudaHostRegister(p, n, cudaHostRegisterPortable));
-             return p;
-         },
-         [](void* p, std::size_t) {
-             CK(cudaHostUnregister(p));
-             std::free(p);
-         }},
+        {"register", [&](std::size_t n) { return registered(n, 4096, false); }, unregister},
+        {"thp-register", [&](std::size_t n) { return registered(n, huge, true); }, unregister},
     };
 
     cudaStream_t s;
