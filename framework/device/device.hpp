@@ -104,7 +104,7 @@ void pinned_free(void* p);
 bool host_is_pinned(const void* p);
 
 /// Pinned host buffers kept for reuse, so that runs over many images pin memory once rather
-/// than per image (cudaMallocHost is slow: it maps and locks pages). take() hands out a cached
+/// than per image (pinning maps and locks pages: milliseconds per buffer). take() hands out a cached
 /// buffer of at least `bytes` and at most twice that, else pins a new one; give() takes it
 /// back, freeing cached buffers (largest first) while more than `limit` bytes are cached.
 /// Thread-safe. The destructor frees every cached buffer; buffers still out are the caller's.
