@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
+#include <filesystem>
+
 using namespace pixflow::host;
 using pixflow::testing::test_plugin;
 
@@ -124,4 +128,28 @@ TEST(Loader, LoadsAPluginBuiltForAnOlderAbiMinorAndRunsIt) {
     EXPECT_EQ(int(out[0]), 255);
     EXPECT_EQ(int(out[3]), 55);
     EXPECT_EQ(int(out[5]), 0);
+}
+
+// A plugin's code stays mapped after its registry is gone (RTLD_NODELETE, registry.cpp): a TBB
+// worker may still be in the epilogue of a task the plugin ran when the caller's loop returns.
+// A copy of the plugin under a new path, so that no other registry of this process holds it.
+TEST(Loader, APluginStaysMappedAfterItsRegistryIsGone) {
+    pixflow::testing::TempDir t;
+    const std::filesystem::path copy = t.path / "pixflow_test_mapped_copy.so";
+    std::filesystem::copy_file(test_plugin("fusion_ops"), copy);
+    const void* code = nullptr;
+    {
+        Registry reg;
+        const PluginRecord& r = reg.load_file(copy);
+        ASSERT_TRUE(r.loaded) << r.reason;
+        const OpInfo* op = reg.find("tp_add");
+        ASSERT_NE(op, nullptr);
+        ASSERT_EQ(op->path, copy);
+        code = reinterpret_cast<const void*>(op->desc->run_cpu);
+        Dl_info in{};
+        ASSERT_NE(dladdr(code, &in), 0) << "the test cannot tell: dladdr does not know the loaded plugin";
+    }
+    Dl_info after{};
+    ASSERT_NE(dladdr(code, &after), 0) << "the plugin was unmapped with its registry";
+    EXPECT_EQ(std::filesystem::path(after.dli_fname).filename(), copy.filename());
 }

@@ -6,6 +6,8 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -167,8 +169,15 @@ const PluginRecord& Registry::load_in_process(PluginRecord& rec, const fs::path&
 
     auto lib = std::make_unique<Library>();
     try {
+        // RTLD_NODELETE: the file stays mapped after the registry lets it go (its static
+        // destructors run at the process's exit instead). A TBB worker can still be in a
+        // plugin's code for a few instructions after the parallel loop it ran has returned
+        // (the task's epilogue, after it released the waiting thread); unmapped under it, the
+        // worker jumps to nothing (seen under AddressSanitizer on a loaded machine: SEGV with
+        // pc == address after a CPU run, and LeakSanitizer's tracer hitting a crashed thread).
         lib->lib.load(boost::dll::fs::path(file.string()),
-                      boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+                      boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local |
+                          static_cast<boost::dll::load_mode::type>(RTLD_NODELETE));
     } catch (const std::exception& e) {
         return reject(std::string("cannot be loaded: ") + e.what());
     }
