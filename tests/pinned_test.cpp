@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <numeric>
 #include <set>
 #include <thread>
 #include <vector>
