@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,22 @@ TEST(PinnedCuda, TheHostAllocFallbackIsPinnedCarriesItsBytesAndIsFreedAsSuch) {
     EXPECT_EQ(wrong, 0u);
     pinned_free(p); // cudaFreeHost: a wrong free (std::free of it, or unregistering) would throw or crash
     pinned_free(q);
+}
+
+TEST(PinnedCuda, AnUnknownPinningChoiceIsNamedInAWarningAndTheDefaultIsUsed) {
+    if (!cuda_usable()) GTEST_SKIP() << "no usable CUDA device";
+    set_device(0);
+    ::setenv("PIXFLOW_PINNED", "hugepages", 1);
+    testing::internal::CaptureStderr();
+    void* p = pinned_alloc(std::size_t(2) << 20);
+    const std::string err = testing::internal::GetCapturedStderr();
+    ::unsetenv("PIXFLOW_PINNED");
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(host_is_pinned(p));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % (std::size_t(2) << 20), 0u); // the registered path's alignment
+    EXPECT_NE(err.find("PIXFLOW_PINNED=hugepages"), std::string::npos) << err;
+    EXPECT_NE(err.find("register, hostalloc"), std::string::npos) << err;
+    pinned_free(p);
 }
 
 TEST(PinnedCuda, ThreadsTakeDistinctBuffersFromTheCacheAtOnceAndReuseThem) {

@@ -3,6 +3,7 @@
 #include "common/assert.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -153,9 +154,34 @@ std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a;
 // Buffers that came from cudaHostAlloc because registering failed (below), so pinned_free knows.
 std::mutex g_host_alloc_mu;
 std::set<void*> g_host_alloc;
+/// PIXFLOW_PINNED=hostalloc asks for cudaHostAlloc's pinned memory instead of registered
+/// memory (the tests use it to reach that path); any other value is named on
+/// stderr (once) rather than ignored. Read at each allocation, so a test can switch it.
+bool pinned_by_host_alloc() {
+    const char* how = std::getenv("PIXFLOW_PINNED");
+    if (!how || !*how || std::string_view(how) == "register") return false;
+    if (std::string_view(how) == "hostalloc") return true;
+    static std::once_flag warned;
+    std::call_once(warned, [how] {
+        std::fprintf(stderr,
+                     "pixflow: warning: PIXFLOW_PINNED=%s is not understood (accepted: register, hostalloc); "
+                     "using register\n",
+                     how);
+    });
+    return false;
+}
+void* pinned_host_alloc(std::size_t bytes) {
+    void* p = nullptr;
+    CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    std::lock_guard lk(g_host_alloc_mu);
+    g_host_alloc.insert(p);
+    return p;
+}
 } // namespace
+
 void* pinned_alloc(std::size_t bytes) {
     bytes = std::max<std::size_t>(bytes, 1);
+    if (pinned_by_host_alloc()) return pinned_host_alloc(bytes);
     // Buffers of a huge page or more are aligned to one, so the kernel can back them with 2 MiB
     // pages (madvise: systems whose transparent_hugepage is "madvise" need the request; with
     // "never" the request fails and the buffer stays on 4 KiB pages, which works, slower).
@@ -169,20 +195,12 @@ void* pinned_alloc(std::size_t bytes) {
     // portable: pinned for every device's context, not only the current one's (a buffer that
     // strips spread over several GPUs copy from is pinned for each of them, else each copy is
     // staged like pageable memory and the GPUs' copies queue behind each other)
-    // PIXFLOW_PINNED=hostalloc asks for cudaHostAlloc's pinned memory instead (and the tests
-    // use it to reach that path).
-    const char* how = std::getenv("PIXFLOW_PINNED");
-    const bool host_alloc = how && std::string_view(how) == "hostalloc";
-    if (!host_alloc && cudaHostRegister(p, size, cudaHostRegisterPortable) == cudaSuccess) return p;
+    if (cudaHostRegister(p, size, cudaHostRegisterPortable) == cudaSuccess) return p;
     // Where the driver will not register ordinary memory (a platform without it, a limit on
     // locked memory), cudaHostAlloc still gives pinned memory, only slower to get.
     cudaGetLastError();
     std::free(p);
-    p = nullptr;
-    CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
-    std::lock_guard lk(g_host_alloc_mu);
-    g_host_alloc.insert(p);
-    return p;
+    return pinned_host_alloc(bytes);
 }
 void pinned_free(void* p) {
     if (!p) return;

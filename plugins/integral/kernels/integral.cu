@@ -783,8 +783,10 @@ __device__ __forceinline__ Window look_window(const unsigned* flags, unsigned fi
 /// window is taken when, for every channel still open, every lane up to the channel's first
 /// inclusive slot has published; those lanes' values are added, and the channel closes there.
 /// The warp's sums end in every lane. The whole warp calls it with the same arguments.
-template <int C, int W>
-__device__ __forceinline__ void look_back_z(const Slot* z, unsigned first, int avail, std::uint32_t (&acc)[C]) {
+/// With Wait false it does not wait: at the first window that is not ready it gives up and
+/// returns false (acc then holds nothing useful); otherwise it returns true.
+template <int C, int W, bool Wait = true>
+__device__ __forceinline__ bool look_back_z(const Slot* z, unsigned first, int avail, std::uint32_t (&acc)[C]) {
     const int lane = int(threadIdx.x & 31);
     constexpr unsigned lanes = W == 32 ? 0xFFFFFFFFu : (1u << W) - 1u;
 #pragma unroll
@@ -808,6 +810,7 @@ __device__ __forceinline__ void look_back_z(const Slot* z, unsigned first, int a
             if ((open >> c) & 1u) ready &= !(none & upto[c]);
         }
         if (!ready) {
+            if constexpr (!Wait) return false;
             __nanosleep(lb_backoff_ns);
             continue;
         }
@@ -821,6 +824,7 @@ __device__ __forceinline__ void look_back_z(const Slot* z, unsigned first, int a
     for (int c = 0; c < C; ++c)
 #pragma unroll
         for (int d = 16; d > 0; d >>= 1) acc[c] += __shfl_xor_sync(0xFFFFFFFFu, acc[c], d);
+    return true;
 }
 
 /// Rows of a look-back tile for u8 input, output U and C channels: as many as let four blocks
@@ -1056,10 +1060,13 @@ __global__ void __launch_bounds__(lb_threads, 4)
                 __threadfence();
                 st_release(lb.col_flags + id, lb_inclusive);
             }
-        if (tx > 0) { // z's inclusive prefix along x: tiles (tx - 1, ty), ..; (0, ty) is inclusive
+        // z's inclusive prefix along x (tiles (tx - 1, ty), ..; (0, ty) is inclusive), only if the
+        // tiles to the left have published already, so the z warp never waits here (it kept
+        // the block alive after its compute warps were done); the corner's look-back walks the
+        // aggregates where this gives up.
+        if (tx > 0) {
             U acc[C];
-            look_back_z<C, W>(lb.z, id - 1, tx, acc);
-            if (lane == 0)
+            if (look_back_z<C, 32, false>(lb.z, id - 1, tx, acc) && lane == 0)
 #pragma unroll
                 for (int c = 0; c < C; ++c) { // this tile's z aggregate: stored by compute thread 0 before bar_z
                     Slot* const own = lb.z + std::size_t(id) * C + c;
@@ -1189,11 +1196,12 @@ __global__ void __launch_bounds__(lb_threads, 4)
     bar_arrive(bar_z, lb_threads);
     stamp(3);
 
-    // 4. The corner: z of tiles (i < tx, ty - 1), looked back along x (usually one inclusive).
+    // 4. The corner: z of tiles (i < tx, ty - 1), looked back along x, 32 at a time (where no z
+    // warp of that row published an inclusive prefix, the walk goes back to tile 0).
     if (warp == 0) {
         U cor[C] = {};
         if (tx > 0 && ty > 0) // (tx - 1, ty - 1), ..; (0, ty - 1) is inclusive
-            look_back_z<C, W>(lb.z, id - unsigned(lb.n_tx) - 1, tx, cor);
+            look_back_z<C, 32>(lb.z, id - unsigned(lb.n_tx) - 1, tx, cor);
         if (lane == 0)
 #pragma unroll
             for (int c = 0; c < C; ++c) corner[c] = cor[c];

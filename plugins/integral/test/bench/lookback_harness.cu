@@ -221,6 +221,36 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
                     " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
                     D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
                     sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
+        // The timeline: when each tile row was done (its last tile's end), the spacing of those
+        // times in the middle of the image, the start (until the first tile ends) and the end
+        // (after the last tile started), and the tiles in flight in tenths of the span.
+        {
+            const std::size_t nrows = n_tiles / std::size_t(ntx2);
+            std::vector<double> done(nrows, 0);
+            double first_end = 1e300, last_start = 0;
+            for (std::size_t i = 0; i < n_tiles; ++i) {
+                const double b = double(st[i * 6] - t0) / 1e3, e = double(st[i * 6 + 5] - t0) / 1e3;
+                done[i / std::size_t(ntx2)] = std::max(done[i / std::size_t(ntx2)], e);
+                first_end = std::min(first_end, e), last_start = std::max(last_start, b);
+            }
+            const std::size_t a = nrows / 5, z = nrows - nrows / 5;
+            std::printf("  timeline: first tile done %.1f us, last tile started %.1f us, end %.1f us; tile rows done"
+                        " every %.2f us (rows %zu-%zu); row done at",
+                        first_end, last_start, (t1 - t0) / 1e3, (done[z] - done[a]) / double(z - a), a, z);
+            for (std::size_t r = 0; r < nrows; r += nrows / 8) std::printf(" %zu:%.0f", r, done[r]);
+            std::printf(" %zu:%.0f\n  in flight by tenths:", nrows - 1, done[nrows - 1]);
+            const double span = (t1 - t0) / 1e3;
+            for (int b = 0; b < 10; ++b) {
+                const double lo = span * b / 10, hi = span * (b + 1) / 10;
+                double busy = 0;
+                for (std::size_t i = 0; i < n_tiles; ++i) {
+                    const double s0 = double(st[i * 6] - t0) / 1e3, e0 = double(st[i * 6 + 5] - t0) / 1e3;
+                    busy += std::max(0.0, std::min(hi, e0) - std::max(lo, s0));
+                }
+                std::printf(" %.0f", busy / (hi - lo));
+            }
+            std::printf("\n");
+        }
         // the first 6 tiles of the second-to-last tile row, as a sample
         for (std::size_t i = n_tiles - 2 * ntx2; i < n_tiles - 2 * ntx2 + 6; ++i)
             std::printf("    tile %zu: start %+.1f us, phases %.1f %.1f %.1f %.1f %.1f\n", i, (st[i * 6] - t0) / 1e3,
