@@ -53,6 +53,11 @@
 // them: tiles wait to start on a ticket that advances as fast as the look-backs down the image
 // let the tile rows complete (about 1.4 us a tile row for RGB, 265 rows: 0.37 ms). Kept: the
 // same bits (414 harness cases, racecheck 0 on 340), fewer barriers.
+// 2026-11-29 (later): the z warp no longer waits for the tiles to its left (it could outlast the
+// compute warps and hold the block's slot); it publishes z's inclusive prefix only if they have,
+// and the corner walks the aggregates otherwise. H200 harness, 3 rounds: RGB 0.383-0.386 ->
+// 0.377-0.379 ms, RGBA 0.514-0.518 -> 0.504-0.505, gray and 2 channels level. Persistent blocks
+// (a ticket loop, 4 blocks an SM) were slower everywhere (RGB 0.400, gray 0.215 ms; not kept).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
