@@ -17,8 +17,9 @@
 // poisoned outputs and scratch. Timings (u8 -> u32, 1-4 channels): the reduce-then-scan kernels,
 // the look-back kernel as of the frozen commit and today's with other look-back depths (rows and
 // z: W predecessors at once; columns: CD; shorter tiles), and a device-to-device copy of the
-// floor's bytes, in one run, 3 rounds of medians; then per-phase globaltimer stamps of the
-// frozen and today's look-back kernel. (Rows per block scan RPS other than 2 were timed the same
+// floor's bytes, and the look-back's tiles copied with no scan (tile_copy_kernel: what the tile
+// shape alone reaches), in one run, 3 rounds of medians; then per-phase globaltimer stamps of the
+// frozen and today's look-back kernel, with a timeline (tile rows done, tiles in flight). (Rows per block scan RPS other than 2 were timed the same
 // way before: 2026-11-27, docs/performance.md.)
 #include "../../kernels/integral.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
@@ -112,6 +113,44 @@ void check_case(int w, int h, int c, bool aligned, bool strips, std::mt19937& rn
     }
 }
 
+// The look-back kernel's memory traffic alone: the same tiles, block shape, shared memory and
+// blocks per SM, one tile a block; the tile goes into shared memory by cp.async as there, then
+// each compute warp writes its rows widened to u32 through put_row, with no scan and no
+// look-back (out(x, y) = in(x, y)). What a single-pass kernel of this tile shape can reach.
+template <int C, int TH>
+__global__ void __launch_bounds__(pi::lb_threads, 4) tile_copy_kernel(ImageView in, ImageView out) {
+    using S = pi::Shape<std::uint8_t, std::uint32_t, C>;
+    constexpr int row_bytes = pi::tile_w * C, K = S::K;
+    extern __shared__ __align__(16) unsigned char tile_in[];
+    __shared__ std::uint32_t stage[pi::warps][S::stage_words];
+    const int tid = threadIdx.x, warp = tid >> 5;
+    const int n_tx = (in.width + pi::tile_w - 1) / pi::tile_w;
+    const int tx = int(blockIdx.x % unsigned(n_tx)), ty = int(blockIdx.x / unsigned(n_tx));
+    const int x0 = tx * pi::tile_w, y0 = ty * TH, rows = min(TH, in.height - y0);
+    const int valid = min(pi::tile_w, in.width - x0) * C;
+    const std::size_t seg = std::size_t(x0) * C;
+    if (warp == pi::warps) return;
+    constexpr int chunks = row_bytes / 16;
+    const unsigned smem0 = unsigned(__cvta_generic_to_shared(tile_in));
+    for (int i = tid; i < rows * chunks; i += pi::block_threads) {
+        const int r = i / chunks, off = (i - r * chunks) * 16;
+        const int n = max(0, min(16, valid - off));
+        const std::uint8_t* src = in.row<std::uint8_t>(y0 + r) + seg + (n > 0 ? off : 0);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem0 + r * row_bytes + off), "l"(src), "r"(n)
+                     : "memory");
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    asm volatile("bar.sync 1, %0;" ::"r"(pi::block_threads) : "memory");
+    for (int r = 0; r < rows; ++r) {
+        std::uint32_t w[C];
+        pi::load_words<C>(tile_in + r * row_bytes, w);
+        std::uint32_t v[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = (w[k / 4] >> (8 * (k % 4))) & 0xFFu;
+        pi::put_row<std::uint8_t, std::uint32_t, C>(out.row<std::uint32_t>(y0 + r) + seg, valid, true, stage[warp], v);
+    }
+}
+
 using harness::median;
 using harness::time_it;
 
@@ -163,6 +202,16 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     constexpr int W = pi::lb_window<C>();
     constexpr int CD = pi::lb_col_depth<C>();
     constexpr bool CS = pi::lb_col_slots<C>();
+    add("tile copy, no scan", [&] {
+        int ntx3 = 0;
+        const std::size_t tiles = pi::lookback_tiles<U, C, D>(in, ntx3);
+        constexpr int smem = D * pi::tile_w * C;
+        CK(cudaFuncSetAttribute(tile_copy_kernel<C, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CK(cudaFuncSetAttribute(tile_copy_kernel<C, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                int(cudaSharedmemCarveoutMaxShared)));
+        tile_copy_kernel<C, D><<<unsigned(tiles), pi::lb_threads, smem>>>(in, out);
+        CK(cudaGetLastError());
+    });
     add("columns in slots", [&] { pi::launch_lookback<U, C, D, 2, false, W, C == 3 ? 1 : CD, true>(in, out, new_scratch.p, nullptr, nullptr); });
     add("columns by flag", [&] { pi::launch_lookback<U, C, D, 2, false, W, C <= 2 ? 4 : CD, false>(in, out, new_scratch.p, nullptr, nullptr); });
     // shorter tiles: more of them in flight (registers, not shared memory, then bound the blocks)
@@ -184,7 +233,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     for (int round = 0; round < 3; ++round)
         for (int i = 0; i < nv; ++i) {
             t[i].push_back(time_it(fns[i], reps));
-            if (i) verify(names[i]);
+            if (i && std::strcmp(names[i], "tile copy, no scan") != 0) verify(names[i]);
         }
     std::printf("8192x8192x%d u8 -> u%d (default TH %d), floor %.3f GB; medians of %d, 3 rounds; x = / copy's first median:\n",
                 C, int(8 * sizeof(U)), D, floor_bytes / 1e9, reps);
