@@ -26,6 +26,8 @@
 #     trace    the CUDA blur-pool batch of 64 and of 256 images (the 64, 4 times) with --trace:
 #              where its time goes (scripts/bench/trace_summary.py), 2 rounds each
 #     tests    pixflow_mpi_tests (the MPI tests, GPU ones included) under the packed mpiexec
+#              (more than 5 minutes on the H200 machine, 2026-11-29: each fault test takes about
+#              18 s; give it a call of its own, MPI_TEST_FILTER to run a part)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
