@@ -1007,14 +1007,16 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 //      thread along y for its K column values (colcarry); publish the inclusive prefixes; one
 //      block scan gives the column carries along the tile and z; publish z's aggregate and
 //      arrive at bar_z;
-//   4. thread 0 looks back along x over z of the tile row above for the corner;
+//   4. warp 0 looks back along x over z of the tile row above for the corner, 32 tiles a
+//      window, through aggregates where no inclusive prefix is published;
 //   5. walk down the tile in shared memory RPS rows at a time (a warp scan of RPS * C values
 //      plus the row sums of the warps to the left, kept in `part` since step 2, so no barrier:
 //      the row prefix sums, plus rowcarry, go into per-thread column sums that start at the
 //      column carries + corner + `above`) and write each output sample once, through the warp's
 //      staging area (coalesced 128-byte stores).
-// The z warp: after bar_z, looks back along x over z (tiles (tx - 1, ty), ..) and publishes z's
-// inclusive prefix.
+// The z warp: after bar_z, reads z of the tiles to its left (tx - 1, ty), .. once, and publishes
+// z's inclusive prefix if they have all published (it never waits there: a waiting z warp kept
+// its block's slot after the compute warps were done).
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
 // `part`, the row carries and the corner.
 template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots>
