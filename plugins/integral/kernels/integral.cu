@@ -694,10 +694,11 @@ __device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
 }
 template <int C> constexpr bool lb_col_slots() { return C <= 2; }
 
-/// Predecessors whose slots a look-back loads at once (rows and z: lb_window; columns:
-/// lb_col_depth, which holds K slots per predecessor in registers), and the pause before a
-/// predecessor that has not published is polled again.
+/// Predecessors whose slots a look-back loads at once (rows: lb_window; z: lb_z_window, one a
+/// lane; columns: lb_col_depth, which holds K slots per predecessor in registers), and the pause
+/// before a predecessor that has not published is polled again.
 template <int C> constexpr int lb_window() { return C == 1 ? 8 : 1; }
+constexpr int lb_z_window = 32;
 template <int C> constexpr int lb_col_depth() { return C == 2 ? 2 : C == 4 ? 1 : 4; } // C = 4: more spill
 #ifndef PIXFLOW_INTEGRAL_BACKOFF_NS // test/bench/lookback_harness.cu times other values
 #define PIXFLOW_INTEGRAL_BACKOFF_NS 512
@@ -928,6 +929,35 @@ template <int C> __device__ __forceinline__ void load_words(const unsigned char*
     }
 }
 
+/// The compute threads (block_threads of them) copy a look-back tile's input, `rows` rows of
+/// `valid` bytes from byte `seg` of rows y0.., into shared memory (rows of tile_w * C bytes,
+/// zero-filled past `valid`): 16-byte cp.async copies, all in flight at once, when the input is
+/// 16-byte aligned, else byte by byte. The caller joins the compute threads afterwards.
+template <int C>
+__device__ __forceinline__ void load_tile(const ImageView& in, unsigned char* tile_in, int y0, int rows, std::size_t seg,
+                                          int valid, bool in_aligned) {
+    constexpr int row_bytes = tile_w * C;
+    const int tid = threadIdx.x;
+    if (in_aligned) {
+        constexpr int chunks = row_bytes / 16;
+        const unsigned smem0 = unsigned(__cvta_generic_to_shared(tile_in));
+        for (int i = tid; i < rows * chunks; i += block_threads) {
+            const int r = i / chunks, off = (i - r * chunks) * 16;
+            const int n = max(0, min(16, valid - off)); // bytes to read; the rest is zero-filled
+            const std::uint8_t* src = in.row<std::uint8_t>(y0 + r) + seg + (n > 0 ? off : 0);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem0 + r * row_bytes + off),
+                         "l"(src), "r"(n)
+                         : "memory");
+        }
+        asm volatile("cp.async.wait_all;" ::: "memory");
+    } else {
+        for (int i = tid; i < rows * row_bytes; i += block_threads) {
+            const int r = i / row_bytes, b = i - r * row_bytes;
+            tile_in[i] = b < valid ? in.row<std::uint8_t>(y0 + r)[seg + b] : std::uint8_t(0);
+        }
+    }
+}
+
 /// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 3 and 2 are where they
 /// hand the z warp (they arrive, it waits) the tile's column aggregates (when !ColSlots, for
 /// their flag), and its inclusive column prefixes and z aggregate. What they hand over is in
@@ -1073,7 +1103,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
         // aggregates where this gives up.
         if (tx > 0) {
             U acc[C];
-            if (look_back_z<C, 32, false>(lb.z, id - 1, tx, acc) && lane == 0)
+            if (look_back_z<C, lb_z_window, false>(lb.z, id - 1, tx, acc) && lane == 0)
 #pragma unroll
                 for (int c = 0; c < C; ++c) { // this tile's z aggregate: stored by compute thread 0 before bar_z
                     Slot* const own = lb.z + std::size_t(id) * C + c;
@@ -1090,24 +1120,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
     const std::size_t seg = std::size_t(x0) * C;
 
     // 1. The tile's input into shared memory.
-    if (in_aligned) {
-        constexpr int chunks = row_bytes / 16;
-        const unsigned smem0 = unsigned(__cvta_generic_to_shared(tile_in));
-        for (int i = tid; i < rows * chunks; i += block_threads) {
-            const int r = i / chunks, off = (i - r * chunks) * 16;
-            const int n = max(0, min(16, valid - off)); // bytes to read; the rest is zero-filled
-            const std::uint8_t* src = in.row<std::uint8_t>(y0 + r) + seg + (n > 0 ? off : 0);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem0 + r * row_bytes + off),
-                         "l"(src), "r"(n)
-                         : "memory");
-        }
-        asm volatile("cp.async.wait_all;" ::: "memory");
-    } else {
-        for (int i = tid; i < rows * row_bytes; i += block_threads) {
-            const int r = i / row_bytes, b = i - r * row_bytes;
-            tile_in[i] = b < valid ? in.row<std::uint8_t>(y0 + r)[seg + b] : std::uint8_t(0);
-        }
-    }
+    load_tile<C>(in, tile_in, y0, rows, seg, valid, in_aligned);
     bar_sync(bar_compute, block_threads);
     stamp(1);
 
@@ -1203,12 +1216,12 @@ __global__ void __launch_bounds__(lb_threads, 4)
     bar_arrive(bar_z, lb_threads);
     stamp(3);
 
-    // 4. The corner: z of tiles (i < tx, ty - 1), looked back along x, 32 at a time (where no z
-    // warp of that row published an inclusive prefix, the walk goes back to tile 0).
+    // 4. The corner: z of tiles (i < tx, ty - 1), looked back along x, lb_z_window at a time (where
+    // no z warp of that row published an inclusive prefix, the walk goes back to tile 0).
     if (warp == 0) {
         U cor[C] = {};
         if (tx > 0 && ty > 0) // (tx - 1, ty - 1), ..; (0, ty - 1) is inclusive
-            look_back_z<C, 32>(lb.z, id - unsigned(lb.n_tx) - 1, tx, cor);
+            look_back_z<C, lb_z_window>(lb.z, id - unsigned(lb.n_tx) - 1, tx, cor);
         if (lane == 0)
 #pragma unroll
             for (int c = 0; c < C; ++c) corner[c] = cor[c];

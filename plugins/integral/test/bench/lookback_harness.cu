@@ -15,12 +15,13 @@
 // random inputs of many sizes (tile edges, tall, wide), 1-4 channels, u32 and u64, aligned and
 // unaligned views (the fallback loads), and in bands of rows with the carried row (strips), with
 // poisoned outputs and scratch. Timings (u8 -> u32, 1-4 channels): the reduce-then-scan kernels,
-// the look-back kernel as of the frozen commit and today's with other look-back depths (rows and
-// z: W predecessors at once; columns: CD; shorter tiles), and a device-to-device copy of the
-// floor's bytes, and the look-back's tiles copied with no scan (tile_copy_kernel: what the tile
-// shape alone reaches), in one run, 3 rounds of medians; then per-phase globaltimer stamps of the
-// frozen and today's look-back kernel, with a timeline (tile rows done, tiles in flight). (Rows per block scan RPS other than 2 were timed the same
-// way before: 2026-11-27, docs/performance.md.)
+// the look-back kernel as of the frozen commit and today's with other look-back depths (rows: W
+// predecessors at once; columns: CD; shorter tiles), a device-to-device copy of the floor's
+// bytes, and the look-back's tiles copied with no scan (tile_copy_kernel: what the tile shape
+// alone reaches), in one run, 3 rounds of medians; then per-phase globaltimer stamps of the
+// frozen and today's look-back kernel, with a timeline (tile rows done, tiles in flight). (Rows
+// per block scan RPS other than 2 were timed the same way before: 2026-11-27,
+// docs/performance.md.)
 #include "../../kernels/integral.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
 #include "integral_before.cuh"
@@ -123,24 +124,15 @@ __global__ void __launch_bounds__(pi::lb_threads, 4) tile_copy_kernel(ImageView 
     constexpr int row_bytes = pi::tile_w * C, K = S::K;
     extern __shared__ __align__(16) unsigned char tile_in[];
     __shared__ std::uint32_t stage[pi::warps][S::stage_words];
-    const int tid = threadIdx.x, warp = tid >> 5;
+    const int warp = int(threadIdx.x >> 5);
     const int n_tx = (in.width + pi::tile_w - 1) / pi::tile_w;
     const int tx = int(blockIdx.x % unsigned(n_tx)), ty = int(blockIdx.x / unsigned(n_tx));
     const int x0 = tx * pi::tile_w, y0 = ty * TH, rows = min(TH, in.height - y0);
     const int valid = min(pi::tile_w, in.width - x0) * C;
     const std::size_t seg = std::size_t(x0) * C;
     if (warp == pi::warps) return;
-    constexpr int chunks = row_bytes / 16;
-    const unsigned smem0 = unsigned(__cvta_generic_to_shared(tile_in));
-    for (int i = tid; i < rows * chunks; i += pi::block_threads) {
-        const int r = i / chunks, off = (i - r * chunks) * 16;
-        const int n = max(0, min(16, valid - off));
-        const std::uint8_t* src = in.row<std::uint8_t>(y0 + r) + seg + (n > 0 ? off : 0);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem0 + r * row_bytes + off), "l"(src), "r"(n)
-                     : "memory");
-    }
-    asm volatile("cp.async.wait_all;" ::: "memory");
-    asm volatile("bar.sync 1, %0;" ::"r"(pi::block_threads) : "memory");
+    pi::load_tile<C>(in, tile_in, y0, rows, seg, valid, true);
+    pi::bar_sync(pi::bar_compute, pi::block_threads);
     for (int r = 0; r < rows; ++r) {
         std::uint32_t w[C];
         pi::load_words<C>(tile_in + r * row_bytes, w);
