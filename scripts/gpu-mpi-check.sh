@@ -22,7 +22,8 @@
 #     codecs   scripts/bench-codecs.sh with BACKEND=cuda FORMATS="ppm png jpg": the CUDA batch
 #              against its codec limit (blur-pool, and load -> save)
 #     segment  128 1000x1000 images through pipelines/batch-segment.toml (chan_vese, 500
-#              iterations) --backend cuda on one GPU, on every GPU, and one rank per GPU
+#              iterations) --backend cuda on one GPU, on every GPU, and one rank per GPU, 3
+#              rounds; then once on every GPU with --trace (scripts/bench/trace_summary.py)
 #     trace    the CUDA blur-pool batch of 64 and of 256 images (the 64, 4 times) with --trace:
 #              where its time goes (scripts/bench/trace_summary.py), 2 rounds each
 #     tests    pixflow_mpi_tests (the MPI tests, GPU ones included) under the packed mpiexec
@@ -171,6 +172,10 @@ for f in ("seg-one", "seg-all", "seg-ranks"):
 PY
     done 2>&1 | tee "$out/seg-rounds.txt"
     for d in g2 gr; do diff -rq "$W/g1" "$W/$d" > /dev/null && echo "segment $d: identical to one GPU" || { echo "segment $d: outputs DIFFER"; status=1; }; done
+    # where the time of one process on every GPU goes: each GPU's busy share and first span
+    rm -rf "$W/g2"
+    "$px" "${args[@]}" --devices all --output "$W/g2" --report "$out/seg-all-trace.json" --trace "$out/seg-all.trace.json"
+    python3 scripts/bench/trace_summary.py "$out/seg-all.trace.json" 2>&1 | tee "$out/seg-all-trace.txt"
   fi
   if has trace; then
     echo "== trace: the CUDA blur-pool batch, 64 and 256 images, --trace"

@@ -6,6 +6,10 @@
 # The clocks are left alone (--clock-control none, as /work/.library/device/METHOD.md asks).
 #   scripts/gpu-profile.sh                      # every benchmark below
 #   BENCHES="gauss5x5-8k chan_vese-1k" scripts/gpu-profile.sh
+#   DETAIL=integral_lookback BENCHES=integral-8k scripts/gpu-profile.sh
+#       one launch of the kernels whose names match DETAIL with every section (--set full:
+#       warp states, stall reasons, source counters), saved as $OUT/<bench>.ncu-rep, its details
+#       page as <bench>-details.txt and the stall samples per SASS line as <bench>-sass.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=${PACK:-gpu-pack}
@@ -14,6 +18,15 @@ px=$pack/build/bin/pixflow
 metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__inst_issued.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,dram__bytes.sum
 out=${OUT:-out/profile}
 mkdir -p "$out"
+if [ -n "${DETAIL:-}" ]; then
+  for b in ${BENCHES:?DETAIL needs BENCHES}; do
+    ncu --clock-control none --set full --import-source yes -k "regex:$DETAIL" -c 1 -f -o "$out/$b" \
+      "$px" bench "pipelines/bench/$b.toml" --backend cuda --repeat 1 > "$out/$b.log" 2>&1 || { echo "$b: ncu failed"; tail -5 "$out/$b.log"; continue; }
+    ncu --import "$out/$b.ncu-rep" --page details > "$out/$b-details.txt" 2>&1 || echo "$b: no details page"
+    ncu --import "$out/$b.ncu-rep" --page source --csv --print-source sass > "$out/$b-sass.csv" 2>&1 || echo "$b: no source page"
+  done
+  exit 0
+fi
 for b in ${BENCHES:-gauss5x5-8k integral-8k jpeg-chain-8k floyd_steinberg-8k chan_vese-1k chan_vese-4k grayscale-8k maxpool2x2-8k}; do
   ncu --clock-control none --metrics "$metrics" --csv --page raw -c 6 \
     "$px" bench "pipelines/bench/$b.toml" --backend cuda --repeat 1 > "$out/$b.csv" 2> "$out/$b.err" || {
