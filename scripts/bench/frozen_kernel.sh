@@ -12,4 +12,7 @@ cd "$(dirname "$0")/../.."
 src=$(git show "$1:$2")
 grep -qE '^namespace pixflow::[a-z0-9_]+ \{$' <<<"$src" || { echo "$0: no 'namespace pixflow::<op> {' line in $1:$2" >&2; exit 1; }
 echo "// $2 as of commit $1, in namespace pixflow::<op>::$3 (scripts/bench/frozen_kernel.sh)."
+echo "#ifndef PIXFLOW_FROZEN_REV"
+echo "#define PIXFLOW_FROZEN_REV \"$1\" // the commit, for the harness's labels"
+echo "#endif"
 sed -E "s/^namespace (pixflow::[a-z0-9_]+) \{$/namespace \1::$3 {/; s|^\} // namespace (pixflow::[a-z0-9_]+)$|} // namespace \1::$3|" <<<"$src"

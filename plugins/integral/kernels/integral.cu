@@ -249,6 +249,36 @@ __device__ __forceinline__ void put_row(U* seg, int valid, bool aligned, std::ui
         if (base + k < valid) seg[base + k] = v[k];
 }
 
+/// put_row for an output whose rows are 16-byte aligned, where the warp's span is whole (the
+/// look-back kernel): this thread's K samples go into the warp's staging area as 16-byte vectors
+/// and the warp stores its span as consecutive 16-byte vectors, so a row costs a thread
+/// out_words / 4 shared stores, shared loads and global stores (3 each for RGB u32) instead of
+/// out_words of each. The staging slots are XOR-swizzled where a thread's vectors are a power of
+/// two (> 1) apart, so that neither side has bank conflicts (3 apart has none unswizzled).
+template <class U, int C>
+__device__ __forceinline__ void put_row_vec(U* seg, std::uint32_t* stage, const U (&v)[Shape<std::uint8_t, U, C>::K]) {
+    using S = Shape<std::uint8_t, U, C>;
+    constexpr int n = S::out_words / 4;
+    static_assert(S::out_words % 4 == 0, "whole 16-byte vectors per thread");
+    constexpr bool swizzle = n > 1 && (n & (n - 1)) == 0;
+    const auto slot = [](int q) { return swizzle ? q ^ ((q >> 3) & 7) : q; };
+    const int lane = threadIdx.x & 31;
+    std::uint32_t w[S::out_words];
+    constexpr int per_sample = int(sizeof(U)) / 4; // 1 or 2 words, little-endian
+#pragma unroll
+    for (int k = 0; k < S::K; ++k)
+#pragma unroll
+        for (int h = 0; h < per_sample; ++h) w[k * per_sample + h] = std::uint32_t(std::uint64_t(v[k]) >> (32 * h));
+    uint4* const st = reinterpret_cast<uint4*>(stage);
+#pragma unroll
+    for (int j = 0; j < n; ++j) st[slot(lane * n + j)] = make_uint4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
+    __syncwarp();
+    uint4* const dst = reinterpret_cast<uint4*>(seg + (threadIdx.x >> 5) * 32 * S::K);
+#pragma unroll
+    for (int j = 0; j < n; ++j) dst[lane + 32 * j] = st[slot(lane + 32 * j)];
+    __syncwarp(); // the staging area is reused by the next row
+}
+
 /// Tile geometry shared by tile_sums and integral_tiles.
 /// Tile rows are numbered across gridDim.y and gridDim.z (cuda::grid_rows), so any height works;
 /// blocks past the last tile row have rows <= 0 and return at once.
@@ -992,6 +1022,22 @@ template <class U, int N> __device__ __forceinline__ Vec<U, N> warp_exclusive(co
     return inc;
 }
 
+/// warp_exclusive for N values each below 2^16 / 32 (a thread's sum of 4 u8 samples): two per
+/// register in 16-bit halves, so the scan shuffles (N + 1) / 2 registers instead of N. Exact: no
+/// half's inclusive sum reaches 2^16, and inclusive - own borrows nothing across the halves.
+template <class U, int N> __device__ __forceinline__ Vec<U, N> warp_exclusive_u16(const Vec<U, N>& x) {
+    constexpr int P = (N + 1) / 2;
+    Vec<std::uint32_t, P> own;
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+        own.v[p] = std::uint32_t(x.v[2 * p]) | (2 * p + 1 < N ? std::uint32_t(x.v[2 * p + 1]) << 16 : 0u);
+    const Vec<std::uint32_t, P> inc = warp_inclusive<std::uint32_t, P>(own);
+    Vec<U, N> r;
+#pragma unroll
+    for (int i = 0; i < N; ++i) r.v[i] = U(((inc.v[i / 2] - own.v[i / 2]) >> (16 * (i % 2))) & 0xFFFFu);
+    return r;
+}
+
 /// Warp totals of block_exclusive (two, used alternately: see there).
 template <class U, int N> struct ScanTotals {
     Vec<U, N> warp[warps];
@@ -1052,7 +1098,7 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots>
 __global__ void __launch_bounds__(lb_threads, 4)
     integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH, ColSlots> lb, const U* d_above,
-                             bool in_aligned, bool out_aligned, std::uint64_t* d_prof) {
+                             bool in_aligned, bool out_aligned, bool out_vec, std::uint64_t* d_prof) {
     using S = Shape<std::uint8_t, U, C>;
     using LB = LookBack<U, C, TH, ColSlots>;
     constexpr int K = S::K;
@@ -1061,7 +1107,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
     static_assert(TH * 255 < 65536, "16-bit column sums would overflow");
     static_assert(TH * C <= block_threads, "one thread per row value");
     extern __shared__ __align__(16) unsigned char tile_in[];
-    __shared__ std::uint32_t stage[warps][S::stage_words];
+    __shared__ __align__(16) std::uint32_t stage[warps][S::stage_words];
     __shared__ ScanTotals<U, 2 * C> scan_cols;
     __shared__ U part[TH][warps][C];
     __shared__ U row_carry[TH * C];
@@ -1252,7 +1298,8 @@ __global__ void __launch_bounds__(lb_threads, 4)
         // The row prefix left of this thread: within its warp by shuffles, and the warps to its
         // left from `part` (their row sums, from step 2): no barrier in this loop, each warp
         // writes its rows at its own pace.
-        Vec<U, RPS * C> row_before = warp_exclusive<U, RPS * C>(totals);
+        static_assert(32 * px_per_thread * 255 < 65536, "a warp's row prefix fits 16 bits");
+        Vec<U, RPS * C> row_before = warp_exclusive_u16<U, RPS * C>(totals);
 #pragma unroll
         for (int q = 0; q < RPS; ++q)
             if (RPS == 1 || r0 + q < rows)
@@ -1267,7 +1314,10 @@ __global__ void __launch_bounds__(lb_threads, 4)
 #pragma unroll
             for (int k = 0; k < K; ++k)
                 col[k] += v[q][k] + row_carry[(r0 + q) * C + k % C] + row_before.v[q * C + k % C];
-            put_row<std::uint8_t, U, C>(out.row<U>(y0 + r0 + q) + seg, valid, out_aligned, stage[warp], col);
+            if (out_vec && (warp + 1) * 32 * K <= valid) // the warp's whole span; the warp decides as one
+                put_row_vec<U, C>(out.row<U>(y0 + r0 + q) + seg, stage[warp], col);
+            else
+                put_row<std::uint8_t, U, C>(out.row<U>(y0 + r0 + q) + seg, valid, out_aligned, stage[warp], col);
         }
     }
     stamp(5);
@@ -1300,7 +1350,7 @@ void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch,
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             int(cudaSharedmemCarveoutMaxShared)));
     kernel<<<unsigned(n_tiles), lb_threads, smem, s>>>(in, out, lb, d_above, is_aligned(in, 16),
-                                                          is_aligned(out, 4), d_prof);
+                                                          is_aligned(out, 4), is_aligned(out, 16), d_prof);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 

@@ -2,7 +2,7 @@
 // 18), not part of the build. It includes the kernel file itself, so it reaches the kernels in
 // its anonymous namespace, and the kernel file as of an earlier commit (made from git by
 // scripts/bench/frozen_kernel.sh) to time the look-back before and after in one run:
-//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh f0efa7a \
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh ae0f4a8 \
 //       plugins/integral/kernels/integral.cu before > build-harness/integral_before.cuh
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/integral/kernels -Ibuild-harness \
 //       plugins/integral/test/bench/lookback_harness.cu -o harness
@@ -189,7 +189,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     auto add = [&](const char* n, std::function<void()> f) { names.push_back(n); fns.push_back(std::move(f)); };
     add("d2d copy of floor bytes", [&] { CK(cudaMemcpyAsync(cpy_b.p, cpy_a.p, floor_bytes / 2, cudaMemcpyDeviceToDevice)); });
     add("old reduce-then-scan", [&] { pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(old_scratch.p), nullptr, nullptr); });
-    add("lookback before (f0efa7a)", [&] { pi::before::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("lookback before (" PIXFLOW_FROZEN_REV ")", [&] { pi::before::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("now (default)", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     constexpr int W = pi::lb_window<C>();
     constexpr int CD = pi::lb_col_depth<C>();
