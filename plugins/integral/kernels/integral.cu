@@ -58,6 +58,15 @@
 // and the corner walks the aggregates otherwise. H200 harness, 3 rounds: RGB 0.383-0.386 ->
 // 0.377-0.379 ms, RGBA 0.514-0.518 -> 0.504-0.505, gray and 2 channels level. Persistent blocks
 // (a ticket loop, 4 blocks an SM) were slower everywhere (RGB 0.400, gray 0.215 ms; not kept).
+// 2026-11-29 (third): Nsight Compute's stall samples by SASS line (scripts/gpu-profile.sh
+// DETAIL=integral_lookback, RGB) put 66% of the instructions and 46% of the warps' time in the
+// output phase and 17% of the time in the sums, much of it waiting on shuffles, and 45% of the
+// shared stores in bank conflicts (put_row's 12 scalar stores a row). Now the output goes
+// through the staging area as 16-byte vectors (put_row_vec) and its row scan shuffles two
+// values a register (warp_exclusive_u16); the sums take 8 rows at once (warp_sums: 9 shuffles
+// where 40 were). Harness, ae0f4a8 frozen beside it, 3 rounds: RGB 0.380-0.383 -> 0.354-0.357 ms
+// (1.58x -> 1.47-1.49x the copy), gray 0.152-0.155 -> 0.142-0.145, RGBA 0.509-0.514 ->
+// 0.489-0.491, 2 channels 0.273 -> 0.256-0.257; the sums phase 7.2 -> 2.7 us a tile (RGB).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
@@ -391,8 +400,8 @@ template <int C> __host__ __device__ constexpr unsigned channel_mask(int j, int 
 /// packed per register (16-bit halves: a warp's sum is at most 128 * 255 < 2^16) for the shuffle
 /// reduction. Every lane gets the warp's sums; row_sum() unpacks channel c.
 template <int C>
-__device__ __forceinline__ void add_row(const std::uint32_t (&w)[C], std::uint32_t (&even)[C], std::uint32_t (&odd)[C],
-                                        std::uint32_t (&packed)[(C + 1) / 2]) {
+__device__ __forceinline__ void add_row_own(const std::uint32_t (&w)[C], std::uint32_t (&even)[C], std::uint32_t (&odd)[C],
+                                            std::uint32_t (&packed)[(C + 1) / 2]) {
     constexpr int pairs = (C + 1) / 2;
     std::uint32_t sum[2 * pairs] = {};
 #pragma unroll
@@ -405,10 +414,45 @@ __device__ __forceinline__ void add_row(const std::uint32_t (&w)[C], std::uint32
     }
 #pragma unroll
     for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
+}
+template <int C>
+__device__ __forceinline__ void add_row(const std::uint32_t (&w)[C], std::uint32_t (&even)[C], std::uint32_t (&odd)[C],
+                                        std::uint32_t (&packed)[(C + 1) / 2]) {
+    constexpr int pairs = (C + 1) / 2;
+    add_row_own<C>(w, even, odd, packed); // this thread's part, then the warp's sums
 #pragma unroll
     for (int p = 0; p < pairs; ++p)
 #pragma unroll
         for (int d = 16; d > 0; d >>= 1) packed[p] += __shfl_xor_sync(0xFFFFFFFFu, packed[p], d);
+}
+
+/// The warp's sums of G rows at once (G = 4 or 8; the look-back kernel): packed[i] holds this
+/// thread's part of row i (add_row_own). Halving exchanges (lanes 16 apart trade rows G/2.. for
+/// 0..G/2-1, then 8 apart, ..: G - 1 shuffles a register) leave each lane one row,
+/// r = lane / (32 / G), summed over G lanes, and butterfly steps finish it: 9 shuffles for 8
+/// rows (G = 8) or 6 for 4, where add_row takes 5 a row. Returns row r's warp sums, packed as
+/// add_row's.
+template <int G, int P>
+__device__ __forceinline__ void warp_sums(std::uint32_t (&packed)[G][P], std::uint32_t (&out)[P]) {
+    static_assert(G == 4 || G == 8, "groups of 4 or 8 rows");
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+        int bit = 16;
+#pragma unroll
+        for (int half = G / 2; half >= 1; half >>= 1, bit >>= 1) {
+            const bool upper = lane & bit; // keeps the upper half of its rows, sends the lower
+#pragma unroll
+            for (int i = 0; i < half; ++i) {
+                const std::uint32_t send = upper ? packed[i][p] : packed[i + half][p];
+                const std::uint32_t keep = upper ? packed[i + half][p] : packed[i][p];
+                packed[i][p] = keep + __shfl_xor_sync(0xFFFFFFFFu, send, bit);
+            }
+        }
+        out[p] = packed[0][p];
+#pragma unroll
+        for (int d = 16 / G; d >= 1; d >>= 1) out[p] += __shfl_xor_sync(0xFFFFFFFFu, out[p], d);
+    }
 }
 
 /// Channel c of add_row()'s packed warp sums.
@@ -730,6 +774,9 @@ template <int C> constexpr bool lb_col_slots() { return C <= 2; }
 template <int C> constexpr int lb_window() { return C == 1 ? 8 : 1; }
 constexpr int lb_z_window = 32;
 template <int C> constexpr int lb_col_depth() { return C == 2 ? 2 : C == 4 ? 1 : 4; } // C = 4: more spill
+/// Rows whose warp sums the look-back kernel's step 2 takes at once (warp_sums; 1: add_row, a
+/// row at a time; lookback_harness times 1, 4 and 8).
+template <int C> constexpr int lb_sum_rows() { return 8; }
 #ifndef PIXFLOW_INTEGRAL_BACKOFF_NS // test/bench/lookback_harness.cu times other values
 #define PIXFLOW_INTEGRAL_BACKOFF_NS 512
 #endif
@@ -1095,7 +1142,7 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 // its block's slot after the compute warps were done).
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
 // `part`, the row carries and the corner.
-template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots>
+template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots, int G>
 __global__ void __launch_bounds__(lb_threads, 4)
     integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH, ColSlots> lb, const U* d_above,
                              bool in_aligned, bool out_aligned, bool out_vec, std::uint64_t* d_prof) {
@@ -1170,17 +1217,36 @@ __global__ void __launch_bounds__(lb_threads, 4)
     bar_sync(bar_compute, block_threads);
     stamp(1);
 
-    // 2. Column sums and row sums; publish them.
+    // 2. Column sums and row sums (G rows at a time: warp_sums; G = 1: add_row, a row at a
+    // time); publish them.
     std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
+    if constexpr (G == 1) {
 #pragma unroll 4
-    for (int r = 0; r < rows; ++r) {
-        std::uint32_t w[C];
-        load_words<C>(tile_in + r * row_bytes, w);
-        std::uint32_t packed[pairs];
-        add_row<C>(w, even, odd, packed);
-        if (lane == 0)
+        for (int r = 0; r < rows; ++r) {
+            std::uint32_t w[C];
+            load_words<C>(tile_in + r * row_bytes, w);
+            std::uint32_t packed[pairs];
+            add_row<C>(w, even, odd, packed);
+            if (lane == 0)
 #pragma unroll
-            for (int c = 0; c < C; ++c) part[r][warp][c] = U(row_sum<C>(packed, c));
+                for (int c = 0; c < C; ++c) part[r][warp][c] = U(row_sum<C>(packed, c));
+        }
+    } else {
+        for (int r0 = 0; r0 < rows; r0 += G) {
+            std::uint32_t packed[G][pairs];
+#pragma unroll
+            for (int i = 0; i < G; ++i) {
+                std::uint32_t w[C] = {};
+                if (r0 + i < rows) load_words<C>(tile_in + (r0 + i) * row_bytes, w);
+                add_row_own<C>(w, even, odd, packed[i]);
+            }
+            std::uint32_t sums[pairs];
+            warp_sums<G, pairs>(packed, sums);
+            const int r = r0 + lane / (32 / G);
+            if (lane % (32 / G) == 0 && r < rows)
+#pragma unroll
+                for (int c = 0; c < C; ++c) part[r][warp][c] = U(row_sum<C>(sums, c));
+        }
     }
     U colsum[K];
 #pragma unroll
@@ -1336,7 +1402,7 @@ std::size_t lookback_scratch_bytes(const ImageView& in) {
 
 /// Integer output from u8 input in one kernel (plus a memset of the slots, flags and ticket).
 template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false, int W = lb_window<C>(),
-          int CD = lb_col_depth<C>(), bool ColSlots = lb_col_slots<C>()>
+          int CD = lb_col_depth<C>(), bool ColSlots = lb_col_slots<C>(), int G = lb_sum_rows<C>()>
 void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,
                      std::uint64_t* d_prof = nullptr) {
     int n_tx = 0;
@@ -1345,7 +1411,7 @@ void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch,
     const LB lb(d_scratch, n_tiles, n_tx);
     PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.cleared, 0, LB::cleared_bytes(n_tiles), s)); // lb_none, ticket 0
     constexpr int smem = TH * tile_w * C;
-    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W, CD, ColSlots>;
+    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W, CD, ColSlots, G>;
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             int(cudaSharedmemCarveoutMaxShared)));

@@ -213,6 +213,9 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     add("W 1", [&] { pi::launch_lookback<U, C, D, 2, false, 1, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
     add("W 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
     add("W 8", [&] { pi::launch_lookback<U, C, D, 2, false, 8, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("sums a row at a time", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 1>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("sums 4 rows at once", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 4>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("sums 8 rows at once", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8>(in, out, new_scratch.p, nullptr, nullptr); });
     add("CD 1", [&] { pi::launch_lookback<U, C, D, 2, false, W, 1, CS>(in, out, new_scratch.p, nullptr, nullptr); });
     add("CD 2", [&] { pi::launch_lookback<U, C, D, 2, false, W, 2, CS>(in, out, new_scratch.p, nullptr, nullptr); });
     if (ncu_mode) { // a few launches of two variants for the profiler
