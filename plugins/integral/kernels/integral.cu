@@ -772,8 +772,10 @@ template <int C> constexpr bool lb_col_slots() { return C <= 2; }
 /// lane; columns: lb_col_depth, which holds K slots per predecessor in registers), and the pause
 /// before a predecessor that has not published is polled again.
 template <int C> constexpr int lb_window() { return C == 1 ? 8 : 1; }
+/// The column flags' window (the columns of 3 and 4 channels, !lb_col_slots).
+template <int C> constexpr int lb_col_window() { return lb_window<C>(); }
 constexpr int lb_z_window = 32;
-template <int C> constexpr int lb_col_depth() { return C == 2 ? 2 : C == 4 ? 1 : 4; } // C = 4: more spill
+template <int C> constexpr int lb_col_depth() { return C == 2 || C == 3 ? 2 : 1; } // C = 4: more spill
 /// Rows whose warp sums the look-back kernel's step 2 takes at once (warp_sums; 1: add_row, a
 /// row at a time; lookback_harness times 1, 4 and 8).
 template <int C> constexpr int lb_sum_rows() { return 8; }
@@ -1142,7 +1144,7 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 // its block's slot after the compute warps were done).
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
 // `part`, the row carries and the corner.
-template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots, int G>
+template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots, int G, int WC>
 __global__ void __launch_bounds__(lb_threads, 4)
     integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH, ColSlots> lb, const U* d_above,
                              bool in_aligned, bool out_aligned, bool out_vec, std::uint64_t* d_prof) {
@@ -1258,11 +1260,15 @@ __global__ void __launch_bounds__(lb_threads, 4)
     const bool row_thread = tid < LB::row_n;
     Slot* const my_row = lb.row + std::size_t(id) * LB::row_n + tid;
     U row_total = 0;
-    if (row_thread) {
+    if (row_thread) { // row value (r, c): the total, and part[r][w][c] becomes the sum of warps < w
         const int r = tid / C, c = tid - r * C;
         if (r < rows)
 #pragma unroll
-            for (int w = 0; w < warps; ++w) row_total += part[r][w][c];
+            for (int w = 0; w < warps; ++w) {
+                const U x = part[r][w][c];
+                part[r][w][c] = row_total;
+                row_total += x;
+            }
         st_slot(my_row, make_slot(tx == 0 ? lb_inclusive : lb_aggregate, row_total));
     }
     if constexpr (ColSlots) {
@@ -1289,7 +1295,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
             look_back_slots<K, CD>(lb.col + base, LB::col_n, first, stride, ty, cc);
         } else { // warp-wide windows of W flags, then CD tiles' loads in flight together
             for (int done = 0;;) {
-                const Window w = look_window<W>(lb.col_flags, first, stride, done, ty);
+                const Window w = look_window<WC>(lb.col_flags, first, stride, done, ty);
 #pragma unroll CD
                 for (int t = 0; t < w.n; ++t) {
                     const std::size_t j = first - unsigned(done + t) * stride;
@@ -1362,24 +1368,19 @@ __global__ void __launch_bounds__(lb_threads, 4)
             for (int c = 0; c < C; ++c) totals.v[q * C + c] = t.v[c];
         }
         // The row prefix left of this thread: within its warp by shuffles, and the warps to its
-        // left from `part` (their row sums, from step 2): no barrier in this loop, each warp
-        // writes its rows at its own pace.
+        // left from `part` (the sums of the warps before this one, since step 2): no barrier in
+        // this loop, each warp writes its rows at its own pace.
         static_assert(32 * px_per_thread * 255 < 65536, "a warp's row prefix fits 16 bits");
-        Vec<U, RPS * C> row_before = warp_exclusive_u16<U, RPS * C>(totals);
-#pragma unroll
-        for (int q = 0; q < RPS; ++q)
-            if (RPS == 1 || r0 + q < rows)
-#pragma unroll
-                for (int w = 0; w < warps - 1; ++w)
-                    if (w < warp)
-#pragma unroll
-                        for (int c = 0; c < C; ++c) row_before.v[q * C + c] += part[r0 + q][w][c];
+        const Vec<U, RPS * C> row_before = warp_exclusive_u16<U, RPS * C>(totals);
 #pragma unroll
         for (int q = 0; q < RPS; ++q) {
             if (RPS > 1 && r0 + q >= rows) break;
+            U add[C]; // everything left of this thread's pixels on row r0 + q
 #pragma unroll
-            for (int k = 0; k < K; ++k)
-                col[k] += v[q][k] + row_carry[(r0 + q) * C + k % C] + row_before.v[q * C + k % C];
+            for (int c = 0; c < C; ++c)
+                add[c] = row_carry[(r0 + q) * C + c] + part[r0 + q][warp][c] + row_before.v[q * C + c];
+#pragma unroll
+            for (int k = 0; k < K; ++k) col[k] += v[q][k] + add[k % C];
             if (out_vec && (warp + 1) * 32 * K <= valid) // the warp's whole span; the warp decides as one
                 put_row_vec<U, C>(out.row<U>(y0 + r0 + q) + seg, stage[warp], col);
             else
@@ -1402,7 +1403,8 @@ std::size_t lookback_scratch_bytes(const ImageView& in) {
 
 /// Integer output from u8 input in one kernel (plus a memset of the slots, flags and ticket).
 template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false, int W = lb_window<C>(),
-          int CD = lb_col_depth<C>(), bool ColSlots = lb_col_slots<C>(), int G = lb_sum_rows<C>()>
+          int CD = lb_col_depth<C>(), bool ColSlots = lb_col_slots<C>(), int G = lb_sum_rows<C>(),
+          int WC = lb_col_window<C>()>
 void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,
                      std::uint64_t* d_prof = nullptr) {
     int n_tx = 0;
@@ -1411,7 +1413,7 @@ void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch,
     const LB lb(d_scratch, n_tiles, n_tx);
     PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.cleared, 0, LB::cleared_bytes(n_tiles), s)); // lb_none, ticket 0
     constexpr int smem = TH * tile_w * C;
-    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W, CD, ColSlots, G>;
+    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W, CD, ColSlots, G, WC>;
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             int(cudaSharedmemCarveoutMaxShared)));

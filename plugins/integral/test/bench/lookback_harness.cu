@@ -210,9 +210,14 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     add("TH 3/4", [&] { pi::launch_lookback<U, C, D * 3 / 4, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 1/2", [&] { pi::launch_lookback<U, C, D / 2, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 1/3", [&] { pi::launch_lookback<U, C, D / 3 + 1, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("W 1", [&] { pi::launch_lookback<U, C, D, 2, false, 1, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("W 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("W 8", [&] { pi::launch_lookback<U, C, D, 2, false, 8, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("row window 1", [&] { pi::launch_lookback<U, C, D, 2, false, 1, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("row window 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("row window 8", [&] { pi::launch_lookback<U, C, D, 2, false, 8, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    if constexpr (!CS) { // the column flags' window alone (rows keep W)
+        add("column window 4", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8, 4>(in, out, new_scratch.p, nullptr, nullptr); });
+        add("column window 8", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8, 8>(in, out, new_scratch.p, nullptr, nullptr); });
+        add("column window 32", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8, 32>(in, out, new_scratch.p, nullptr, nullptr); });
+    }
     add("sums a row at a time", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 1>(in, out, new_scratch.p, nullptr, nullptr); });
     add("sums 4 rows at once", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 4>(in, out, new_scratch.p, nullptr, nullptr); });
     add("sums 8 rows at once", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8>(in, out, new_scratch.p, nullptr, nullptr); });
