@@ -66,7 +66,12 @@
 // values a register (warp_exclusive_u16); the sums take 8 rows at once (warp_sums: 9 shuffles
 // where 40 were). Harness, ae0f4a8 frozen beside it, 3 rounds: RGB 0.380-0.383 -> 0.354-0.357 ms
 // (1.58x -> 1.47-1.49x the copy), gray 0.152-0.155 -> 0.142-0.145, RGBA 0.509-0.514 ->
-// 0.489-0.491, 2 channels 0.273 -> 0.256-0.257; the sums phase 7.2 -> 2.7 us a tile (RGB).
+// 0.489-0.491, 2 channels 0.273 -> 0.256-0.257; the sums phase 7.2 -> 2.7 us a tile (RGB). Then
+// one value per channel added in the output (80 registers for RGB, 54 for gray) and the column
+// depths 2 (RGB) and 1 (gray): RGB 0.340-0.345 ms (1.41-1.43x), gray 0.132, RGBA 0.466-0.471.
+// What is left is the column look-back: thread 0 walks 6.5 predecessors in 10 us (stamps 6-8),
+// back to the nearest published inclusive prefix; wider flag windows or the columns looked back
+// before the rows made the walks longer and the kernel slower (docs/performance.md).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
@@ -1144,6 +1149,10 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 // its block's slot after the compute warps were done).
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
 // `part`, the row carries and the corner.
+/// Profiling words per tile (Prof, lookback_harness): globaltimer at the start and after steps
+/// 1-5, after thread 0's row look-back and column look-back, and the predecessors thread 0's
+/// column look-back read (columns by flag).
+constexpr int lb_prof_words = 9;
 template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots, int G, int WC>
 __global__ void __launch_bounds__(lb_threads, 4)
     integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH, ColSlots> lb, const U* d_above,
@@ -1173,7 +1182,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
             if (tid == 0) {
                 std::uint64_t t;
                 asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-                d_prof[std::size_t(id) * 6 + i] = t;
+                d_prof[std::size_t(id) * lb_prof_words + i] = t;
             }
     };
     stamp(0);
@@ -1285,6 +1294,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
         look_back_slots<1, W>(lb.row + tid, LB::row_n, id - 1, 1, tx, rc);
         st_slot(my_row, make_slot(lb_inclusive, rc[0] + row_total));
     }
+    stamp(6); // thread 0's row look-back is done
     if (row_thread) row_carry[tid] = rc[0];
     U cc[K];
 #pragma unroll
@@ -1301,10 +1311,15 @@ __global__ void __launch_bounds__(lb_threads, 4)
                     const std::size_t j = first - unsigned(done + t) * stride;
                     add_vec<K>(cc, (w.inclusive && t == w.n - 1 ? lb.inc_col : lb.agg_col) + j * LB::col_n + base);
                 }
-                if (w.inclusive) break;
+                if (w.inclusive) {
+                    if constexpr (Prof)
+                        if (tid == 0) d_prof[std::size_t(id) * lb_prof_words + 8] = unsigned(done + w.n);
+                    break;
+                }
                 done += w.n;
             }
         }
+        stamp(7); // thread 0's column look-back is done
         U inc[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) inc[k] = cc[k] + colsum[k];

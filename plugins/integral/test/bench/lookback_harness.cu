@@ -244,32 +244,55 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     }
     // Where a tile's time goes: per-phase stamps of the default variant with RPS 2 (and of the
     // frozen kernel before it).
-    for (int which = 0; which < 2; ++which) {
+    for (int which = 0; which < (CS ? 2 : 4); ++which) { // before, now, and (columns by flag) column windows of 8 and 32
         int ntx2 = 0;
         const std::size_t n_tiles = pi::lookback_tiles<U, C, D>(in, ntx2);
-        Dev prof(n_tiles * 6 * 8);
-        for (int rep = 0; rep < 2; ++rep)
+        const int S = which == 0 ? 6 : pi::lb_prof_words; // the frozen kernel stamps 6 words a tile
+        Dev prof(n_tiles * pi::lb_prof_words * 8);
+        for (int rep = 0; rep < 2; ++rep) {
+            CK(cudaMemset(prof.p, 0, n_tiles * pi::lb_prof_words * 8));
+            auto* pp = static_cast<std::uint64_t*>(prof.p);
             if (which == 0)
-                pi::before::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
+                pi::before::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
+            else if (which == 1)
+                pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
+            else if (which == 2)
+                pi::launch_lookback<U, C, D, 2, true, W, CD, CS, 8, 8>(in, out, new_scratch.p, nullptr, nullptr, pp);
             else
-                pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, static_cast<std::uint64_t*>(prof.p));
+                pi::launch_lookback<U, C, D, 2, true, W, CD, CS, 8, 32>(in, out, new_scratch.p, nullptr, nullptr, pp);
+        }
         CK(cudaDeviceSynchronize());
-        std::printf("  %s:\n", which == 0 ? "before" : "now");
+        std::printf("  %s:\n", which == 0 ? "before" : which == 1 ? "now" : which == 2 ? "column window 8" : "column window 32");
         verify("profiled");
-        std::vector<std::uint64_t> st(n_tiles * 6);
+        std::vector<std::uint64_t> st(n_tiles * S);
         CK(cudaMemcpy(st.data(), prof.p, st.size() * 8, cudaMemcpyDeviceToHost));
         double sum[6] = {}, life = 0;
         std::uint64_t t0 = ~0ull, t1 = 0;
         for (std::size_t i = 0; i < n_tiles; ++i) {
-            for (int k = 1; k < 6; ++k) sum[k] += double(st[i * 6 + k] - st[i * 6 + k - 1]);
-            life += double(st[i * 6 + 5] - st[i * 6]);
-            t0 = std::min(t0, st[i * 6]);
-            t1 = std::max(t1, st[i * 6 + 5]);
+            for (int k = 1; k < 6; ++k) sum[k] += double(st[i * S + k] - st[i * S + k - 1]);
+            life += double(st[i * S + 5] - st[i * S]);
+            t0 = std::min(t0, st[i * S]);
+            t1 = std::max(t1, st[i * S + 5]);
         }
         std::printf("  profile (TH %d RPS 2, %zu tiles): mean us load %.2f, sums %.2f, look-backs+scan %.2f, corner %.2f,"
                     " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
                     D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
                     sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
+        if (S > 6) { // thread 0's look-backs: rows, then columns (tiles below the first row), then the rest of step 3
+            double row_lb = 0, col_lb = 0, rest = 0, walked = 0;
+            std::size_t n = 0, hist[5] = {};
+            for (std::size_t i = std::size_t(ntx2); i < n_tiles; ++i) {
+                const std::uint64_t* p = &st[i * S];
+                row_lb += double(p[6] - p[2]), col_lb += double(p[7] - p[6]), rest += double(p[3] - p[7]);
+                walked += double(p[8]);
+                hist[p[8] <= 1 ? 0 : p[8] == 2 ? 1 : p[8] <= 4 ? 2 : p[8] <= 8 ? 3 : 4]++;
+                ++n;
+            }
+            std::printf("  step 3, thread 0, tiles below row 0: row look-back %.2f us, column look-back %.2f us, then"
+                        " publish + block scan %.2f us; column predecessors read: mean %.2f (1: %zu, 2: %zu, 3-4: %zu,"
+                        " 5-8: %zu, more: %zu)\n", row_lb / n / 1e3, col_lb / n / 1e3, rest / n / 1e3, walked / n,
+                        hist[0], hist[1], hist[2], hist[3], hist[4]);
+        }
         // The timeline: when each tile row was done (its last tile's end), the spacing of those
         // times in the middle of the image, the start (until the first tile ends) and the end
         // (after the last tile started), and the tiles in flight in tenths of the span.
@@ -278,7 +301,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
             std::vector<double> done(nrows, 0);
             double first_end = 1e300, last_start = 0;
             for (std::size_t i = 0; i < n_tiles; ++i) {
-                const double b = double(st[i * 6] - t0) / 1e3, e = double(st[i * 6 + 5] - t0) / 1e3;
+                const double b = double(st[i * S] - t0) / 1e3, e = double(st[i * S + 5] - t0) / 1e3;
                 done[i / std::size_t(ntx2)] = std::max(done[i / std::size_t(ntx2)], e);
                 first_end = std::min(first_end, e), last_start = std::max(last_start, b);
             }
@@ -293,7 +316,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
                 const double lo = span * b / 10, hi = span * (b + 1) / 10;
                 double busy = 0;
                 for (std::size_t i = 0; i < n_tiles; ++i) {
-                    const double s0 = double(st[i * 6] - t0) / 1e3, e0 = double(st[i * 6 + 5] - t0) / 1e3;
+                    const double s0 = double(st[i * S] - t0) / 1e3, e0 = double(st[i * S + 5] - t0) / 1e3;
                     busy += std::max(0.0, std::min(hi, e0) - std::max(lo, s0));
                 }
                 std::printf(" %.0f", busy / (hi - lo));
@@ -302,10 +325,10 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
         }
         // the first 6 tiles of the second-to-last tile row, as a sample
         for (std::size_t i = n_tiles - 2 * ntx2; i < n_tiles - 2 * ntx2 + 6; ++i)
-            std::printf("    tile %zu: start %+.1f us, phases %.1f %.1f %.1f %.1f %.1f\n", i, (st[i * 6] - t0) / 1e3,
-                        (st[i * 6 + 1] - st[i * 6]) / 1e3, (st[i * 6 + 2] - st[i * 6 + 1]) / 1e3,
-                        (st[i * 6 + 3] - st[i * 6 + 2]) / 1e3, (st[i * 6 + 4] - st[i * 6 + 3]) / 1e3,
-                        (st[i * 6 + 5] - st[i * 6 + 4]) / 1e3);
+            std::printf("    tile %zu: start %+.1f us, phases %.1f %.1f %.1f %.1f %.1f\n", i, (st[i * S] - t0) / 1e3,
+                        (st[i * S + 1] - st[i * S]) / 1e3, (st[i * S + 2] - st[i * S + 1]) / 1e3,
+                        (st[i * S + 3] - st[i * S + 2]) / 1e3, (st[i * S + 4] - st[i * S + 3]) / 1e3,
+                        (st[i * S + 5] - st[i * S + 4]) / 1e3);
     }
 }
 
