@@ -399,11 +399,11 @@ template <int C> __host__ __device__ constexpr unsigned channel_mask(int j, int 
     return m;
 }
 
-/// One row of a tile, u8 input: adds this thread's C words `w` (4 pixels) into its column sums
-/// (`even`: bytes 0 and 2 of word j, `odd`: bytes 1 and 3, in 16-bit halves) and sums the row
-/// over the warp per channel: __dp4a of each word with the channel's byte mask, two channels
-/// packed per register (16-bit halves: a warp's sum is at most 128 * 255 < 2^16) for the shuffle
-/// reduction. Every lane gets the warp's sums; row_sum() unpacks channel c.
+/// One row of a tile, u8 input, this thread's part: adds its C words `w` (4 pixels) into its
+/// column sums (`even`: bytes 0 and 2 of word j, `odd`: bytes 1 and 3, in 16-bit halves) and
+/// sums its part of the row per channel: __dp4a of each word with the channel's byte mask, two
+/// channels packed per register (16-bit halves: a warp's sum is at most 128 * 255 < 2^16), for
+/// a shuffle reduction over the warp (add_row, or warp_sums over several rows).
 template <int C>
 __device__ __forceinline__ void add_row_own(const std::uint32_t (&w)[C], std::uint32_t (&even)[C], std::uint32_t (&odd)[C],
                                             std::uint32_t (&packed)[(C + 1) / 2]) {
@@ -420,6 +420,7 @@ __device__ __forceinline__ void add_row_own(const std::uint32_t (&w)[C], std::ui
 #pragma unroll
     for (int p = 0; p < pairs; ++p) packed[p] = sum[2 * p] | (sum[2 * p + 1] << 16);
 }
+/// add_row_own, then the warp's sums of the row: every lane gets them; row_sum() unpacks channel c.
 template <int C>
 __device__ __forceinline__ void add_row(const std::uint32_t (&w)[C], std::uint32_t (&even)[C], std::uint32_t (&odd)[C],
                                         std::uint32_t (&packed)[(C + 1) / 2]) {
@@ -1121,6 +1122,11 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
     return before;
 }
 
+/// Profiling words per tile (Prof, lookback_harness): globaltimer at the start and after steps
+/// 1-5, after thread 0's row look-back and column look-back, and the predecessors thread 0's
+/// column look-back read (columns by flag).
+constexpr int lb_prof_words = 9;
+
 // The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
 // waits for has an earlier ticket, so its block has started: no deadlock). 160 threads: 4
 // compute warps, thread t < 128 owning pixels 4t .. 4t+3 of each row of the tile (K = 4C
@@ -1131,28 +1137,27 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 //      16 bytes a copy, all in flight at once (zero-filled past the image's right edge); the
 //      input is read from DRAM once;
 //   2. from shared memory: per thread its K column sums (two per register, 16-bit halves) and,
-//      per row, the row sums per channel (__dp4a with byte masks, warp shuffles, the 4 warps'
-//      sums added through `part`); publish them (aggregates, or inclusive at tx = 0 / ty = 0);
+//      per row, the row sums per channel (__dp4a with byte masks; the warp's sums of 8 rows at
+//      once by halving exchanges, warp_sums; the 4 warps' sums added through `part`, which then
+//      holds each warp's exclusive prefix over the warps); publish them (aggregates, or
+//      inclusive at tx = 0 / ty = 0);
 //   3. look back (look_back_slots): thread i < TH * C along x for row value i (rowcarry), every
 //      thread along y for its K column values (colcarry); publish the inclusive prefixes; one
 //      block scan gives the column carries along the tile and z; publish z's aggregate and
 //      arrive at bar_z;
 //   4. warp 0 looks back along x over z of the tile row above for the corner, 32 tiles a
 //      window, through aggregates where no inclusive prefix is published;
-//   5. walk down the tile in shared memory RPS rows at a time (a warp scan of RPS * C values
-//      plus the row sums of the warps to the left, kept in `part` since step 2, so no barrier:
-//      the row prefix sums, plus rowcarry, go into per-thread column sums that start at the
-//      column carries + corner + `above`) and write each output sample once, through the warp's
-//      staging area (coalesced 128-byte stores).
+//   5. walk down the tile in shared memory RPS rows at a time (a warp scan of RPS * C values,
+//      two to a register, plus the row sums of the warps to the left, kept in `part` since step
+//      2, so no barrier: the row prefix sums, plus rowcarry, go into per-thread column sums that
+//      start at the column carries + corner + `above`) and write each output sample once,
+//      through the warp's staging area (16-byte vectors where the rows are 16-byte aligned,
+//      put_row_vec; coalesced stores).
 // The z warp: after bar_z, reads z of the tiles to its left (tx - 1, ty), .. once, and publishes
 // z's inclusive prefix if they have all published (it never waits there: a waiting z warp kept
 // its block's slot after the compute warps were done).
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
 // `part`, the row carries and the corner.
-/// Profiling words per tile (Prof, lookback_harness): globaltimer at the start and after steps
-/// 1-5, after thread 0's row look-back and column look-back, and the predecessors thread 0's
-/// column look-back read (columns by flag).
-constexpr int lb_prof_words = 9;
 template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots, int G, int WC>
 __global__ void __launch_bounds__(lb_threads, 4)
     integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH, ColSlots> lb, const U* d_above,

@@ -16,12 +16,14 @@
 // unaligned views (the fallback loads), and in bands of rows with the carried row (strips), with
 // poisoned outputs and scratch. Timings (u8 -> u32, 1-4 channels): the reduce-then-scan kernels,
 // the look-back kernel as of the frozen commit and today's with other look-back depths (rows: W
-// predecessors at once; columns: CD; shorter tiles), a device-to-device copy of the floor's
-// bytes, and the look-back's tiles copied with no scan (tile_copy_kernel: what the tile shape
-// alone reaches), in one run, 3 rounds of medians; then per-phase globaltimer stamps of the
-// frozen and today's look-back kernel, with a timeline (tile rows done, tiles in flight). (Rows
-// per block scan RPS other than 2 were timed the same way before: 2026-11-27,
-// docs/performance.md.)
+// predecessors at once; columns: CD, and the column flags' window; taller and shorter tiles;
+// the row sums 1, 4 or 8 rows at once), a device-to-device copy of the floor's bytes, and the
+// look-back's tiles copied with no scan (tile_copy_kernel: what the tile shape alone reaches),
+// in one run, 3 rounds of medians; then per-phase globaltimer stamps of the frozen and today's
+// look-back kernel (and, for 3 and 4 channels, today's with column windows of 8 and 32), with a
+// timeline (tile rows done, tiles in flight) and, for today's, thread 0's row and column
+// look-backs and the predecessors its column look-back read. (Rows per block scan RPS other
+// than 2 were timed the same way before: 2026-11-27, docs/performance.md.)
 #include "../../kernels/integral.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
 #include "integral_before.cuh"
