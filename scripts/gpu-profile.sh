@@ -19,13 +19,16 @@ metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapse
 out=${OUT:-out/profile}
 mkdir -p "$out"
 if [ -n "${DETAIL:-}" ]; then
+  status=0
   for b in ${BENCHES:?DETAIL needs BENCHES}; do
     ncu --clock-control none --set full --import-source yes -k "regex:$DETAIL" -c 1 -f -o "$out/$b" \
-      "$px" bench "pipelines/bench/$b.toml" --backend cuda --repeat 1 > "$out/$b.log" 2>&1 || { echo "$b: ncu failed"; tail -5 "$out/$b.log"; continue; }
-    ncu --import "$out/$b.ncu-rep" --page details > "$out/$b-details.txt" 2>&1 || echo "$b: no details page"
-    ncu --import "$out/$b.ncu-rep" --page source --csv --print-source sass > "$out/$b-sass.csv" 2>&1 || echo "$b: no source page"
+      "$px" bench "pipelines/bench/$b.toml" --backend cuda --repeat 1 > "$out/$b.log" 2>&1 ||
+      { echo "$b: ncu failed"; tail -5 "$out/$b.log"; status=1; continue; }
+    ncu --import "$out/$b.ncu-rep" --page details > "$out/$b-details.txt" 2>&1 || { echo "$b: no details page"; status=1; }
+    ncu --import "$out/$b.ncu-rep" --page source --csv --print-source sass > "$out/$b-sass.csv" 2>&1 ||
+      { echo "$b: no source page"; status=1; }
   done
-  exit 0
+  exit $status
 fi
 for b in ${BENCHES:-gauss5x5-8k integral-8k jpeg-chain-8k floyd_steinberg-8k chan_vese-1k chan_vese-4k grayscale-8k maxpool2x2-8k}; do
   ncu --clock-control none --metrics "$metrics" --csv --page raw -c 6 \

@@ -210,7 +210,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     add("columns by flag", [&] { pi::launch_lookback<U, C, D, 2, false, W, C <= 2 ? 4 : CD, false>(in, out, new_scratch.p, nullptr, nullptr); });
     // shorter tiles: more of them in flight (registers, not shared memory, then bound the blocks);
     // taller ones: fewer tiles and look-backs, 3 blocks an SM
-    add("TH 4/3", [&] { pi::launch_lookback<U, C, D * 4 / 3, 2>(in, out, new_scratch.p, nullptr, nullptr); }); // taller: 3 blocks an SM
+    add("TH 4/3", [&] { pi::launch_lookback<U, C, D * 4 / 3, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 3/4", [&] { pi::launch_lookback<U, C, D * 3 / 4, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 1/2", [&] { pi::launch_lookback<U, C, D / 2, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 1/3", [&] { pi::launch_lookback<U, C, D / 3 + 1, 2>(in, out, new_scratch.p, nullptr, nullptr); });
