@@ -758,12 +758,12 @@ __device__ __forceinline__ void ld_slot2(const Slot* p, Slot& a, Slot& b) {
     asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
 }
 
-/// The columns of 3 and 4 channels are published the older way (lb_col_slots): plain u32 arrays
-/// and one flag per tile, raised with release semantics after a __threadfence (its writers'
-/// values reach the flag's readers through bar.sync, the fence, and the readers' acquire). In
-/// slots their look-back reads twice the bytes (12 or 16 slots of 8 bytes per thread and
-/// predecessor), which cost more than the fence saves (H200, lookback_harness, 2026-11-28: RGB
-/// 0.445 ms in slots against 0.416, RGBA 0.77 against 0.535).
+/// A tile's inclusive column prefixes (tile_w * C u32 values) go to a plain array behind a flag
+/// per tile, raised with release semantics after a __threadfence (its writers' values reach the
+/// flag's readers through bar.sync, the fence, and the readers' acquire): in slots a look-back
+/// reads twice the bytes, and the slots' memset costs more than the fence saves (H200,
+/// lookback_harness, 2026-11-28: RGB 0.445 ms with the columns in slots against 0.416, RGBA 0.77
+/// against 0.535; 2026-11-29: 0.461 against 0.322 with packed aggregates, below).
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -772,16 +772,23 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
 __device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-template <int C> constexpr bool lb_col_slots() { return C <= 2; }
+
+/// A tile's column aggregates (its column sums, each below 2^15: TH * 255 < 32768) go four to a
+/// Slot: four 15-bit fields and the status in 64 bits, C slots a thread, published with no
+/// fence and no flag. A column look-back loads the packed aggregates and the flags of D
+/// predecessors at once (look_back_packed): one round trip for D predecessors, then one for the
+/// inclusive prefix where it stops. (Until 2026-11-29 the aggregates went to a plain array behind
+/// the flag too: two round trips a predecessor, RGB 6.5 predecessors in 10 us a tile; H200,
+/// lookback_harness: RGB 0.343 -> 0.321 ms, RGBA 0.472 -> 0.436, 2 channels 0.245 -> 0.225,
+/// gray 0.131 -> 0.128 with them packed and the row look-back moved to the z warp.)
+constexpr int pk_bits = 15;
 
 /// Predecessors whose slots a look-back loads at once (rows: lb_window; z: lb_z_window, one a
-/// lane; columns: lb_col_depth, which holds K slots per predecessor in registers), and the pause
-/// before a predecessor that has not published is polled again.
+/// lane; columns: lb_col_depth, whose C packed slots each a thread holds in registers), and the
+/// pause before a predecessor that has not published is polled again.
 template <int C> constexpr int lb_window() { return C == 1 ? 8 : 1; }
-/// The column flags' window (the columns of 3 and 4 channels, !lb_col_slots).
-template <int C> constexpr int lb_col_window() { return lb_window<C>(); }
 constexpr int lb_z_window = 32;
-template <int C> constexpr int lb_col_depth() { return C == 2 || C == 3 ? 2 : 1; } // C = 4: more spill
+template <int C> constexpr int lb_col_depth() { return C == 2 ? 4 : 2; } // RGBA: 4 spill
 /// Rows whose warp sums the look-back kernel's step 2 takes at once (warp_sums; 1: add_row, a
 /// row at a time; lookback_harness times 1, 4 and 8).
 template <int C> constexpr int lb_sum_rows() { return 8; }
@@ -790,31 +797,26 @@ template <int C> constexpr int lb_sum_rows() { return 8; }
 #endif
 constexpr unsigned lb_backoff_ns = PIXFLOW_INTEGRAL_BACKOFF_NS;
 
-/// One thread's look-back over its N values per tile (the slots at `slots + tile * pitch`)
-/// along the predecessors first, first - stride, .. (avail of them; the last is inclusive by
-/// construction), adding into acc. D predecessors' slots are loaded at once; then, in order, a
-/// predecessor whose slots (of the values still open) are all published adds each open value,
-/// and a value closes at its first inclusive slot. Each value is its own look-back, so a reader
-/// that sees some of a predecessor's slots inclusive and others still aggregate (its stores
-/// land one by one) adds each correctly. Only tiles with an earlier ticket are waited for, and
-/// those have started.
-template <int N, int D>
+/// One lane's look-back over its N values per tile (the slots at `slots + tile * pitch + n *
+/// Step`, only those set in `open`) along the predecessors first, first - stride, .. (avail of
+/// them; the last is inclusive by construction), adding into acc. D predecessors' slots are
+/// loaded at once; then, in order, a predecessor whose slots (of the values still open) are all
+/// published adds each open value, and a value closes at its first inclusive slot. Each value is
+/// its own look-back, so a reader that sees some of a predecessor's slots inclusive and others
+/// still aggregate (its stores land one by one) adds each correctly. Only tiles with an earlier
+/// ticket are waited for, and those have started.
+template <int N, int D, int Step>
 __device__ __forceinline__ void look_back_slots(const Slot* slots, std::size_t pitch, unsigned first, unsigned stride,
-                                                int avail, std::uint32_t (&acc)[N]) {
-    static_assert(N == 1 || N % 2 == 0, "slots in pairs");
+                                                int avail, std::uint32_t (&acc)[N], std::uint32_t open) {
     static_assert(N <= 32, "one bit per value");
-    std::uint32_t open = N == 32 ? ~0u : (1u << N) - 1u;
     for (int done = 0; open && done < avail;) {
         Slot s[D][N];
 #pragma unroll
         for (int d = 0; d < D; ++d) {
             if (done + d >= avail) break;
             const Slot* p = slots + std::size_t(first - unsigned(done + d) * stride) * pitch;
-            if constexpr (N == 1)
-                s[d][0] = ld_slot(p);
-            else
 #pragma unroll
-                for (int n = 0; n < N; n += 2) ld_slot2(p + n, s[d][n], s[d][n + 1]);
+            for (int n = 0; n < N; ++n) s[d][n] = (open >> n) & 1u ? ld_slot(p + n * Step) : Slot(0);
         }
         bool stalled = false;
 #pragma unroll
@@ -836,36 +838,6 @@ __device__ __forceinline__ void look_back_slots(const Slot* slots, std::size_t p
             ++done;
         }
         if (stalled) __nanosleep(lb_backoff_ns);
-    }
-}
-
-/// What one window of flags found: the next `n` predecessors are to be added, the last of them
-/// as its inclusive prefix when `inclusive` (then the look-back is over), else all as aggregates.
-struct Window {
-    int n;
-    bool inclusive;
-};
-/// One window of a warp-wide look-back over flags (the columns when !lb_col_slots): lane l < W
-/// reads, with acquire, the flag of predecessor done + l (tile first - (done + l) * stride), so
-/// W flags cost one L2 round trip; spins (all lanes) until every predecessor up to the first
-/// inclusive one has published. After the __syncwarp every lane may read what the tiles up to
-/// the window's end published. The whole warp calls it with the same arguments.
-template <int W>
-__device__ __forceinline__ Window look_window(const unsigned* flags, unsigned first, unsigned stride, int done,
-                                              int avail) {
-    constexpr unsigned lanes = W == 32 ? 0xFFFFFFFFu : (1u << W) - 1u; // the lanes that read a flag
-    const int lane = int(threadIdx.x & 31), k = done + lane;
-    for (;;) {
-        unsigned f = lb_aggregate;
-        if (lane < W) f = k < avail ? ld_acquire(flags + (first - unsigned(k) * stride)) : lb_inclusive;
-        const unsigned none = __ballot_sync(0xFFFFFFFFu, f == lb_none) & lanes;
-        const unsigned inc = __ballot_sync(0xFFFFFFFFu, f == lb_inclusive) & lanes;
-        const unsigned upto = inc ? ((inc & (0u - inc)) << 1) - 1u : lanes; // the lanes to the first inclusive
-        if (!(none & upto)) {
-            __syncwarp();
-            return {inc ? __ffs(int(inc)) : W, inc != 0};
-        }
-        __nanosleep(lb_backoff_ns);
     }
 }
 
@@ -934,54 +906,43 @@ template <class U, int C> constexpr int lb_rows() {
     return C == 1 ? th / 2 : th * C > block_threads ? block_threads / C : th;
 }
 
-/// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket), one Slot
-/// per value: per tile, for columns (tile_w * C values) the column sums over the tile's rows,
-/// then the sums over all rows down to the tile's last; for rows (TH * C) the row sums over the
-/// tile's columns, then the sums over all columns up to the tile's last; z (C): the tile's
-/// inclusive column sums added over its columns (z of tile (i, ty) is the sum of all the input
-/// above row y0 + TH in its columns), then its inclusive prefix along x (the corner of tile
-/// (i + 1, ty + 1)). `ticket` hands out tiles. When !ColSlots the columns' aggregates and
-/// inclusive prefixes go to plain arrays (agg_col, inc_col) behind a flag per tile (col_flags).
-/// Everything but the plain arrays is cleared before each launch (`cleared`).
-template <class U, int C, int TH, bool ColSlots = lb_col_slots<C>()> struct LookBack {
+/// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket): per tile,
+/// for columns (tile_w * C values) the column sums over the tile's rows, packed (`pk`, C slots a
+/// thread), then the sums over all rows down to the tile's last (`inc_col`, plain u32, behind
+/// `col_flags`); for rows (TH * C values, a Slot each) the row sums over the tile's columns, then
+/// the sums over all columns up to the tile's last; z (C Slots): the tile's inclusive column sums
+/// added over its columns (z of tile (i, ty) is the sum of all the input above row y0 + TH in its
+/// columns), then its inclusive prefix along x (the corner of tile (i + 1, ty + 1)). `ticket`
+/// hands out tiles. Everything but inc_col is cleared before each launch (`cleared`).
+template <class U, int C, int TH> struct LookBack {
     static_assert(std::is_same_v<U, std::uint32_t>, "a value and its status share a 64-bit slot");
+    static_assert(TH * 255 < (1 << pk_bits), "a tile's column sums fit the packed fields");
     static constexpr int row_n = TH * C;
     static constexpr int col_n = tile_w * C;
-    Slot *col = nullptr, *row, *z;
-    U *agg_col = nullptr, *inc_col = nullptr;
-    unsigned* col_flags = nullptr;
-    unsigned* ticket;
+    static constexpr int pk_n = C * block_threads; // packed slots per tile
+    Slot *pk, *row, *z;
+    U* inc_col;
+    unsigned *ticket, *col_flags;
     void* cleared;
     int n_tx;
 
-    static std::size_t plain_bytes(std::size_t n_tiles) { return ColSlots ? 0 : 2 * n_tiles * col_n * sizeof(U); }
+    static std::size_t plain_bytes(std::size_t n_tiles) { return n_tiles * col_n * sizeof(U); }
     static std::size_t cleared_bytes(std::size_t n_tiles) {
-        return n_tiles * ((ColSlots ? col_n : 0) + row_n + C) * sizeof(Slot) + (ColSlots ? 0 : n_tiles * 4) + 8;
+        return n_tiles * (pk_n + row_n + C) * sizeof(Slot) + 8 + n_tiles * 4;
     }
     static std::size_t bytes(std::size_t n_tiles) { return plain_bytes(n_tiles) + cleared_bytes(n_tiles); }
     LookBack(void* scratch, std::size_t n_tiles, int n_tx_) : n_tx(n_tx_) {
         char* base = static_cast<char*>(scratch);
-        if constexpr (!ColSlots) { // 16-byte vectors
-            agg_col = reinterpret_cast<U*>(base);
-            inc_col = agg_col + n_tiles * col_n;
-        }
+        inc_col = reinterpret_cast<U*>(base); // 16-byte vectors
         cleared = base + plain_bytes(n_tiles);
-        Slot* p = static_cast<Slot*>(cleared); // the columns first: 16-byte pairs
-        if constexpr (ColSlots) col = p, p += n_tiles * col_n;
+        Slot* p = static_cast<Slot*>(cleared);
+        pk = p, p += n_tiles * pk_n;
         row = p, p += n_tiles * row_n;
         z = p, p += n_tiles * C;
         ticket = reinterpret_cast<unsigned*>(p);
-        if constexpr (!ColSlots) col_flags = ticket + 1;
+        col_flags = ticket + 2;
     }
 };
-
-/// Publishes a thread's N values (N even; dst 16-byte aligned) with one status, two slots a
-/// store.
-template <int N> __device__ __forceinline__ void store_slots(Slot* dst, unsigned status, const std::uint32_t (&v)[N]) {
-    static_assert(N % 2 == 0, "slots in pairs");
-#pragma unroll
-    for (int n = 0; n < N; n += 2) st_slot2(dst + n, make_slot(status, v[n]), make_slot(status, v[n + 1]));
-}
 
 /// Stores K u32 values (dst 16-byte aligned) as 16-byte vectors, through L2 only.
 template <int K> __device__ __forceinline__ void store_vec(std::uint32_t* dst, const std::uint32_t (&v)[K]) {
@@ -996,6 +957,70 @@ template <int K> __device__ __forceinline__ void add_vec(std::uint32_t (&v)[K], 
     for (int q = 0; q < K / 4; ++q) {
         const uint4 x = __ldcg(reinterpret_cast<const uint4*>(src) + q);
         v[4 * q] += x.x, v[4 * q + 1] += x.y, v[4 * q + 2] += x.z, v[4 * q + 3] += x.w;
+    }
+}
+
+/// Four column sums of a tile (each below 2^15) and the status lb_aggregate in one
+/// Slot (bits 0-59 the values, 60-63 the status).
+__device__ __forceinline__ Slot pack_aggregate(const std::uint32_t* v) {
+    return (Slot(lb_aggregate) << 60) | Slot(v[0]) | (Slot(v[1]) << pk_bits) | (Slot(v[2]) << (2 * pk_bits)) |
+           (Slot(v[3]) << (3 * pk_bits));
+}
+__device__ __forceinline__ void add_packed(std::uint32_t* acc, Slot s) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[j] += std::uint32_t(s >> (pk_bits * j)) & ((1u << pk_bits) - 1u);
+}
+
+/// The column look-back, by one warp over its lanes' 4C columns each: predecessor
+/// tiles first, first - stride, .. (avail of them; the last, a tile of the first tile row,
+/// publishes only its inclusive prefix). A window loads, for D predecessors at once, each
+/// thread's C packed aggregates (`pk`: slot s of thread t of tile j at (j * C + s) *
+/// block_threads + t, coalesced) and, lane d < D, the flag of predecessor d (acquire): one round
+/// trip. The window stops at the first predecessor whose flag is inclusive; the ones before it
+/// must all have published their aggregates (every lane: else the window is loaded again), and
+/// are added; then the stopping one's inclusive prefix (`inc_col`, after the acquire and
+/// __syncwarp) ends the look-back. Returns the predecessors read. The whole warp calls it with the
+/// same arguments.
+template <int C, int D>
+__device__ __forceinline__ int look_back_packed(const Slot* pk, const unsigned* flags, const std::uint32_t* inc_col,
+                                                unsigned first, unsigned stride, int avail, std::uint32_t (&acc)[4 * C]) {
+    static_assert(D >= 1 && D <= 32, "one flag a lane");
+    constexpr int K = 4 * C;
+    const int tid = int(threadIdx.x), lane = tid & 31;
+    for (int done = 0;;) {
+        Slot a[D][C];
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            const std::size_t j = first - unsigned(done + d) * stride;
+#pragma unroll
+            for (int s = 0; s < C; ++s)
+                a[d][s] = done + d < avail ? ld_slot(pk + (j * C + s) * block_threads + tid) : Slot(0);
+        }
+        unsigned f = lb_none;
+        if (lane < D && done + lane < avail) f = ld_acquire(flags + (first - unsigned(done + lane) * stride));
+        const unsigned inc = __ballot_sync(0xFFFFFFFFu, f == lb_inclusive);
+        const int stop = inc ? __ffs(int(inc)) - 1 : D; // predecessors done .. done + stop - 1 by aggregate
+        bool ok = true;
+#pragma unroll
+        for (int d = 0; d < D; ++d)
+#pragma unroll
+            for (int s = 0; s < C; ++s)
+                ok &= d >= stop || done + d >= avail || unsigned(a[d][s] >> 60) == lb_aggregate;
+        if (!__all_sync(0xFFFFFFFFu, ok)) { // an aggregate not yet published (or the first tile row's)
+            __nanosleep(lb_backoff_ns);
+            continue;
+        }
+#pragma unroll
+        for (int d = 0; d < D; ++d)
+            if (d < stop)
+#pragma unroll
+                for (int s = 0; s < C; ++s) add_packed(acc + 4 * s, a[d][s]);
+        if (inc) {
+            __syncwarp();
+            add_vec<K>(acc, inc_col + std::size_t(first - unsigned(done + stop) * stride) * (block_threads * K) + tid * K);
+            return done + stop + 1; // predecessors read
+        }
+        done += D;
     }
 }
 
@@ -1043,13 +1068,14 @@ __device__ __forceinline__ void load_tile(const ImageView& in, unsigned char* ti
     }
 }
 
-/// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 3 and 2 are where they
-/// hand the z warp (they arrive, it waits) the tile's column aggregates (when !ColSlots, for
-/// their flag), and its inclusive column prefixes and z aggregate. What they hand over is in
-/// global memory (the barrier orders it): a shared-memory variable read by the z warp after
+/// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 4, 3 and 2 are where they
+/// hand the z warp (they arrive, it waits) the tile's row aggregates (for the row look-back), the
+/// first tile row's inclusive column prefixes (for their flag), and the inclusive column prefixes
+/// and z aggregate of the others; at 5 the z warp hands them the row look-back's result (it
+/// arrives, they wait). What they hand over is in global memory (the barrier orders it): a shared-memory variable read by the z warp after
 /// bar.sync and written before bar.arrive was reported by racecheck as a race (2026-11-28; the
 /// SASS had the store before the BAR.ARV / BAR.SYNC and the load after the z warp's BAR.SYNC).
-enum : int { bar_compute = 1, bar_z = 2, bar_col_aggregates = 3 };
+enum : int { bar_compute = 1, bar_z = 2, bar_col_aggregates = 3, bar_row_aggregates = 4, bar_rows = 5 };
 constexpr int lb_threads = block_threads + 32; // 4 compute warps and the z warp
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) {
@@ -1123,47 +1149,52 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 }
 
 /// Profiling words per tile (Prof, lookback_harness): globaltimer at the start and after steps
-/// 1-5, after thread 0's row look-back and column look-back, and the predecessors thread 0's
-/// column look-back read (columns by flag).
+/// 1-5, before and after thread 0's column look-back, and the predecessors it read.
 constexpr int lb_prof_words = 9;
 
 // The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
 // waits for has an earlier ticket, so its block has started: no deadlock). 160 threads: 4
 // compute warps, thread t < 128 owning pixels 4t .. 4t+3 of each row of the tile (K = 4C
-// samples), and a z warp that finishes the tile's z (a look-back along x) while the compute
-// warps go on. Every value is published in a Slot with its status, so nothing waits for a
-// fence. The compute warps:
+// samples), and a z warp that looks back along x for the row carries while the compute warps
+// look back along y, and finishes the tile's z while they write. Every value but the inclusive
+// column prefixes is published in a Slot with its status, so nothing waits for a fence there.
+// The compute warps:
 //   1. copy the tile's input (TH rows of tile_w * C bytes) into shared memory with cp.async,
 //      16 bytes a copy, all in flight at once (zero-filled past the image's right edge); the
 //      input is read from DRAM once;
 //   2. from shared memory: per thread its K column sums (two per register, 16-bit halves) and,
 //      per row, the row sums per channel (__dp4a with byte masks; the warp's sums of 8 rows at
 //      once by halving exchanges, warp_sums; the 4 warps' sums added through `part`, which then
-//      holds each warp's exclusive prefix over the warps); publish them (aggregates, or
-//      inclusive at tx = 0 / ty = 0);
-//   3. look back (look_back_slots): thread i < TH * C along x for row value i (rowcarry), every
-//      thread along y for its K column values (colcarry); publish the inclusive prefixes; one
-//      block scan gives the column carries along the tile and z; publish z's aggregate and
-//      arrive at bar_z;
+//      holds each warp's exclusive prefix over the warps); publish them (aggregates, the columns
+//      packed; or inclusive at tx = 0 / ty = 0) and arrive at bar_row_aggregates;
+//   3. look back along y (look_back_packed, each warp for its threads' K column values:
+//      colcarry); publish the inclusive prefixes; one block scan gives the column carries along
+//      the tile and z; publish z's aggregate and arrive at bar_z;
 //   4. warp 0 looks back along x over z of the tile row above for the corner, 32 tiles a
-//      window, through aggregates where no inclusive prefix is published;
+//      window, through aggregates where no inclusive prefix is published; wait at bar_rows for
+//      the row carries;
 //   5. walk down the tile in shared memory RPS rows at a time (a warp scan of RPS * C values,
 //      two to a register, plus the row sums of the warps to the left, kept in `part` since step
 //      2, so no barrier: the row prefix sums, plus rowcarry, go into per-thread column sums that
 //      start at the column carries + corner + `above`) and write each output sample once,
 //      through the warp's staging area (16-byte vectors where the rows are 16-byte aligned,
 //      put_row_vec; coalesced stores).
-// The z warp: after bar_z, reads z of the tiles to its left (tx - 1, ty), .. once, and publishes
-// z's inclusive prefix if they have all published (it never waits there: a waiting z warp kept
-// its block's slot after the compute warps were done).
+// The z warp: after bar_row_aggregates, looks back along x (look_back_slots, lane l for row
+// values l, l + 32, ..: rowcarry), publishes the rows' inclusive prefixes and arrives at
+// bar_rows (a row look-back by the compute warps, before the columns', was 1-2% slower for RGB,
+// level for the others: H200, lookback_harness, 2026-11-29); for the first tile row it raises
+// the columns' flag after bar_col_aggregates, for the others after bar_z; then it reads z of
+// the tiles to its left (tx - 1, ty), .. once, and publishes z's inclusive prefix if they have
+// all published (it never waits there: a waiting z warp kept its block's slot after the compute
+// warps were done).
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
 // `part`, the row carries and the corner.
-template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, bool ColSlots, int G, int WC>
+template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, int G>
 __global__ void __launch_bounds__(lb_threads, 4)
-    integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH, ColSlots> lb, const U* d_above,
+    integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH> lb, const U* d_above,
                              bool in_aligned, bool out_aligned, bool out_vec, std::uint64_t* d_prof) {
     using S = Shape<std::uint8_t, U, C>;
-    using LB = LookBack<U, C, TH, ColSlots>;
+    using LB = LookBack<U, C, TH>;
     constexpr int K = S::K;
     constexpr int row_bytes = tile_w * C; // a tile row in shared memory
     constexpr int pairs = (C + 1) / 2;
@@ -1193,19 +1224,36 @@ __global__ void __launch_bounds__(lb_threads, 4)
     stamp(0);
 
     if (warp == warps) { // the z warp
-        if constexpr (!ColSlots) { // the column aggregates' flag
+        bar_sync(bar_row_aggregates, lb_threads);
+        if (ty == 0) { // the first tile row's inclusive column prefixes: their flag
             bar_sync(bar_col_aggregates, lb_threads);
             if (lane == 0) {
                 __threadfence();
-                st_release(lb.col_flags + id, ty == 0 ? lb_inclusive : lb_aggregate);
-            }
-        }
-        bar_sync(bar_z, lb_threads);
-        if constexpr (!ColSlots)
-            if (ty > 0 && lane == 0) {
-                __threadfence();
                 st_release(lb.col_flags + id, lb_inclusive);
             }
+        }
+        if (tx > 0) { // the row look-back, tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
+            constexpr int NR = (LB::row_n + 31) / 32;
+            std::uint32_t open = 0, rc[NR];
+#pragma unroll
+            for (int j = 0; j < NR; ++j) {
+                rc[j] = 0;
+                if (lane + 32 * j < LB::row_n) open |= 1u << j;
+            }
+            look_back_slots<NR, W, 32>(lb.row + lane, LB::row_n, id - 1, 1, tx, rc, open);
+#pragma unroll
+            for (int j = 0; j < NR; ++j)
+                if ((open >> j) & 1u) { // the aggregate: stored by a compute thread before bar_row_aggregates
+                    Slot* const own = lb.row + std::size_t(id) * LB::row_n + lane + 32 * j;
+                    st_slot(own, make_slot(lb_inclusive, rc[j] + std::uint32_t(ld_slot(own))));
+                }
+        }
+        bar_arrive(bar_rows, lb_threads);
+        bar_sync(bar_z, lb_threads);
+        if (ty > 0 && lane == 0) { // the inclusive column prefixes' flag
+            __threadfence();
+            st_release(lb.col_flags + id, lb_inclusive);
+        }
         // z's inclusive prefix along x (tiles (tx - 1, ty), ..; (0, ty) is inclusive), only if the
         // tiles to the left have published already, so the z warp never waits here (it kept
         // the block alive after its compute warps were done); the corner's look-back walks the
@@ -1272,10 +1320,9 @@ __global__ void __launch_bounds__(lb_threads, 4)
     }
     bar_sync(bar_compute, block_threads); // part is complete
     const bool row_thread = tid < LB::row_n;
-    Slot* const my_row = lb.row + std::size_t(id) * LB::row_n + tid;
-    U row_total = 0;
     if (row_thread) { // row value (r, c): the total, and part[r][w][c] becomes the sum of warps < w
         const int r = tid / C, c = tid - r * C;
+        U row_total = 0;
         if (r < rows)
 #pragma unroll
             for (int w = 0; w < warps; ++w) {
@@ -1283,55 +1330,36 @@ __global__ void __launch_bounds__(lb_threads, 4)
                 part[r][w][c] = row_total;
                 row_total += x;
             }
-        st_slot(my_row, make_slot(tx == 0 ? lb_inclusive : lb_aggregate, row_total));
+        st_slot(lb.row + std::size_t(id) * LB::row_n + tid, make_slot(tx == 0 ? lb_inclusive : lb_aggregate, row_total));
+        row_carry[tid] = row_total; // until the z warp's row look-back is done
     }
-    if constexpr (ColSlots) {
-        store_slots<K>(lb.col + std::size_t(id) * LB::col_n + base, ty == 0 ? lb_inclusive : lb_aggregate, colsum);
-    } else {
-        store_vec<K>((ty == 0 ? lb.inc_col : lb.agg_col) + std::size_t(id) * LB::col_n + base, colsum);
+    bar_arrive(bar_row_aggregates, lb_threads);
+    if (ty == 0) { // inclusive prefixes, behind the flag the z warp raises
+        store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n + base, colsum);
         bar_arrive(bar_col_aggregates, lb_threads);
+    } else {
+#pragma unroll
+        for (int q = 0; q < C; ++q)
+            st_slot(lb.pk + (std::size_t(id) * C + q) * block_threads + tid, pack_aggregate(colsum + 4 * q));
     }
     stamp(2);
 
-    // 3. Look back along x (rows) and along y (columns); publish the inclusive prefixes.
-    U rc[1] = {0};
-    if (tx > 0 && row_thread) { // tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
-        look_back_slots<1, W>(lb.row + tid, LB::row_n, id - 1, 1, tx, rc);
-        st_slot(my_row, make_slot(lb_inclusive, rc[0] + row_total));
-    }
-    stamp(6); // thread 0's row look-back is done
-    if (row_thread) row_carry[tid] = rc[0];
+    // 3. Look back along y (the z warp looks back along x meanwhile); publish the inclusive
+    // prefixes.
+    stamp(6);
     U cc[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) cc[k] = 0;
     if (ty > 0) { // tiles (tx, ty - 1), (tx, ty - 2), ..; (tx, 0) is inclusive
         const unsigned first = id - unsigned(lb.n_tx), stride = unsigned(lb.n_tx);
-        if constexpr (ColSlots) {
-            look_back_slots<K, CD>(lb.col + base, LB::col_n, first, stride, ty, cc);
-        } else { // warp-wide windows of W flags, then CD tiles' loads in flight together
-            for (int done = 0;;) {
-                const Window w = look_window<WC>(lb.col_flags, first, stride, done, ty);
-#pragma unroll CD
-                for (int t = 0; t < w.n; ++t) {
-                    const std::size_t j = first - unsigned(done + t) * stride;
-                    add_vec<K>(cc, (w.inclusive && t == w.n - 1 ? lb.inc_col : lb.agg_col) + j * LB::col_n + base);
-                }
-                if (w.inclusive) {
-                    if constexpr (Prof)
-                        if (tid == 0) d_prof[std::size_t(id) * lb_prof_words + 8] = unsigned(done + w.n);
-                    break;
-                }
-                done += w.n;
-            }
-        }
+        const int walked = look_back_packed<C, CD>(lb.pk, lb.col_flags, lb.inc_col, first, stride, ty, cc);
+        if constexpr (Prof)
+            if (tid == 0) d_prof[std::size_t(id) * lb_prof_words + 8] = unsigned(walked);
         stamp(7); // thread 0's column look-back is done
         U inc[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) inc[k] = cc[k] + colsum[k];
-        if constexpr (ColSlots)
-            store_slots<K>(lb.col + std::size_t(id) * LB::col_n + base, lb_inclusive, inc);
-        else
-            store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n + base, inc);
+        store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n + base, inc);
     }
     // One block scan: the column carries along the tile (first C values) and, from the totals,
     // z = the sum over the tile's columns of carries and column sums (all input above y0 + TH).
@@ -1364,6 +1392,9 @@ __global__ void __launch_bounds__(lb_threads, 4)
 #pragma unroll
             for (int c = 0; c < C; ++c) corner[c] = cor[c];
     }
+    bar_sync(bar_rows, lb_threads); // the z warp's row look-back: the carry = its inclusive prefix - the total
+    if (row_thread)
+        row_carry[tid] = tx > 0 ? U(ld_slot(lb.row + std::size_t(id) * LB::row_n + tid)) - row_carry[tid] : U(0);
     bar_sync(bar_compute, block_threads); // corner and row_carry are ready
     stamp(4);
 
@@ -1415,25 +1446,23 @@ template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_tiles(c
     return std::size_t(n_tx) * cuda::div_up(in.height, TH);
 }
 
-template <class U, int C, int TH = lb_rows<U, C>(), bool ColSlots = lb_col_slots<C>()>
-std::size_t lookback_scratch_bytes(const ImageView& in) {
+template <class U, int C, int TH = lb_rows<U, C>()> std::size_t lookback_scratch_bytes(const ImageView& in) {
     int n_tx = 0;
-    return LookBack<U, C, TH, ColSlots>::bytes(lookback_tiles<U, C, TH>(in, n_tx));
+    return LookBack<U, C, TH>::bytes(lookback_tiles<U, C, TH>(in, n_tx));
 }
 
 /// Integer output from u8 input in one kernel (plus a memset of the slots, flags and ticket).
 template <class U, int C, int TH = lb_rows<U, C>(), int RPS = 2, bool Prof = false, int W = lb_window<C>(),
-          int CD = lb_col_depth<C>(), bool ColSlots = lb_col_slots<C>(), int G = lb_sum_rows<C>(),
-          int WC = lb_col_window<C>()>
+          int CD = lb_col_depth<C>(), int G = lb_sum_rows<C>()>
 void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch, const U* d_above, cudaStream_t s,
                      std::uint64_t* d_prof = nullptr) {
     int n_tx = 0;
     const std::size_t n_tiles = lookback_tiles<U, C, TH>(in, n_tx);
-    using LB = LookBack<U, C, TH, ColSlots>;
+    using LB = LookBack<U, C, TH>;
     const LB lb(d_scratch, n_tiles, n_tx);
     PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.cleared, 0, LB::cleared_bytes(n_tiles), s)); // lb_none, ticket 0
     constexpr int smem = TH * tile_w * C;
-    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W, CD, ColSlots, G, WC>;
+    auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W, CD, G>;
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             int(cudaSharedmemCarveoutMaxShared)));

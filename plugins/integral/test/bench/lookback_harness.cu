@@ -173,9 +173,8 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     int ntx = 0, nty = 0;
     Dev old_scratch(pi::scratch_elements<U>(in, ntx, nty) * sizeof(U));
     constexpr int D = pi::lb_rows<U, C>();
-    Dev new_scratch(std::max({pi::lookback_scratch_bytes<U, C, D, true>(in), pi::lookback_scratch_bytes<U, C, D, false>(in),
-                              pi::lookback_scratch_bytes<U, C, 8, true>(in), pi::lookback_scratch_bytes<U, C, 8, false>(in),
-                              pi::before::lookback_scratch_bytes<U, C, D>(in)}));
+    Dev new_scratch(std::max({pi::before::lookback_scratch_bytes<U, C, D>(in), pi::lookback_scratch_bytes<U, C, D>(in),
+                              pi::lookback_scratch_bytes<U, C, D * 3 / 4>(in)}));
     const auto ref = reference<U>(hin, w, h, C, nullptr);
     std::vector<U> got(row * h);
     auto verify = [&](const char* name) {
@@ -195,7 +194,6 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     add("now (default)", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     constexpr int W = pi::lb_window<C>();
     constexpr int CD = pi::lb_col_depth<C>();
-    constexpr bool CS = pi::lb_col_slots<C>();
     add("tile copy, no scan", [&] {
         int ntx3 = 0;
         const std::size_t tiles = pi::lookback_tiles<U, C, D>(in, ntx3);
@@ -206,27 +204,14 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
         tile_copy_kernel<C, D><<<unsigned(tiles), pi::lb_threads, smem>>>(in, out);
         CK(cudaGetLastError());
     });
-    add("columns in slots", [&] { pi::launch_lookback<U, C, D, 2, false, W, C == 3 ? 1 : CD, true>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("columns by flag", [&] { pi::launch_lookback<U, C, D, 2, false, W, C <= 2 ? 4 : CD, false>(in, out, new_scratch.p, nullptr, nullptr); });
-    // shorter tiles: more of them in flight (registers, not shared memory, then bound the blocks);
-    // taller ones: fewer tiles and look-backs, 3 blocks an SM
+    // the column look-back's window
+    add("column window 1", [&] { pi::launch_lookback<U, C, D, 2, false, W, 1>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("column window 2", [&] { pi::launch_lookback<U, C, D, 2, false, W, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("column window 4", [&] { pi::launch_lookback<U, C, D, 2, false, W, 4>(in, out, new_scratch.p, nullptr, nullptr); });
+    // taller tiles: fewer tiles and look-backs, 3 blocks an SM; shorter: more tiles in flight
     add("TH 4/3", [&] { pi::launch_lookback<U, C, D * 4 / 3, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 3/4", [&] { pi::launch_lookback<U, C, D * 3 / 4, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("TH 1/2", [&] { pi::launch_lookback<U, C, D / 2, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("TH 1/3", [&] { pi::launch_lookback<U, C, D / 3 + 1, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("row window 1", [&] { pi::launch_lookback<U, C, D, 2, false, 1, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("row window 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("row window 8", [&] { pi::launch_lookback<U, C, D, 2, false, 8, CD, CS>(in, out, new_scratch.p, nullptr, nullptr); });
-    if constexpr (!CS) { // the column flags' window alone (rows keep W)
-        add("column window 4", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8, 4>(in, out, new_scratch.p, nullptr, nullptr); });
-        add("column window 8", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8, 8>(in, out, new_scratch.p, nullptr, nullptr); });
-        add("column window 32", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8, 32>(in, out, new_scratch.p, nullptr, nullptr); });
-    }
-    add("sums a row at a time", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 1>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("sums 4 rows at once", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 4>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("sums 8 rows at once", [&] { pi::launch_lookback<U, C, D, 2, false, W, CD, CS, 8>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("CD 1", [&] { pi::launch_lookback<U, C, D, 2, false, W, 1, CS>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("CD 2", [&] { pi::launch_lookback<U, C, D, 2, false, W, 2, CS>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("row window 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD>(in, out, new_scratch.p, nullptr, nullptr); });
     if (ncu_mode) { // a few launches of two variants for the profiler
         for (int i = 0; i < 3; ++i) fns[2](), fns[3](), fns[1]();
         CK(cudaDeviceSynchronize());
@@ -248,25 +233,22 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     }
     // Where a tile's time goes: per-phase stamps of the default variant with RPS 2 (and of the
     // frozen kernel before it).
-    for (int which = 0; which < (CS ? 2 : 4); ++which) { // before, now, and (columns by flag) column windows of 8 and 32
+    for (int which = 0; which < 2; ++which) { // before, now
         int ntx2 = 0;
         const std::size_t n_tiles = pi::lookback_tiles<U, C, D>(in, ntx2);
-        const int S = which == 0 ? 6 : pi::lb_prof_words; // the frozen kernel stamps 6 words a tile
+        static_assert(pi::before::lb_prof_words == pi::lb_prof_words, "the frozen kernel stamps as many words a tile");
+        const int S = pi::lb_prof_words;
         Dev prof(n_tiles * pi::lb_prof_words * 8);
         for (int rep = 0; rep < 2; ++rep) {
             CK(cudaMemset(prof.p, 0, n_tiles * pi::lb_prof_words * 8));
             auto* pp = static_cast<std::uint64_t*>(prof.p);
             if (which == 0)
                 pi::before::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
-            else if (which == 1)
-                pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
-            else if (which == 2)
-                pi::launch_lookback<U, C, D, 2, true, W, CD, CS, 8, 8>(in, out, new_scratch.p, nullptr, nullptr, pp);
             else
-                pi::launch_lookback<U, C, D, 2, true, W, CD, CS, 8, 32>(in, out, new_scratch.p, nullptr, nullptr, pp);
+                pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
         }
         CK(cudaDeviceSynchronize());
-        std::printf("  %s:\n", which == 0 ? "before" : which == 1 ? "now" : which == 2 ? "column window 8" : "column window 32");
+        std::printf("  %s:\n", which == 0 ? "before" : "now");
         verify("profiled");
         std::vector<std::uint64_t> st(n_tiles * S);
         CK(cudaMemcpy(st.data(), prof.p, st.size() * 8, cudaMemcpyDeviceToHost));
@@ -282,7 +264,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
                     " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
                     D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
                     sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
-        if (S > 6) { // thread 0's look-backs: rows, then columns (tiles below the first row), then the rest of step 3
+        { // thread 0's look-backs: rows, then columns (tiles below the first row), then the rest of step 3
             double row_lb = 0, col_lb = 0, rest = 0, walked = 0;
             std::size_t n = 0, hist[5] = {};
             for (std::size_t i = std::size_t(ntx2); i < n_tiles; ++i) {
