@@ -232,6 +232,16 @@ __device__ __forceinline__ void finish_fetch(std::uint32_t (&raw)[Shape<T, U, C>
     }
 }
 
+/// K output samples as the 32-bit words they occupy (1 or 2 a sample, little-endian).
+template <class U, int K>
+__device__ __forceinline__ void to_words(const U (&v)[K], std::uint32_t (&w)[K * sizeof(U) / 4]) {
+    constexpr int per_sample = int(sizeof(U)) / 4;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int h = 0; h < per_sample; ++h) w[k * per_sample + h] = std::uint32_t(std::uint64_t(v[k]) >> (32 * h));
+}
+
 /// Stores this thread's K output samples into a tile row `seg` (`valid` samples exist). When
 /// the output is 4-byte aligned and the warp's span is whole, the warp transposes through its
 /// staging area and stores consecutive words (fully coalesced); otherwise each thread stores
@@ -243,13 +253,10 @@ __device__ __forceinline__ void put_row(U* seg, int valid, bool aligned, std::ui
     const int lane = threadIdx.x & 31;
     const int warp_base = (threadIdx.x >> 5) * 32 * S::K;
     if (aligned && warp_base + 32 * S::K <= valid) {
-        constexpr int per_sample = int(sizeof(U)) / 4; // 1 or 2 words, little-endian
+        std::uint32_t w[S::out_words];
+        to_words(v, w);
 #pragma unroll
-        for (int k = 0; k < S::K; ++k)
-#pragma unroll
-            for (int h = 0; h < per_sample; ++h)
-                stage[stage_at(lane * S::out_words + k * per_sample + h)] =
-                    std::uint32_t(std::uint64_t(v[k]) >> (32 * h));
+        for (int i = 0; i < S::out_words; ++i) stage[stage_at(lane * S::out_words + i)] = w[i];
         __syncwarp();
         std::uint32_t* words = reinterpret_cast<std::uint32_t*>(seg + warp_base);
 #pragma unroll
@@ -278,11 +285,7 @@ __device__ __forceinline__ void put_row_vec(U* seg, std::uint32_t* stage, const 
     const auto slot = [](int q) { return swizzle ? q ^ ((q >> 3) & 7) : q; };
     const int lane = threadIdx.x & 31;
     std::uint32_t w[S::out_words];
-    constexpr int per_sample = int(sizeof(U)) / 4; // 1 or 2 words, little-endian
-#pragma unroll
-    for (int k = 0; k < S::K; ++k)
-#pragma unroll
-        for (int h = 0; h < per_sample; ++h) w[k * per_sample + h] = std::uint32_t(std::uint64_t(v[k]) >> (32 * h));
+    to_words(v, w);
     uint4* const st = reinterpret_cast<uint4*>(stage);
 #pragma unroll
     for (int j = 0; j < n; ++j) st[slot(lane * n + j)] = make_uint4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
@@ -894,16 +897,17 @@ __device__ __forceinline__ bool look_back_z(const Slot* z, unsigned first, int a
 /// share an SM's 228 KB of shared memory (per block: 1 KB the system reserves, the staging area
 /// of put_row, about 1 KB of scan storage, and per row the tile row of tile_w * C bytes plus
 /// `part` and the row carry), and th * C <= block_threads (one thread per value of the row
-/// look-back). Gray takes half of that (50 rows, not 101): with the look-backs in slots, more and
-/// shorter tiles in flight (5 blocks an SM, bound by registers) won over fewer, longer ones
-/// (H200, lookback_harness, 2026-11-28: 0.149-0.152 ms against 0.166-0.169 with 101 rows and
-/// 0.151-0.154 with 75); for 2-4 channels every shorter tile was slower (RGB with 3/4 of the
-/// rows 0.42 ms against 0.38).
+/// look-back). Gray takes 7/8 of that (89 rows, not 101; 5 blocks an SM): H200,
+/// lookback_harness, 2026-11-28, the look-back of that day: 50 rows 0.149-0.152 ms against
+/// 0.166-0.169 with 101 and 0.151-0.154 with 75; 2026-11-29, the look-back of packed aggregates:
+/// 66 rows 0.126-0.130 against 0.132-0.133 with 50, then 89 rows 0.124-0.130 against 0.127-0.132
+/// with 67 (two runs). For 2-4 channels every shorter tile was slower (RGB with 3/4 of the rows
+/// 0.42 ms against 0.38).
 template <class U, int C> constexpr int lb_rows() {
     constexpr int fixed = 1024 + 4 * Shape<std::uint8_t, U, C>::stage_words * 4 + 1024;
     constexpr int per_row = tile_w * C + (warps + 1) * C * int(sizeof(U));
     constexpr int th = (228 * 1024 / 4 - fixed) / per_row;
-    return C == 1 ? th / 2 : th * C > block_threads ? block_threads / C : th;
+    return C == 1 ? th - th / 8 : th * C > block_threads ? block_threads / C : th;
 }
 
 /// Where the tiles publish, in the scratch (n_tiles tiles, numbered y-major by ticket): per tile,
@@ -1068,14 +1072,13 @@ __device__ __forceinline__ void load_tile(const ImageView& in, unsigned char* ti
     }
 }
 
-/// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 4, 3 and 2 are where they
-/// hand the z warp (they arrive, it waits) the tile's row aggregates (for the row look-back), the
-/// first tile row's inclusive column prefixes (for their flag), and the inclusive column prefixes
-/// and z aggregate of the others; at 5 the z warp hands them the row look-back's result (it
-/// arrives, they wait). What they hand over is in global memory (the barrier orders it): a shared-memory variable read by the z warp after
+/// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 3 and 2 are where they
+/// hand the z warp (they arrive, it waits) the tile's row aggregates (for the row look-back) and
+/// its z aggregate; at 4 the z warp hands them the row look-back's result (it arrives, they
+/// wait). What they hand over is in global memory (the barrier orders it): a shared-memory variable read by the z warp after
 /// bar.sync and written before bar.arrive was reported by racecheck as a race (2026-11-28; the
 /// SASS had the store before the BAR.ARV / BAR.SYNC and the load after the z warp's BAR.SYNC).
-enum : int { bar_compute = 1, bar_z = 2, bar_col_aggregates = 3, bar_row_aggregates = 4, bar_rows = 5 };
+enum : int { bar_compute = 1, bar_z = 2, bar_row_aggregates = 3, bar_rows = 4 };
 constexpr int lb_threads = block_threads + 32; // 4 compute warps and the z warp
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) {
@@ -1149,7 +1152,8 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 }
 
 /// Profiling words per tile (Prof, lookback_harness): globaltimer at the start and after steps
-/// 1-5, before and after thread 0's column look-back, and the predecessors it read.
+/// 1-5, when the inclusive column prefixes' flag went up, after thread 0's column look-back, and
+/// the predecessors it read.
 constexpr int lb_prof_words = 9;
 
 // The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
@@ -1169,7 +1173,11 @@ constexpr int lb_prof_words = 9;
 //      packed; or inclusive at tx = 0 / ty = 0) and arrive at bar_row_aggregates;
 //   3. look back along y (look_back_packed, each warp for its threads' K column values:
 //      colcarry); publish the inclusive prefixes; one block scan gives the column carries along
-//      the tile and z; publish z's aggregate and arrive at bar_z;
+//      the tile and z; past its barrier, warp 3 raises the inclusive prefixes' flag (a release
+//      store: the barrier orders the other warps' stores before it, as CUTLASS's GenericBarrier
+//      does; with a __threadfence before it the flag went up 3.7 us after the scan, not 1.9, and
+//      RGB was 0.5% slower; raised by the z warp after bar_z, 2.8 us; H200, 2026-11-29); publish
+//      z's aggregate and arrive at bar_z;
 //   4. warp 0 looks back along x over z of the tile row above for the corner, 32 tiles a
 //      window, through aggregates where no inclusive prefix is published; wait at bar_rows for
 //      the row carries;
@@ -1182,9 +1190,8 @@ constexpr int lb_prof_words = 9;
 // The z warp: after bar_row_aggregates, looks back along x (look_back_slots, lane l for row
 // values l, l + 32, ..: rowcarry), publishes the rows' inclusive prefixes and arrives at
 // bar_rows (a row look-back by the compute warps, before the columns', was 1-2% slower for RGB,
-// level for the others: H200, lookback_harness, 2026-11-29); for the first tile row it raises
-// the columns' flag after bar_col_aggregates, for the others after bar_z; then it reads z of
-// the tiles to its left (tx - 1, ty), .. once, and publishes z's inclusive prefix if they have
+// level for the others: H200, lookback_harness, 2026-11-29); after bar_z it reads z of the
+// tiles to its left (tx - 1, ty), .. once, and publishes z's inclusive prefix if they have
 // all published (it never waits there: a waiting z warp kept its block's slot after the compute
 // warps were done).
 // Shared memory: the tile (dynamic, TH * tile_w * C bytes), the staging area, the scan totals,
@@ -1225,13 +1232,6 @@ __global__ void __launch_bounds__(lb_threads, 4)
 
     if (warp == warps) { // the z warp
         bar_sync(bar_row_aggregates, lb_threads);
-        if (ty == 0) { // the first tile row's inclusive column prefixes: their flag
-            bar_sync(bar_col_aggregates, lb_threads);
-            if (lane == 0) {
-                __threadfence();
-                st_release(lb.col_flags + id, lb_inclusive);
-            }
-        }
         if (tx > 0) { // the row look-back, tiles (tx - 1, ty), (tx - 2, ty), ..; (0, ty) is inclusive
             constexpr int NR = (LB::row_n + 31) / 32;
             std::uint32_t open = 0, rc[NR];
@@ -1250,10 +1250,6 @@ __global__ void __launch_bounds__(lb_threads, 4)
         }
         bar_arrive(bar_rows, lb_threads);
         bar_sync(bar_z, lb_threads);
-        if (ty > 0 && lane == 0) { // the inclusive column prefixes' flag
-            __threadfence();
-            st_release(lb.col_flags + id, lb_inclusive);
-        }
         // z's inclusive prefix along x (tiles (tx - 1, ty), ..; (0, ty) is inclusive), only if the
         // tiles to the left have published already, so the z warp never waits here (it kept
         // the block alive after its compute warps were done); the corner's look-back walks the
@@ -1334,9 +1330,8 @@ __global__ void __launch_bounds__(lb_threads, 4)
         row_carry[tid] = row_total; // until the z warp's row look-back is done
     }
     bar_arrive(bar_row_aggregates, lb_threads);
-    if (ty == 0) { // inclusive prefixes, behind the flag the z warp raises
+    if (ty == 0) { // inclusive prefixes, behind the flag raised after the block scan
         store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n + base, colsum);
-        bar_arrive(bar_col_aggregates, lb_threads);
     } else {
 #pragma unroll
         for (int q = 0; q < C; ++q)
@@ -1346,7 +1341,6 @@ __global__ void __launch_bounds__(lb_threads, 4)
 
     // 3. Look back along y (the z warp looks back along x meanwhile); publish the inclusive
     // prefixes.
-    stamp(6);
     U cc[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) cc[k] = 0;
@@ -1372,6 +1366,14 @@ __global__ void __launch_bounds__(lb_threads, 4)
         for (int k = 0; k < K; ++k) own.v[C + k % C] += colsum[k];
     }
     const Vec<U, 2 * C> before = block_exclusive<U, 2 * C>(own, total, scan_cols);
+    if (tid == block_threads - 32) { // past the scan's barrier every inclusive prefix is stored: the flag (by
+        st_release(lb.col_flags + id, lb_inclusive); // warp 3, which has no corner to look for)
+        if constexpr (Prof) {
+            std::uint64_t t;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+            d_prof[std::size_t(id) * lb_prof_words + 6] = t;
+        }
+    }
 #pragma unroll
     for (int k = 0; k < K; ++k) cc[k] += before.v[k % C];
     if (tid == 0)

@@ -207,6 +207,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     // the column look-back's window
     add("column window 1", [&] { pi::launch_lookback<U, C, D, 2, false, W, 1>(in, out, new_scratch.p, nullptr, nullptr); });
     add("column window 2", [&] { pi::launch_lookback<U, C, D, 2, false, W, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("column window 3", [&] { pi::launch_lookback<U, C, D, 2, false, W, 3>(in, out, new_scratch.p, nullptr, nullptr); });
     add("column window 4", [&] { pi::launch_lookback<U, C, D, 2, false, W, 4>(in, out, new_scratch.p, nullptr, nullptr); });
     // taller tiles: fewer tiles and look-backs, 3 blocks an SM; shorter: more tiles in flight
     add("TH 4/3", [&] { pi::launch_lookback<U, C, D * 4 / 3, 2>(in, out, new_scratch.p, nullptr, nullptr); });
@@ -264,20 +265,27 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
                     " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
                     D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
                     sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
-        { // thread 0's look-backs: rows, then columns (tiles below the first row), then the rest of step 3
-            double row_lb = 0, col_lb = 0, rest = 0, walked = 0;
+        { // step 3, tiles below the first row. Before: thread 0's row look-back (stamps 2-6), column
+          // look-back (6-7), the rest (7-3). Now: the column look-back (2-7), the rest (7-3), and the
+          // inclusive column prefixes' flag after step 3 (3-6: warp 3's release store).
+            double row_lb = 0, col_lb = 0, rest = 0, flag = 0, walked = 0;
             std::size_t n = 0, hist[5] = {};
             for (std::size_t i = std::size_t(ntx2); i < n_tiles; ++i) {
                 const std::uint64_t* p = &st[i * S];
-                row_lb += double(p[6] - p[2]), col_lb += double(p[7] - p[6]), rest += double(p[3] - p[7]);
+                if (which == 0)
+                    row_lb += double(p[6] - p[2]), col_lb += double(p[7] - p[6]);
+                else
+                    col_lb += double(p[7] - p[2]), flag += double(std::int64_t(p[6] - p[3]));
+                rest += double(p[3] - p[7]);
                 walked += double(p[8]);
                 hist[p[8] <= 1 ? 0 : p[8] == 2 ? 1 : p[8] <= 4 ? 2 : p[8] <= 8 ? 3 : 4]++;
                 ++n;
             }
             std::printf("  step 3, thread 0, tiles below row 0: row look-back %.2f us, column look-back %.2f us, then"
-                        " publish + block scan %.2f us; column predecessors read: mean %.2f (1: %zu, 2: %zu, 3-4: %zu,"
-                        " 5-8: %zu, more: %zu)\n", row_lb / n / 1e3, col_lb / n / 1e3, rest / n / 1e3, walked / n,
-                        hist[0], hist[1], hist[2], hist[3], hist[4]);
+                        " publish + block scan %.2f us; column flag %+.2f us after step 3; column predecessors"
+                        " read: mean %.2f (1: %zu, 2: %zu, 3-4: %zu, 5-8: %zu, more: %zu)\n", row_lb / n / 1e3,
+                        col_lb / n / 1e3, rest / n / 1e3, flag / n / 1e3, walked / n, hist[0], hist[1], hist[2], hist[3],
+                        hist[4]);
         }
         // The timeline: when each tile row was done (its last tile's end), the spacing of those
         // times in the middle of the image, the start (until the first tile ends) and the end
