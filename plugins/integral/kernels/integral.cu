@@ -1,7 +1,7 @@
 // integral.cu: CUDA kernels of integral.
 //
 // u8 -> u32 (issue 18): one pass, "decoupled look-back" between tiles (Merrill & Garland's
-// single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 50, 48, 31, 22 rows for 1-4
+// single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 89, 48, 31, 22 rows for 1-4
 // channels; for 2-4 channels as many as let 4 blocks share an SM's shared memory), taken in
 // row-major order from an atomic ticket; one block of 4 compute warps and a z warp per tile. The
 // block copies its tile's input into shared memory (cp.async; the input is read from DRAM once),
@@ -10,10 +10,10 @@
 // the tile row above, and writes out(x, y) = local + carries + corner once. See
 // integral_lookback_kernel.
 // Scratch: per tile the aggregate and then the inclusive prefix of its 512 * C column values,
-// TH * C row values and C corner values (z), each value in a 64-bit Slot with its status, so that
-// a reader needs no fence (for 3 and 4 channels the columns go to plain arrays behind a flag per
-// tile instead: lb_col_slots), and a ticket; the slots, flags and ticket are cleared by a memset
-// before each launch.
+// TH * C row values and C corner values (z): rows and z one value to a 64-bit Slot with its
+// status, so that a reader needs no fence; the columns' aggregates four to a Slot, their
+// inclusive prefixes in a plain array behind a flag per tile (LookBack); and a ticket. The slots,
+// flags and ticket are cleared by a memset before each launch.
 // Measured on an H100 (harness of 2026-11-27: the old and new kernels and a device-to-device copy
 // of the floor's bytes in one run, 3 rounds of medians of 25), 8192 x 8192 x 3 u8 -> u32, floor
 // 1.007 GB = 0.339 ms at the copy's 2.97 TB/s: 0.484-0.492 ms, 1.42-1.44x, against 0.506-0.509 ms
@@ -69,9 +69,16 @@
 // 0.489-0.491, 2 channels 0.273 -> 0.256-0.257; the sums phase 7.2 -> 2.7 us a tile (RGB). Then
 // one value per channel added in the output (80 registers for RGB, 54 for gray) and the column
 // depths 2 (RGB) and 1 (gray): RGB 0.340-0.345 ms (1.41-1.43x), gray 0.132, RGBA 0.466-0.471.
-// What is left is the column look-back: thread 0 walks 6.5 predecessors in 10 us (stamps 6-8),
-// back to the nearest published inclusive prefix; wider flag windows or the columns looked back
-// before the rows made the walks longer and the kernel slower (docs/performance.md).
+// What was left was the column look-back: thread 0 walked 6.5 predecessors in 10 us, two round
+// trips each (a flag, then 6 KB of aggregates), back to the nearest published inclusive prefix.
+// 2026-11-29 (fourth): the aggregates packed four to a Slot with their status (no fence, no flag;
+// 2 predecessors' a round trip), the row look-back moved to the z warp beside the column
+// look-back, the inclusive prefixes' flag raised past the block scan by a release store alone,
+// gray tiles of 89 rows. Harness, 2f3444b frozen beside it, 3 rounds: RGB 0.336-0.340 ->
+// 0.319-0.320 ms (1.33x the copy), gray 0.128 -> 0.122-0.125, RGBA 0.466-0.471 -> 0.433-0.436,
+// 2 channels 0.246-0.251 -> 0.228-0.231. The column look-back is now 7.2 us over 6.3
+// predecessors, at 1.5-1.8 us a dependent round trip under the kernel's own traffic; a tile
+// lives 35 us (38 before), 490 in flight (docs/performance.md).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row

@@ -2,7 +2,7 @@
 // 18), not part of the build. It includes the kernel file itself, so it reaches the kernels in
 // its anonymous namespace, and the kernel file as of an earlier commit (made from git by
 // scripts/bench/frozen_kernel.sh) to time the look-back before and after in one run:
-//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh ae0f4a8 \
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 2f3444b \
 //       plugins/integral/kernels/integral.cu before > build-harness/integral_before.cuh
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/integral/kernels -Ibuild-harness \
 //       plugins/integral/test/bench/lookback_harness.cu -o harness
@@ -15,15 +15,16 @@
 // random inputs of many sizes (tile edges, tall, wide), 1-4 channels, u32 and u64, aligned and
 // unaligned views (the fallback loads), and in bands of rows with the carried row (strips), with
 // poisoned outputs and scratch. Timings (u8 -> u32, 1-4 channels): the reduce-then-scan kernels,
-// the look-back kernel as of the frozen commit and today's with other look-back depths (rows: W
-// predecessors at once; columns: CD, and the column flags' window; taller and shorter tiles;
-// the row sums 1, 4 or 8 rows at once), a device-to-device copy of the floor's bytes, and the
-// look-back's tiles copied with no scan (tile_copy_kernel: what the tile shape alone reaches),
-// in one run, 3 rounds of medians; then per-phase globaltimer stamps of the frozen and today's
-// look-back kernel (and, for 3 and 4 channels, today's with column windows of 8 and 32), with a
-// timeline (tile rows done, tiles in flight) and, for today's, thread 0's row and column
-// look-backs and the predecessors its column look-back read. (Rows per block scan RPS other
-// than 2 were timed the same way before: 2026-11-27, docs/performance.md.)
+// the look-back kernel as of the frozen commit and today's with other look-back depths (the
+// column look-back's window of 1-4 predecessors, the z warp's row look-back window of 4), taller
+// and shorter tiles, a device-to-device copy of the floor's bytes, and the look-back's tiles
+// copied with no scan (tile_copy_kernel: what the tile shape alone reaches), in one run, 3 rounds
+// of medians; then per-phase globaltimer stamps of the frozen and today's look-back kernel, with
+// a timeline (tile rows done, tiles in flight), thread 0's column look-back and the predecessors
+// it read, and (today's) when the inclusive column prefixes' flag went up. (Variants measured
+// and dropped: rows per block scan RPS, 2026-11-27; the row sums 1 or 4 rows at once, flag
+// windows, columns in slots or behind flags, rows looked back by the compute warps, a fence
+// before the flag, 2026-11-29: docs/performance.md.)
 #include "../../kernels/integral.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
 #include "integral_before.cuh"
