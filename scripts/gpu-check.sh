@@ -17,9 +17,11 @@
 #                         split it over calls)
 #   PIXFLOW_SANITIZE_TOOLS="memcheck synccheck"   the compute-sanitizer tools (default: memcheck
 #                         racecheck synccheck). On an H200 (2026-11-29): the tests 48 s, memcheck
-#                         over the 177 CUDA tests about 40 s, racecheck over them more than 400 s
-#                         (IntegralCuda.MatchesCpuBitForBit alone 176-202 s): give racecheck a
-#                         call of its own (PIXFLOW_GPU_CHECK=sanitize PIXFLOW_SANITIZE_TOOLS=racecheck)
+#                         over the CUDA tests 26-40 s, synccheck 23-36 s, racecheck 536 s (the
+#                         integral and StripsCuda tests 462 s, IntegralCuda.MatchesCpuBitForBit
+#                         alone 209 s; the other 167 tests 74 s): give racecheck calls of its own
+#                         (PIXFLOW_GPU_CHECK=sanitize PIXFLOW_SANITIZE_TOOLS=racecheck, split by
+#                         PIXFLOW_SANITIZE_FILTER, e.g. '*Cuda*:*cuda*:*Device*-*Integral*')
 #   PIXFLOW_SANITIZE_FILTER='*Cuda*:*cuda*:*Device*'   the tests compute-sanitizer runs (default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
