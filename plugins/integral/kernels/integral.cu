@@ -755,17 +755,10 @@ __device__ __forceinline__ unsigned status_of(Slot s) { return unsigned(s >> 32)
 __device__ __forceinline__ void st_slot(Slot* p, Slot a) {
     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(a) : "memory");
 }
-/// Two slots, p 16-byte aligned (each of the two is still a 64-bit single-copy-atomic access).
-__device__ __forceinline__ void st_slot2(Slot* p, Slot a, Slot b) {
-    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
-}
 __device__ __forceinline__ Slot ld_slot(const Slot* p) {
     Slot a;
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(a) : "l"(p));
     return a;
-}
-__device__ __forceinline__ void ld_slot2(const Slot* p, Slot& a, Slot& b) {
-    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
 }
 
 /// A tile's inclusive column prefixes (tile_w * C u32 values) go to a plain array behind a flag
@@ -1159,9 +1152,9 @@ __device__ __forceinline__ Vec<U, N> block_exclusive(const Vec<U, N>& x, Vec<U, 
 }
 
 /// Profiling words per tile (Prof, lookback_harness): globaltimer at the start and after steps
-/// 1-5, when the inclusive column prefixes' flag went up, after thread 0's column look-back, and
-/// the predecessors it read.
-constexpr int lb_prof_words = 9;
+/// 1-5, when the inclusive column prefixes' flag went up, after thread 0's column look-back, the
+/// predecessors it read, and when the z warp's row look-back and warp 0's corner were done.
+constexpr int lb_prof_words = 11;
 
 // The one-pass kernel. Block b takes the next tile from `ticket` (row-major order: every tile it
 // waits for has an earlier ticket, so its block has started: no deadlock). 160 threads: 4
@@ -1227,14 +1220,15 @@ __global__ void __launch_bounds__(lb_threads, 4)
     __syncthreads();
     const unsigned id = tile_id;
     const int tx = int(id % unsigned(lb.n_tx)), ty = int(id / unsigned(lb.n_tx));
-    auto stamp = [&](int i) { // profiling only: when block `id` passed point i (ns)
+    auto mark = [&](int i, bool who) { // profiling only: when block `id` passed point i (ns)
         if constexpr (Prof)
-            if (tid == 0) {
+            if (who) {
                 std::uint64_t t;
                 asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
                 d_prof[std::size_t(id) * lb_prof_words + i] = t;
             }
     };
+    auto stamp = [&](int i) { mark(i, tid == 0); };
     stamp(0);
 
     if (warp == warps) { // the z warp
@@ -1255,6 +1249,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
                     st_slot(own, make_slot(lb_inclusive, rc[j] + std::uint32_t(ld_slot(own))));
                 }
         }
+        mark(9, lane == 0); // the row look-back is done
         bar_arrive(bar_rows, lb_threads);
         bar_sync(bar_z, lb_threads);
         // z's inclusive prefix along x (tiles (tx - 1, ty), ..; (0, ty) is inclusive), only if the
@@ -1375,11 +1370,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
     const Vec<U, 2 * C> before = block_exclusive<U, 2 * C>(own, total, scan_cols);
     if (tid == block_threads - 32) { // past the scan's barrier every inclusive prefix is stored: the flag (by
         st_release(lb.col_flags + id, lb_inclusive); // warp 3, which has no corner to look for)
-        if constexpr (Prof) {
-            std::uint64_t t;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-            d_prof[std::size_t(id) * lb_prof_words + 6] = t;
-        }
+        mark(6, true);
     }
 #pragma unroll
     for (int k = 0; k < K; ++k) cc[k] += before.v[k % C];
@@ -1400,6 +1391,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
         if (lane == 0)
 #pragma unroll
             for (int c = 0; c < C; ++c) corner[c] = cor[c];
+        mark(10, lane == 0); // the corner is found
     }
     bar_sync(bar_rows, lb_threads); // the z warp's row look-back: the carry = its inclusive prefix - the total
     if (row_thread)

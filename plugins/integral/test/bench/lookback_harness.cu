@@ -238,8 +238,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     for (int which = 0; which < 2; ++which) { // before, now
         int ntx2 = 0;
         const std::size_t n_tiles = pi::lookback_tiles<U, C, D>(in, ntx2);
-        static_assert(pi::before::lb_prof_words == pi::lb_prof_words, "the frozen kernel stamps as many words a tile");
-        const int S = pi::lb_prof_words;
+        const int S = which == 0 ? pi::before::lb_prof_words : pi::lb_prof_words; // words a tile
         Dev prof(n_tiles * pi::lb_prof_words * 8);
         for (int rep = 0; rep < 2; ++rep) {
             CK(cudaMemset(prof.p, 0, n_tiles * pi::lb_prof_words * 8));
@@ -287,6 +286,24 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
                         " read: mean %.2f (1: %zu, 2: %zu, 3-4: %zu, 5-8: %zu, more: %zu)\n", row_lb / n / 1e3,
                         col_lb / n / 1e3, rest / n / 1e3, flag / n / 1e3, walked / n, hist[0], hist[1], hist[2], hist[3],
                         hist[4]);
+            if (S > 9) { // step 4, tiles with tx > 0 and ty > 0: when the z warp's row look-back (after step 2)
+                         // and warp 0's corner (after step 3) were done, and the step's end (after step 3)
+                double rows_done = 0, corner_done = 0, end4 = 0, row_late = 0;
+                std::size_t m = 0;
+                for (std::size_t i = std::size_t(ntx2); i < n_tiles; ++i) {
+                    if (i % std::size_t(ntx2) == 0) continue;
+                    const std::uint64_t* p = &st[i * S];
+                    rows_done += double(std::int64_t(p[9] - p[2]));
+                    corner_done += double(std::int64_t(p[10] - p[3]));
+                    end4 += double(p[4] - p[3]);
+                    row_late += std::max(0.0, double(std::int64_t(p[9] - p[3])));
+                    ++m;
+                }
+                std::printf("  step 4, tiles with tx, ty > 0: the z warp's row look-back done %.2f us after step 2"
+                            " (%.2f us past step 3, mean of the late part), the corner %.2f us after step 3, step 4"
+                            " ends %.2f us after step 3\n", rows_done / m / 1e3, row_late / m / 1e3,
+                            corner_done / m / 1e3, end4 / m / 1e3);
+            }
         }
         // The timeline: when each tile row was done (its last tile's end), the spacing of those
         // times in the middle of the image, the start (until the first tile ends) and the end
