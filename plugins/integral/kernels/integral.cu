@@ -762,8 +762,8 @@ __device__ __forceinline__ Slot ld_slot(const Slot* p) {
 }
 
 /// A tile's inclusive column prefixes (tile_w * C u32 values) go to a plain array behind a flag
-/// per tile, raised with release semantics after a __threadfence (its writers' values reach the
-/// flag's readers through bar.sync, the fence, and the readers' acquire): in slots a look-back
+/// per tile, raised by a release store (its writers' values reach the flag's readers through
+/// bar.sync, the release, and the readers' acquire): in slots a look-back
 /// reads twice the bytes, and the slots' memset costs more than the fence saves (H200,
 /// lookback_harness, 2026-11-28: RGB 0.445 ms with the columns in slots against 0.416, RGBA 0.77
 /// against 0.535; 2026-11-29: 0.461 against 0.322 with packed aggregates, below).
@@ -793,7 +793,7 @@ template <int C> constexpr int lb_window() { return C == 1 ? 8 : 1; }
 constexpr int lb_z_window = 32;
 template <int C> constexpr int lb_col_depth() { return C == 2 ? 4 : 2; } // RGBA: 4 spill
 /// Rows whose warp sums the look-back kernel's step 2 takes at once (warp_sums; 1: add_row, a
-/// row at a time; lookback_harness times 1, 4 and 8).
+/// row at a time; 1, 4 and 8 timed in lookback_harness, 2026-11-29: 8 the fastest).
 template <int C> constexpr int lb_sum_rows() { return 8; }
 #ifndef PIXFLOW_INTEGRAL_BACKOFF_NS // test/bench/lookback_harness.cu times other values
 #define PIXFLOW_INTEGRAL_BACKOFF_NS 512
