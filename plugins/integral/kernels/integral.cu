@@ -760,6 +760,11 @@ __device__ __forceinline__ Slot ld_slot(const Slot* p) {
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(a) : "l"(p));
     return a;
 }
+/// Turns this tile's published aggregate at `own` (stored by this block before a barrier) into
+/// its inclusive prefix: the aggregate plus `carry`, everything before the tile.
+__device__ __forceinline__ void publish_inclusive(Slot* own, std::uint32_t carry) {
+    st_slot(own, make_slot(lb_inclusive, carry + std::uint32_t(ld_slot(own))));
+}
 
 /// A tile's inclusive column prefixes (tile_w * C u32 values) go to a plain array behind a flag
 /// per tile, raised by a release store (its writers' values reach the flag's readers through
@@ -966,8 +971,10 @@ template <int K> __device__ __forceinline__ void add_vec(std::uint32_t (&v)[K], 
 
 /// Four column sums of a tile (each below 2^15) and the status lb_aggregate in one
 /// Slot (bits 0-59 the values, 60-63 the status).
+constexpr int pk_status_shift = 4 * pk_bits;
+__device__ __forceinline__ unsigned packed_status(Slot s) { return unsigned(s >> pk_status_shift); }
 __device__ __forceinline__ Slot pack_aggregate(const std::uint32_t* v) {
-    return (Slot(lb_aggregate) << 60) | Slot(v[0]) | (Slot(v[1]) << pk_bits) | (Slot(v[2]) << (2 * pk_bits)) |
+    return (Slot(lb_aggregate) << pk_status_shift) | Slot(v[0]) | (Slot(v[1]) << pk_bits) | (Slot(v[2]) << (2 * pk_bits)) |
            (Slot(v[3]) << (3 * pk_bits));
 }
 __device__ __forceinline__ void add_packed(std::uint32_t* acc, Slot s) {
@@ -1009,7 +1016,7 @@ __device__ __forceinline__ int look_back_packed(const Slot* pk, const unsigned* 
         for (int d = 0; d < D; ++d)
 #pragma unroll
             for (int s = 0; s < C; ++s)
-                ok &= d >= stop || done + d >= avail || unsigned(a[d][s] >> 60) == lb_aggregate;
+                ok &= d >= stop || done + d >= avail || packed_status(a[d][s]) == lb_aggregate;
         if (!__all_sync(0xFFFFFFFFu, ok)) { // an aggregate not yet published (or the first tile row's)
             __nanosleep(lb_backoff_ns);
             continue;
@@ -1244,10 +1251,8 @@ __global__ void __launch_bounds__(lb_threads, 4)
             look_back_slots<NR, W, 32>(lb.row + lane, LB::row_n, id - 1, 1, tx, rc, open);
 #pragma unroll
             for (int j = 0; j < NR; ++j)
-                if ((open >> j) & 1u) { // the aggregate: stored by a compute thread before bar_row_aggregates
-                    Slot* const own = lb.row + std::size_t(id) * LB::row_n + lane + 32 * j;
-                    st_slot(own, make_slot(lb_inclusive, rc[j] + std::uint32_t(ld_slot(own))));
-                }
+                if ((open >> j) & 1u) // the aggregate: stored by a compute thread before bar_row_aggregates
+                    publish_inclusive(lb.row + std::size_t(id) * LB::row_n + lane + 32 * j, rc[j]);
         }
         mark(9, lane == 0); // the row look-back is done
         bar_arrive(bar_rows, lb_threads);
@@ -1260,10 +1265,8 @@ __global__ void __launch_bounds__(lb_threads, 4)
             U acc[C];
             if (look_back_z<C, lb_z_window, false>(lb.z, id - 1, tx, acc) && lane == 0)
 #pragma unroll
-                for (int c = 0; c < C; ++c) { // this tile's z aggregate: stored by compute thread 0 before bar_z
-                    Slot* const own = lb.z + std::size_t(id) * C + c;
-                    st_slot(own, make_slot(lb_inclusive, acc[c] + std::uint32_t(ld_slot(own))));
-                }
+                for (int c = 0; c < C; ++c) // this tile's z aggregate: stored by compute thread 0 before bar_z
+                    publish_inclusive(lb.z + std::size_t(id) * C + c, acc[c]);
         }
         return;
     }
