@@ -1081,10 +1081,16 @@ __device__ __forceinline__ void load_tile(const ImageView& in, unsigned char* ti
 
 /// Named barriers of the look-back kernel: 1 joins the 4 compute warps; 3 and 2 are where they
 /// hand the z warp (they arrive, it waits) the tile's row aggregates (for the row look-back) and
-/// its z aggregate; at 4 the z warp hands them the row look-back's result (it arrives, they
-/// wait). What they hand over is in global memory (the barrier orders it): a shared-memory variable read by the z warp after
-/// bar.sync and written before bar.arrive was reported by racecheck as a race (2026-11-28; the
-/// SASS had the store before the BAR.ARV / BAR.SYNC and the load after the z warp's BAR.SYNC).
+/// its z aggregate; at 4 the z warp hands them the row carries (it arrives, they wait).
+/// What the compute warps hand the z warp is in global memory (the barrier orders it): a
+/// shared-memory variable read by the z warp after bar.sync and written before bar.arrive was
+/// reported by racecheck as a race (2026-11-28; the SASS had the store before the BAR.ARV /
+/// BAR.SYNC and the load after the z warp's BAR.SYNC). The row carries the other way go through
+/// shared memory (row_carry): racecheck reports no hazard there (2026-11-29, lookback_harness's
+/// small cases and every integral test), and the compute warps no longer reload them from L2
+/// after bar_rows (step 4 ends 0.3-0.6 us sooner; H200, lookback_harness against 0fecdf3, two
+/// runs: RGB 0.3225-0.3270 ms against 0.3224-0.3291, RGBA and 2 channels 0-1% faster, gray
+/// level).
 enum : int { bar_compute = 1, bar_z = 2, bar_row_aggregates = 3, bar_rows = 4 };
 constexpr int lb_threads = block_threads + 32; // 4 compute warps and the z warp
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
@@ -1187,7 +1193,7 @@ constexpr int lb_prof_words = 11;
 //      z's aggregate and arrive at bar_z;
 //   4. warp 0 looks back along x over z of the tile row above for the corner, 32 tiles a
 //      window, through aggregates where no inclusive prefix is published; wait at bar_rows for
-//      the row carries;
+//      the row carries (in row_carry, from the z warp);
 //   5. walk down the tile in shared memory RPS rows at a time (a warp scan of RPS * C values,
 //      two to a register, plus the row sums of the warps to the left, kept in `part` since step
 //      2, so no barrier: the row prefix sums, plus rowcarry, go into per-thread column sums that
@@ -1195,8 +1201,8 @@ constexpr int lb_prof_words = 11;
 //      through the warp's staging area (16-byte vectors where the rows are 16-byte aligned,
 //      put_row_vec; coalesced stores).
 // The z warp: after bar_row_aggregates, looks back along x (look_back_slots, lane l for row
-// values l, l + 32, ..: rowcarry), publishes the rows' inclusive prefixes and arrives at
-// bar_rows (a row look-back by the compute warps, before the columns', was 1-2% slower for RGB,
+// values l, l + 32, ..: rowcarry), publishes the rows' inclusive prefixes, stores the carries
+// in row_carry and arrives at bar_rows (a row look-back by the compute warps, before the columns', was 1-2% slower for RGB,
 // level for the others: H200, lookback_harness, 2026-11-29); after bar_z it reads z of the
 // tiles to its left (tx - 1, ty), .. once, and publishes z's inclusive prefix if they have
 // all published (it never waits there: a waiting z warp kept its block's slot after the compute
@@ -1251,8 +1257,12 @@ __global__ void __launch_bounds__(lb_threads, 4)
             look_back_slots<NR, W, 32>(lb.row + lane, LB::row_n, id - 1, 1, tx, rc, open);
 #pragma unroll
             for (int j = 0; j < NR; ++j)
-                if ((open >> j) & 1u) // the aggregate: stored by a compute thread before bar_row_aggregates
+                if ((open >> j) & 1u) { // the aggregate: stored by a compute thread before bar_row_aggregates
                     publish_inclusive(lb.row + std::size_t(id) * LB::row_n + lane + 32 * j, rc[j]);
+                    row_carry[lane + 32 * j] = rc[j];
+                }
+        } else {
+            for (int i = lane; i < LB::row_n; i += 32) row_carry[i] = 0;
         }
         mark(9, lane == 0); // the row look-back is done
         bar_arrive(bar_rows, lb_threads);
@@ -1332,7 +1342,6 @@ __global__ void __launch_bounds__(lb_threads, 4)
                 row_total += x;
             }
         st_slot(lb.row + std::size_t(id) * LB::row_n + tid, make_slot(tx == 0 ? lb_inclusive : lb_aggregate, row_total));
-        row_carry[tid] = row_total; // until the z warp's row look-back is done
     }
     bar_arrive(bar_row_aggregates, lb_threads);
     if (ty == 0) { // inclusive prefixes, behind the flag raised after the block scan
@@ -1396,10 +1405,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
             for (int c = 0; c < C; ++c) corner[c] = cor[c];
         mark(10, lane == 0); // the corner is found
     }
-    bar_sync(bar_rows, lb_threads); // the z warp's row look-back: the carry = its inclusive prefix - the total
-    if (row_thread)
-        row_carry[tid] = tx > 0 ? U(ld_slot(lb.row + std::size_t(id) * LB::row_n + tid)) - row_carry[tid] : U(0);
-    bar_sync(bar_compute, block_threads); // corner and row_carry are ready
+    bar_sync(bar_rows, lb_threads); // row_carry from the z warp, the corner from warp 0 (all 160 threads meet here)
     stamp(4);
 
     // 5. The output, RPS rows at a time.
