@@ -79,6 +79,11 @@
 // 2 channels 0.246-0.251 -> 0.228-0.231. The column look-back is now 7.2 us over 6.3
 // predecessors, at 1.5-1.8 us a dependent round trip under the kernel's own traffic; a tile
 // lives 35 us (38 before), 490 in flight (docs/performance.md).
+// 2026-11-29 (fifth): the row carries go from the z warp to the compute warps in shared memory
+// (level to 1% faster). The corner (3.5-4 us of step 4) waits for its data, the slowest of the
+// tiles of the row above to its left: looked back by the z warp, first or after its rows, it is
+// no sooner; looked back along y over each tile's row carries it is 3-7% slower (a chain along
+// y slower than the tile rows; docs/performance.md).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
