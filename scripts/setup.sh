@@ -9,6 +9,7 @@ packages=(cmake ninja-build g++ make pkg-config file
           libtbb-dev libboost-dev libboost-filesystem-dev libtomlplusplus-dev libgtest-dev libgmock-dev
           libcli11-dev nlohmann-json3-dev
           clang libc++-dev libc++abi-dev  # clang + libc++: the SDK test builds a plugin with them
+          clang-format  # the layout check (scripts/format.sh --check, CTest Style.SourcesAreClangFormatted)
           libclang-rt-14-dev libomp-dev   # clang's sanitizer and libFuzzer runtimes, its OpenMP (scripts/fuzz.sh)
           pybind11-dev python3-dev python3-pytest python3-numpy  # the Python module (python/) and its tests
           libopenmpi-dev openmpi-bin)  # batches over MPI ranks (PIXFLOW_WITH_MPI, docs/mpi.md) and their mpiexec tests
