@@ -68,19 +68,17 @@ const std::string kMemorySource = "[nodes.src]\nop = \"memory\"\n";
 template <class F> std::string error_of(F&& f) {
     try {
         f();
-    } catch (const pixflow::UserError& e) {
-        return e.what();
-    } catch (const pixflow::InternalError& e) {
+    } catch (const pixflow::UserError& e) { return e.what(); } catch (const pixflow::InternalError& e) {
         return std::string("InternalError: ") + e.what();
     }
     return "(no error)";
 }
 
 /// `call` throws an error whose text contains `part`.
-#define EXPECT_ERROR(call, part)                                                                     \
-    do {                                                                                             \
-        std::string msg_ = error_of(call);                                                           \
-        EXPECT_NE(msg_.find(part), std::string::npos) << msg_;                                       \
+#define EXPECT_ERROR(call, part)                                                                                       \
+    do {                                                                                                               \
+        std::string msg_ = error_of(call);                                                                             \
+        EXPECT_NE(msg_.find(part), std::string::npos) << msg_;                                                         \
     } while (0)
 
 int compiles(const Pipeline& p) { return pixflow::detail::Access::compiles(p); }
@@ -98,9 +96,9 @@ TEST_P(ApiBackend, ResultEqualsPixflowRunBitForBit) {
     TempDir t;
     Image in = noise(67, 45, 3, 11);
     write_pnm(t.path / "in.ppm", in);
-    pixflow::testing::write_text(t / "cli.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + kChain +
-                                                     "[nodes.out]\nop = \"save\"\ninput = \"gray\"\npath = \"" +
-                                                     (t / "out.pgm") + "\"\n");
+    pixflow::testing::write_text(
+        t / "cli.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + kChain +
+                            "[nodes.out]\nop = \"save\"\ninput = \"gray\"\npath = \"" + (t / "out.pgm") + "\"\n");
     auto r = pixflow::testing::run_pixflow("run '" + (t / "cli.toml") + "' --backend " + GetParam());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     Image expected = read_pnm(t.path / "out.pgm");
@@ -144,8 +142,9 @@ TEST(Api, TwoThreadsRunTwoPipelinesOnOneEngine) {
     Image in1 = noise(64, 48, 3, 1), in2 = noise(50, 30, 1, 2);
     auto make1 = [&] { return std::move(shared.load_string(kMemorySource + kChain, "one.toml").backend("cpu")); };
     auto make2 = [&] {
-        return std::move(shared.load_string(kMemorySource + "[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n", "two.toml")
-                             .backend("cpu"));
+        return std::move(
+            shared.load_string(kMemorySource + "[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n", "two.toml")
+                .backend("cpu"));
     };
     Image want1(32, 24, 1, DType::u8), want2(50, 30, 1, DType::u8);
     make1().input("src", in1.view()).output("gray", want1.view()).run();
@@ -179,7 +178,8 @@ TEST(Api, CallerBuffersOfAnyLayoutGiveTheSameResult) {
     ImageView pin = in.view(), pout = packed.view();
     pin.pitch = 208;
     pin.data = in_mem.data() + 1;
-    for (int y = 0; y < 45; ++y) std::memcpy(in_mem.data() + 1 + y * 208, in.data() + y * in.pitch(), std::size_t(in.pitch()));
+    for (int y = 0; y < 45; ++y)
+        std::memcpy(in_mem.data() + 1 + y * 208, in.data() + y * in.pitch(), std::size_t(in.pitch()));
     pout.pitch = 40;
     pout.data = out_mem.data() + 1;
     Pipeline q = engine().load_string(kMemorySource + kChain, "api.toml");
@@ -267,14 +267,16 @@ TEST(ApiCuda, HostOutputOfADeviceChainIsCopiedBack) {
     gpu.backend("cuda").input("src", in.view()).output("gray", a.view()).run();
     cpu.backend("cpu").input("src", in.view()).output("gray", b.view()).run();
     int worst = 0;
-    for (std::size_t k = 0; k < a.size_bytes(); ++k) worst = std::max(worst, std::abs(int(a.data()[k]) - int(b.data()[k])));
+    for (std::size_t k = 0; k < a.size_bytes(); ++k)
+        worst = std::max(worst, std::abs(int(a.data()[k]) - int(b.data()[k])));
     EXPECT_LE(worst, 1);
 }
 
 // ---- every error path says what, where and what is accepted ---------------------------------------
 
 TEST(ApiErrors, LoadingAndSetting) {
-    EXPECT_ERROR([] { engine().load_file("/nonexistent/p.toml"); }, "/nonexistent/p.toml: cannot open the pipeline file");
+    EXPECT_ERROR([] { engine().load_file("/nonexistent/p.toml"); },
+                 "/nonexistent/p.toml: cannot open the pipeline file");
     EXPECT_ERROR([] { engine().load_string("[nodes.a\nop = 1", "bad.toml"); }, "bad.toml:1:");
     Pipeline p = engine().load_string(kMemorySource + kChain, "api.toml");
     EXPECT_ERROR([&] { p.set("nokey"); }, "expected --set node.key=value");
@@ -291,12 +293,17 @@ TEST(ApiErrors, LoadingAndSetting) {
 TEST(ApiErrors, Inputs) {
     Image in = noise(20, 10, 3, 1);
     auto fresh = [] { return engine().load_string(kMemorySource + kChain, "api.toml"); };
-    EXPECT_ERROR([&] { fresh().input("a", in.view()).run(); }, "api.toml:4:6: node 'a': is op = \"gauss5x5\"; images are bound to memory nodes (op = \"memory\"); its memory nodes: src");
-    EXPECT_ERROR([&] { fresh().input("nope", in.view()).run(); }, "input(\"nope\"): no node 'nope' to bind an image to");
-    EXPECT_ERROR([&] { fresh().input("src", ImageView()); }, "input(\"src\"): node 'src': the image must be at least 1x1");
+    EXPECT_ERROR(
+        [&] { fresh().input("a", in.view()).run(); },
+        "api.toml:4:6: node 'a': is op = \"gauss5x5\"; images are bound to memory nodes (op = \"memory\"); its memory nodes: src");
+    EXPECT_ERROR([&] { fresh().input("nope", in.view()).run(); },
+                 "input(\"nope\"): no node 'nope' to bind an image to");
+    EXPECT_ERROR([&] { fresh().input("src", ImageView()); },
+                 "input(\"src\"): node 'src': the image must be at least 1x1");
     EXPECT_ERROR([&] { fresh().run(); }, "api.toml:1:8: node 'src': no image is bound to this memory node");
     Pipeline declared = engine().load_string("[nodes.src]\nop = \"memory\"\nwidth = 64\n" + kChain, "decl.toml");
-    EXPECT_ERROR([&] { declared.input("src", in.view()).run(); }, "decl.toml:3:9: node 'src': width = 64 but the bound image is 20x10 u8 with 3 channels");
+    EXPECT_ERROR([&] { declared.input("src", in.view()).run(); },
+                 "decl.toml:3:9: node 'src': width = 64 but the bound image is 20x10 u8 with 3 channels");
 }
 
 TEST(ApiErrors, DeviceInputWithoutAUsableDevice) {
@@ -316,31 +323,36 @@ TEST(ApiErrors, Outputs) {
     Pipeline q = engine().load_string(kMemorySource + kChain, "api.toml");
     Image wrong(5, 5, 1, DType::u8);
     q.backend("cpu").input("src", in.view()).output("gray", wrong.view());
-    EXPECT_ERROR([&] { q.run(); }, "output(\"gray\"): node 'gray': the buffer is 5x5 u8 with 1 channel but the output is 10x5 u8 with 1 channel");
+    EXPECT_ERROR(
+        [&] { q.run(); },
+        "output(\"gray\"): node 'gray': the buffer is 5x5 u8 with 1 channel but the output is 10x5 u8 with 1 channel");
     Pipeline r = engine().load_string(kMemorySource + kChain, "api.toml");
-    EXPECT_ERROR([&] { r.backend("cpu").input("src", in.view()).output("gray.mask").run(); }, "node 'gray': has no output 'mask'; outputs: out");
+    EXPECT_ERROR([&] { r.backend("cpu").input("src", in.view()).output("gray.mask").run(); },
+                 "node 'gray': has no output 'mask'; outputs: out");
     EXPECT_ERROR([&] { r.output("src", ImageView()); }, "the buffer needs non-null data");
 }
 
 TEST(ApiErrors, FusedAwayNodesAndSinks) {
     TempDir t;
-    Pipeline p = engine().load_string(kMemorySource + "[nodes.add]\nop = \"tp_add\"\ninput = \"src\"\n"
-                                                      "[nodes.scale]\nop = \"tp_scale\"\ninput = \"add\"\n"
-                                                      "[nodes.out]\nop = \"save\"\ninput = \"scale\"\npath = \"" +
+    Pipeline p = engine().load_string(kMemorySource +
+                                          "[nodes.add]\nop = \"tp_add\"\ninput = \"src\"\n"
+                                          "[nodes.scale]\nop = \"tp_scale\"\ninput = \"add\"\n"
+                                          "[nodes.out]\nop = \"save\"\ninput = \"scale\"\npath = \"" +
                                           (t / "o.pgm") + "\"\n",
                                       "fuse.toml");
     Image in = noise(8, 8, 1, 1);
     p.backend("cpu").input("src", in.view());
     EXPECT_ERROR([&] { p.output("add").run(); }, "node 'add' was fused into 'scale'");
-    Pipeline q = engine().load_string(kMemorySource + "[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "o.pgm") + "\"\n",
-                                      "sink.toml");
+    Pipeline q = engine().load_string(
+        kMemorySource + "[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "o.pgm") + "\"\n", "sink.toml");
     EXPECT_ERROR([&] { q.input("src", in.view()).output("out").run(); }, "node 'out': produces no image (a sink)");
 }
 
 TEST(ApiErrors, AnOperatorRefusingItsInputWhileRunningIsTheUsersAndWritesNothing) {
     TempDir t;
-    Pipeline p = engine().load_string(kMemorySource + "[nodes.f]\nop = \"tp_fail\"\ninput = \"src\"\n"
-                                                      "[nodes.out]\nop = \"save\"\ninput = \"f\"\npath = \"" +
+    Pipeline p = engine().load_string(kMemorySource +
+                                          "[nodes.f]\nop = \"tp_fail\"\ninput = \"src\"\n"
+                                          "[nodes.out]\nop = \"save\"\ninput = \"f\"\npath = \"" +
                                           (t / "o.pgm") + "\"\n",
                                       "fail.toml");
     Image in = noise(8, 8, 1, 1);
@@ -363,13 +375,15 @@ TEST(ApiCli, MemoryIsListedAndAnUnboundMemoryNodeFailsTheRun) {
     ASSERT_EQ(d.exit_code, 0) << d.err;
     EXPECT_NE(d.out.find("memory: The caller's image"), std::string::npos) << d.out;
     TempDir t;
-    pixflow::testing::write_text(t / "m.toml", "[nodes.src]\nop = \"memory\"\nwidth = 8\nheight = 8\nchannels = 1\ndtype = \"u8\"\n"
-                                               "[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n");
+    pixflow::testing::write_text(t / "m.toml",
+                                 "[nodes.src]\nop = \"memory\"\nwidth = 8\nheight = 8\nchannels = 1\ndtype = \"u8\"\n"
+                                 "[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n");
     auto v = pixflow::testing::run_pixflow("validate '" + (t / "m.toml") + "'");
     EXPECT_EQ(v.exit_code, 0) << v.err;
     auto r = pixflow::testing::run_pixflow("run '" + (t / "m.toml") + "'");
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("node 'src' (memory on cpu): no image is bound to this memory node"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("node 'src' (memory on cpu): no image is bound to this memory node"), std::string::npos)
+        << r.err;
 }
 
 TEST(Api, ShapeAndResultsTellWhatTheNextRunProduces) {
@@ -416,7 +430,8 @@ TEST(Api, DescribeGivesWhatPixflowDescribeShows) {
                            (q.accepted.empty() ? "" : "; " + q.accepted) + "): " + q.doc;
         EXPECT_NE(cli.out.find(line), std::string::npos) << line << "\n" << cli.out;
     }
-    EXPECT_ERROR([&] { engine().describe("gauss5x6"); }, "describe(\"gauss5x6\"): unknown op 'gauss5x6'; did you mean gauss5x5?");
+    EXPECT_ERROR([&] { engine().describe("gauss5x6"); },
+                 "describe(\"gauss5x6\"): unknown op 'gauss5x6'; did you mean gauss5x5?");
 }
 
 TEST(Api, ReportNotesSayWhichBuffersWereCopied) {
@@ -434,9 +449,10 @@ TEST(Api, ReportNotesSayWhichBuffersWereCopied) {
     r = p.input("src", pin).output("gray", pout).run();
     std::string all;
     for (const auto& n : r.notes) all += n + "\n";
-    EXPECT_NE(all.find("input(\"src\"): copied into a staging buffer; memory is read in place when it lies on the host, "
-                       "with packed rows that start 64-byte aligned"),
-              std::string::npos)
+    EXPECT_NE(
+        all.find("input(\"src\"): copied into a staging buffer; memory is read in place when it lies on the host, "
+                 "with packed rows that start 64-byte aligned"),
+        std::string::npos)
         << all;
     EXPECT_NE(all.find("output(\"gray\"): copied into the caller's buffer after the run"), std::string::npos) << all;
 }

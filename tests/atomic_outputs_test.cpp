@@ -97,7 +97,8 @@ struct Background {
         posix_spawnattr_setsigmask(&at, &none);
         posix_spawnattr_setsigdefault(&at, &defaults);
         posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-        struct sigaction ign {}, old {};
+        struct sigaction ign {
+        }, old{};
         ign.sa_handler = SIG_IGN;
         if (ignore_hup) sigaction(SIGHUP, &ign, &old); // inherited through exec, like nohup does it
         if (posix_spawn(&pid, exe.c_str(), &fa, &at, argv.data(), envp.data()) != 0) pid = -1;
@@ -207,14 +208,19 @@ TEST(AtomicOutputs, WhenTheSecondOutputCannotBeMovedTheFirstIsNotInPlaceEither) 
         if (existed) write_text(t / "a.ppm", "old");
         fs::create_directories(t.path / "dir.ppm"); // the second output's path is a folder
         write_text(t / "p.toml", "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
-                                 "[nodes.one]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "a.ppm") + "\"\n"
-                                 "[nodes.two]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "dir.ppm") + "\"\n");
+                                 "[nodes.one]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+                                     (t / "a.ppm") +
+                                     "\"\n"
+                                     "[nodes.two]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+                                     (t / "dir.ppm") + "\"\n");
         auto r = run_pixflow("run " + q(t / "p.toml"));
         EXPECT_EQ(r.exit_code, 2) << r.err;
         EXPECT_NE(r.err.find("dir.ppm"), std::string::npos) << r.err;
         EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
-        if (existed) EXPECT_EQ(slurp(t / "a.ppm"), "old");
-        else EXPECT_FALSE(fs::exists(t.path / "a.ppm"));
+        if (existed)
+            EXPECT_EQ(slurp(t / "a.ppm"), "old");
+        else
+            EXPECT_FALSE(fs::exists(t.path / "a.ppm"));
         EXPECT_FALSE(has_hidden_file(t.path)) << "no temporary or backup left";
     }
 }
@@ -223,7 +229,8 @@ TEST(AtomicOutputs, AReportThatCannotBeWrittenFailsTheRunBeforeAnyOutputIsCommit
     TempDir t;
     write_text(t / "file", "a file, not a folder");
     write_text(t / "p.toml", "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
-                             "[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "out/a.ppm") + "\"\n");
+                             "[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+                                 (t / "out/a.ppm") + "\"\n");
     auto r = run_pixflow("run " + q(t / "p.toml") + " --report " + q(t / "file/report.json"));
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_FALSE(fs::exists(t.path / "out")) << "the image is not written when its report cannot be";
@@ -252,24 +259,30 @@ TEST(AtomicOutputs, BatchReportThatCannotBeWrittenIsRefusedBeforeAnyImageRuns) {
 TEST(SideOutputs, ReportTraceAndGraphCannotOverwriteTheInputsThePipelineOrTheOutputs) {
     TempDir t;
     write_text(t / "in.ppm", "P6\n2 2\n255\n000000000000");
-    std::string pipeline = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n"
-                           "[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "out.ppm") + "\"\n";
+    std::string pipeline = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") +
+                           "\"\n"
+                           "[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+                           (t / "out.ppm") + "\"\n";
     write_text(t / "p.toml", pipeline);
     fs::create_hard_link(t.path / "in.ppm", t.path / "alias.ppm");
     struct Case {
         std::string args, says;
     } cases[] = {
         {"run " + q(t / "p.toml") + " --report " + q(t / "in.ppm"), "would overwrite the file that node 'src' reads"},
-        {"run " + q(t / "p.toml") + " --report " + q(t / "alias.ppm"), "would overwrite the file that node 'src' reads"},
+        {"run " + q(t / "p.toml") + " --report " + q(t / "alias.ppm"),
+         "would overwrite the file that node 'src' reads"},
         {"run " + q(t / "p.toml") + " --report " + q(t / "sub/../p.toml"), "would overwrite the pipeline file"},
         {"run " + q(t / "p.toml") + " --trace " + q(t / "out.ppm"), "would overwrite the output of node 'out'"},
-        {"run " + q(t / "p.toml") + " --trace " + q(t / "x.json") + " --report " + q(t / "x.json"), "is also where --trace goes"},
+        {"run " + q(t / "p.toml") + " --trace " + q(t / "x.json") + " --report " + q(t / "x.json"),
+         "is also where --trace goes"},
         {"graph " + q(t / "p.toml") + " -o " + q(t / "p.toml"), "would overwrite the pipeline file"},
         {"graph " + q(t / "p.toml") + " -o " + q(t / "in.ppm"), "would overwrite the file that node 'src' reads"},
         {"bench " + q(t / "p.toml") + " --report " + q(t / "p.toml"), "would overwrite the pipeline file"},
-        {"run " + q(t / "p.toml") + " --input " + q(t / "in.ppm") + " --output " + q(t / "o") + " --report " + q(t / "in.ppm"),
+        {"run " + q(t / "p.toml") + " --input " + q(t / "in.ppm") + " --output " + q(t / "o") + " --report " +
+             q(t / "in.ppm"),
          "would overwrite the input"},
-        {"run " + q(t / "p.toml") + " --input " + q(t / "in.ppm") + " --output " + q(t / "o") + " --trace " + q(t / "o/in.ppm"),
+        {"run " + q(t / "p.toml") + " --input " + q(t / "in.ppm") + " --output " + q(t / "o") + " --trace " +
+             q(t / "o/in.ppm"),
          "would overwrite the output of"},
     };
     for (const auto& c : cases) {
@@ -321,9 +334,12 @@ TEST_P(Interrupted, ARunRemovesItsTemporariesAndFoldersAndExits128PlusTheSignal)
     int sig = GetParam();
     TempDir t;
     write_text(t / "p.toml", "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
-                             "[nodes.one]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "new/sub/a.ppm") + "\"\n"
-                             "[nodes.stuck]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"hang\"\n"
-                             "[nodes.two]\nop = \"save\"\ninput = \"stuck\"\npath = \"" + (t / "new/sub/b.ppm") + "\"\n");
+                             "[nodes.one]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+                                 (t / "new/sub/a.ppm") +
+                                 "\"\n"
+                                 "[nodes.stuck]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"hang\"\n"
+                                 "[nodes.two]\nop = \"save\"\ninput = \"stuck\"\npath = \"" +
+                                 (t / "new/sub/b.ppm") + "\"\n");
     Background p({"--plugin-path", pixflow::testing::test_plugin("faults").string(), "run", t / "p.toml"});
     ASSERT_GT(p.pid, 0);
     // The folders are made before any node runs; then node `one` writes its temporary while
@@ -341,7 +357,8 @@ TEST_P(Interrupted, ARunRemovesItsTemporariesAndFoldersAndExits128PlusTheSignal)
 TEST_P(Interrupted, AnIsolatedBatchStopsItsWorkersAndRemovesTheirTemporaries) {
     int sig = GetParam();
     TempDir t;
-    for (int k = 0; k < 3; ++k) write_file(t.path / "in" / ("i" + std::to_string(k) + ".ppm"), "P6\n2 2\n255\n000000000000");
+    for (int k = 0; k < 3; ++k)
+        write_file(t.path / "in" / ("i" + std::to_string(k) + ".ppm"), "P6\n2 2\n255\n000000000000");
     write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"x.ppm\"\n"
                              "[nodes.one]\nop = \"save\"\ninput = \"src\"\npath = \"x.ppm\"\n"
                              "[nodes.stuck]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"hang\"\n"
@@ -364,7 +381,8 @@ TEST(Signals, OneIgnoredAtStartStaysIgnoredLikeUnderNohup) {
     TempDir t;
     write_text(t / "p.toml", "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
                              "[nodes.stuck]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"hang\"\n"
-                             "[nodes.out]\nop = \"save\"\ninput = \"stuck\"\npath = \"" + (t / "new/b.ppm") + "\"\n");
+                             "[nodes.out]\nop = \"save\"\ninput = \"stuck\"\npath = \"" +
+                                 (t / "new/b.ppm") + "\"\n");
     Background p({"--plugin-path", pixflow::testing::test_plugin("faults").string(), "run", t / "p.toml"}, true);
     ASSERT_GT(p.pid, 0);
     ASSERT_TRUE(eventually([&] { return fs::exists(t.path / "new"); }, 120)) << p.err();

@@ -104,8 +104,9 @@ TEST(BatchMemory, ImagesInFlightTogetherStayUnderTheBudget) {
     ASSERT_GT(one, 0u);
     // Room for one image in flight, not two: they must run one after the other.
     std::size_t budget = one + one / 2;
-    auto r = run_pixflow("run " + q(p) + " --input " + q(t / "in") + " --output " + q(t / "out") +
-                         " --max-in-flight 4 --memory-limit " + std::to_string(budget) + " --report " + q(t / "r.json"));
+    auto r =
+        run_pixflow("run " + q(p) + " --input " + q(t / "in") + " --output " + q(t / "out") +
+                    " --max-in-flight 4 --memory-limit " + std::to_string(budget) + " --report " + q(t / "r.json"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     nlohmann::json j = read_json(t.path / "r.json");
     EXPECT_EQ(j["ok"], 10);

@@ -33,7 +33,8 @@ std::string blur_pipeline(const TempDir& dir, const std::string& save_ext = ".pp
     write_text(p, "[pipeline]\nbackend = \"cpu\"\n"
                   "[nodes.src]\nop = \"load\"\npath = \"in.ppm\"\n"
                   "[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n"
-                  "[nodes.out]\nop = \"save\"\ninput = \"blur\"\npath = \"result" + save_ext + "\"\n");
+                  "[nodes.out]\nop = \"save\"\ninput = \"blur\"\npath = \"result" +
+                      save_ext + "\"\n");
     return p;
 }
 
@@ -81,8 +82,8 @@ TEST(BatchInputs, GlobKeepsFoldersBelowItsFixedPartAndListIsFlat) {
     EXPECT_EQ(g[0].sub, fs::path("x"));
     EXPECT_EQ(g[1].sub, fs::path("y"));
 
-    write_text(t / "list.txt", "# inputs\n" + (t / "in/y/b.ppm") + "\n\n  " + (t / "in/x/a.ppm") + "  \n" +
-                                   (t / "in/y/b.ppm") + "\n");
+    write_text(t / "list.txt",
+               "# inputs\n" + (t / "in/y/b.ppm") + "\n\n  " + (t / "in/x/a.ppm") + "  \n" + (t / "in/y/b.ppm") + "\n");
     auto l = expand_inputs({"@" + (t / "list.txt")});
     ASSERT_EQ(l.size(), 2u); // the duplicate is dropped
     EXPECT_EQ(l[0].path, t.path / "in/y/b.ppm");
@@ -156,8 +157,8 @@ TEST(Batch, CorruptInputsFailAloneAreNamedAndExitTwo) {
     auto r = run_pixflow("run " + q(p) + " --input " + q(t / "in/*.ppm") + " --output " + q(t / "out") +
                          " --max-in-flight 3");
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_EQ(files_below(t.path / "out"), (std::set<std::string>{"good0.ppm", "good1.ppm", "good2.ppm", "good3.ppm",
-                                                                   "good4.ppm"}))
+    EXPECT_EQ(files_below(t.path / "out"),
+              (std::set<std::string>{"good0.ppm", "good1.ppm", "good2.ppm", "good3.ppm", "good4.ppm"}))
         << "the good ones all written, nothing for the bad ones, no temporaries left";
     EXPECT_NE(r.out.find("7 image(s): 5 ok, 2 failed"), std::string::npos) << r.out;
     auto summary = r.err.substr(r.err.find("failed inputs:"));
@@ -284,7 +285,7 @@ TEST(Batch, TraceParsesAndHasASpanPerNodePerImageWithinTheBound) {
                          q(t / "trace.json") + " --max-in-flight 2 --quiet");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::ifstream in(t / "trace.json");
-    nlohmann::json j = nlohmann::json::parse(in); // throws (fails the test) when malformed
+    nlohmann::json j = nlohmann::json::parse(in);             // throws (fails the test) when malformed
     std::map<std::pair<std::string, std::string>, int> spans; // (image, node) -> count
     std::map<std::string, std::string> category;
     int max_in_flight = 0;
@@ -311,22 +312,26 @@ TEST(Batch, TraceParsesAndHasASpanPerNodePerImageWithinTheBound) {
 TEST(Batch, PipelineWithoutOrWithSeveralLoadNodesIsAClearError) {
     TempDir t;
     write_ppm(t.path / "in/a.ppm", 4, 4, 1);
-    write_text(t / "none.toml", "[nodes.src]\nop = \"synth\"\n[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"x.ppm\"\n");
+    write_text(t / "none.toml",
+               "[nodes.src]\nop = \"synth\"\n[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"x.ppm\"\n");
     auto r = run_pixflow("run " + q(t / "none.toml") + " --input " + q(t / "in") + " --output " + q(t / "out"));
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("error: " + (t / "none.toml") + ": a batch run (--input) needs a pipeline with exactly one load node"),
+    EXPECT_NE(r.err.find("error: " + (t / "none.toml") +
+                         ": a batch run (--input) needs a pipeline with exactly one load node"),
               std::string::npos)
         << r.err;
     EXPECT_NE(r.err.find("has none"), std::string::npos) << r.err;
 
-    write_text(t / "two.toml", "[nodes.a]\nop = \"load\"\npath = \"x.ppm\"\n[nodes.b]\nop = \"load\"\npath = \"y.ppm\"\n"
-                               "[nodes.out]\nop = \"save\"\ninput = \"a\"\npath = \"o.ppm\"\n");
+    write_text(t / "two.toml",
+               "[nodes.a]\nop = \"load\"\npath = \"x.ppm\"\n[nodes.b]\nop = \"load\"\npath = \"y.ppm\"\n"
+               "[nodes.out]\nop = \"save\"\ninput = \"a\"\npath = \"o.ppm\"\n");
     r = run_pixflow("run " + q(t / "two.toml") + " --input " + q(t / "in") + " --output " + q(t / "out"));
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("error: " + (t / "two.toml") + ":4:8: "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("has 2: a, b"), std::string::npos) << r.err;
 
-    write_text(t / "nosave.toml", "[nodes.a]\nop = \"load\"\npath = \"x.ppm\"\n[nodes.b]\nop = \"gauss5x5\"\ninput = \"a\"\n");
+    write_text(t / "nosave.toml",
+               "[nodes.a]\nop = \"load\"\npath = \"x.ppm\"\n[nodes.b]\nop = \"gauss5x5\"\ninput = \"a\"\n");
     r = run_pixflow("run " + q(t / "nosave.toml") + " --input " + q(t / "in") + " --output " + q(t / "out"));
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("save nodes"), std::string::npos) << r.err;
@@ -352,8 +357,9 @@ TEST(Batch, DevicesWithoutAGpuAreIgnoredUnlessCudaWasAskedFor) {
     if (pixflow::testing::cuda_available()) GTEST_SKIP() << "a GPU is present";
     TempDir t;
     write_ppm(t.path / "in/a.ppm", 8, 8, 1);
-    write_text(t / "auto.toml", "[nodes.src]\nop = \"load\"\npath = \"x.ppm\"\n[nodes.b]\nop = \"gauss5x5\"\ninput = \"src\"\n"
-                                "[nodes.out]\nop = \"save\"\ninput = \"b\"\npath = \"o.ppm\"\n");
+    write_text(t / "auto.toml",
+               "[nodes.src]\nop = \"load\"\npath = \"x.ppm\"\n[nodes.b]\nop = \"gauss5x5\"\ninput = \"src\"\n"
+               "[nodes.out]\nop = \"save\"\ninput = \"b\"\npath = \"o.ppm\"\n");
     auto r = run_pixflow("run " + q(t / "auto.toml") + " --input " + q(t / "in") + " --output " + q(t / "out") +
                          " --devices 0,1");
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -377,7 +383,8 @@ TEST(Batch, DevicesAllRunsEveryImageOnEveryGpuWithTheOneGpuBits) {
     TempDir t;
     for (int i = 0; i < 16; ++i) write_ppm(t.path / ("in/i" + std::to_string(i) + ".ppm"), 64 + i, 48 + 2 * i, i);
     std::string p = blur_pipeline(t);
-    auto one = run_pixflow("run " + q(p) + " --backend cuda --devices 0 --input " + q(t / "in") + " --output " + q(t / "one"));
+    auto one =
+        run_pixflow("run " + q(p) + " --backend cuda --devices 0 --input " + q(t / "in") + " --output " + q(t / "one"));
     ASSERT_EQ(one.exit_code, 0) << one.err;
     auto all = run_pixflow("run " + q(p) + " --backend cuda --devices all --max-in-flight 8 --input " + q(t / "in") +
                            " --output " + q(t / "all"));
@@ -398,8 +405,9 @@ TEST(Batch, OptionsOfBatchRunsNeedInput) {
 
 TEST(Batch, SingleRunTraceHasOneSpanPerNode) {
     TempDir t;
-    auto r = run_pixflow("run pipelines/blur.toml --backend cpu --set src.width=32 --set src.height=16 --set out.path=" +
-                         q(t / "b.ppm") + " --trace " + q(t / "trace.json"));
+    auto r =
+        run_pixflow("run pipelines/blur.toml --backend cpu --set src.width=32 --set src.height=16 --set out.path=" +
+                    q(t / "b.ppm") + " --trace " + q(t / "trace.json"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::ifstream in(t / "trace.json");
     nlohmann::json j = nlohmann::json::parse(in);

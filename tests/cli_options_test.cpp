@@ -48,7 +48,8 @@ TEST(CliOptions, RunAcceptsPluginPathAfterThePipeline) {
 TEST(CliOptions, MissingPluginFolderIsAWarningNamingIt) {
     auto r = run_pixflow("ops --plugin-path /nonexistent/pixflow-plugins");
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("warning: --plugin-path /nonexistent/pixflow-plugins does not exist"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("warning: --plugin-path /nonexistent/pixflow-plugins does not exist"), std::string::npos)
+        << r.err;
 }
 
 TEST(CliOptions, UnknownOpSaysWherePluginsAreSearchedAndHowToAddAFolder) {
@@ -64,7 +65,8 @@ TEST(CliOptions, UnknownOpSaysWherePluginsAreSearchedAndHowToAddAFolder) {
 
     auto d = run_pixflow("describe no_such_op");
     EXPECT_EQ(d.exit_code, 1);
-    EXPECT_NE(d.err.find("Plugins are searched in " + pixflow::testing::plugin_dir().string()), std::string::npos) << d.err;
+    EXPECT_NE(d.err.find("Plugins are searched in " + pixflow::testing::plugin_dir().string()), std::string::npos)
+        << d.err;
 }
 
 TEST(CliOptions, IntegerRangesPrintExactly) {
@@ -105,7 +107,8 @@ TEST(CliOptions, AutoBackendNoteSaysNoGpuWasFound) {
     auto r = run_pixflow("validate pipelines/blur.toml");
     ASSERT_EQ(r.exit_code, 0) << r.err;
 #ifdef PIXFLOW_HOST_WITH_CUDA
-    EXPECT_NE(r.err.find("backend auto: no GPU or NVIDIA driver was found; running on the CPU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("backend auto: no GPU or NVIDIA driver was found; running on the CPU"), std::string::npos)
+        << r.err;
 #else
     EXPECT_NE(r.err.find("backend auto: pixflow was built without CUDA"), std::string::npos) << r.err;
 #endif
@@ -133,8 +136,8 @@ TEST(CliOptions, MaxPixelsLimitsEveryLoadThatSetsNoLimitOfItsOwn) {
     auto refused = run_pixflow("validate '" + pipeline("") + "' --max-pixels 100");
     EXPECT_EQ(refused.exit_code, 1) << refused.err;
     EXPECT_NE(refused.err.find("in.pgm"), std::string::npos) << refused.err;
-    EXPECT_NE(refused.err.find("256"), std::string::npos) << refused.err;   // the pixels it claims
-    EXPECT_NE(refused.err.find("100"), std::string::npos) << refused.err;   // the limit
+    EXPECT_NE(refused.err.find("256"), std::string::npos) << refused.err; // the pixels it claims
+    EXPECT_NE(refused.err.find("100"), std::string::npos) << refused.err; // the limit
     auto run = run_pixflow("run '" + pipeline("") + "' --max-pixels 100");
     EXPECT_EQ(run.exit_code, 1) << run.err;
     EXPECT_FALSE(std::filesystem::exists(t.path / "out.pgm"));

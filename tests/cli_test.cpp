@@ -39,9 +39,11 @@ TEST(Cli, DescribeUnknownOpSuggests) {
 TEST(Cli, PluginsListsRejectedFilesWithTheirReasons) {
     auto r = run_pixflow("--plugin-path '" + pixflow::testing::test_plugin_dir().string() + "' plugins");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("rejected  " + pixflow::testing::test_plugin("abi_major").string()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("rejected  " + pixflow::testing::test_plugin("abi_major").string()), std::string::npos)
+        << r.out;
     EXPECT_NE(r.out.find("ABI major version differs"), std::string::npos);
-    EXPECT_NE(r.out.find("loaded    " + (pixflow::testing::plugin_dir() / "pixflow_gauss5x5.so").string()), std::string::npos)
+    EXPECT_NE(r.out.find("loaded    " + (pixflow::testing::plugin_dir() / "pixflow_gauss5x5.so").string()),
+              std::string::npos)
         << r.out;
 }
 
@@ -55,8 +57,8 @@ TEST(Cli, ValidateReportsFileLineColumnAndExitsOne) {
 
 TEST(Cli, RunWritesOutputsAndAJsonReport) {
     TempDir t;
-    auto r = run_pixflow("run pipelines/blur.toml --set src.width=64 --set src.height=48 --set out.path='" + (t / "b.ppm") +
-                         "' --backend cpu --report '" + (t / "r.json") + "' --profile");
+    auto r = run_pixflow("run pipelines/blur.toml --set src.width=64 --set src.height=48 --set out.path='" +
+                         (t / "b.ppm") + "' --backend cpu --report '" + (t / "r.json") + "' --profile");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(fs::exists(t / "b.ppm"));
     std::ifstream in(t / "r.json");
@@ -76,7 +78,8 @@ TEST(Cli, InvalidRunWritesNothingAndExitsOne) {
 TEST(Cli, RefusesToOverwriteTheInput) {
     TempDir t;
     pixflow::testing::write_text(t / "in.pgm", "P5\n2 2\n255\nabcd");
-    auto r = run_pixflow("run tests/data/copy.toml --set src.path='" + (t / "in.pgm") + "' --set out.path='" + (t / "in.pgm") + "'");
+    auto r = run_pixflow("run tests/data/copy.toml --set src.path='" + (t / "in.pgm") + "' --set out.path='" +
+                         (t / "in.pgm") + "'");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("would overwrite the file that node 'src' reads"), std::string::npos) << r.err;
     std::ifstream in(t / "in.pgm");
@@ -87,7 +90,8 @@ TEST(Cli, RefusesToOverwriteTheInput) {
 TEST(Cli, CorruptInputFailsWithTheFileNameAndWritesNothing) {
     TempDir t;
     pixflow::testing::write_text(t / "in.pgm", "P5\n200 200\n255\nshort");
-    auto r = run_pixflow("run tests/data/copy.toml --set src.path='" + (t / "in.pgm") + "' --set out.path='" + (t / "o.pgm") + "'");
+    auto r = run_pixflow("run tests/data/copy.toml --set src.path='" + (t / "in.pgm") + "' --set out.path='" +
+                         (t / "o.pgm") + "'");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("in.pgm"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(t / "o.pgm"));
@@ -170,7 +174,7 @@ TEST(Docs, WritingOperatorsTutorialShowsTheExampleFilesVerbatim) {
     for (const auto& entry : fs::directory_iterator(src / example))
         if (entry.is_regular_file()) {
             const std::string path = example + "/" + entry.path().filename().string();
-            EXPECT_TRUE(shown.count(path)) << doc_name << " does not show " << path
-                                           << " (add it after a line <!-- file: " << path << " -->)";
+            EXPECT_TRUE(shown.count(path))
+                << doc_name << " does not show " << path << " (add it after a line <!-- file: " << path << " -->)";
         }
 }

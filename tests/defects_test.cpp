@@ -45,9 +45,7 @@ const Registry& reg() {
 std::string user_error_of(const std::function<void()>& fn) {
     try {
         fn();
-    } catch (const pixflow::UserError& e) {
-        return e.what();
-    }
+    } catch (const pixflow::UserError& e) { return e.what(); }
     return "";
 }
 
@@ -84,8 +82,8 @@ std::string in_child(int seconds, const std::function<std::string()>& fn) {
 }
 
 std::string load_save(const std::string& in, const std::string& out) {
-    return "[nodes.src]\nop = \"load\"\npath = \"" + in + "\"\n[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" + out +
-           "\"\n";
+    return "[nodes.src]\nop = \"load\"\npath = \"" + in + "\"\n[nodes.out]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+           out + "\"\n";
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& part) {
@@ -157,27 +155,32 @@ TEST(NonRegularFiles, ADirectoryAsThePipelineFileSaysItIsADirectory) {
     EXPECT_EQ(r.err.find("has no nodes"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("the pipeline file is a directory"), std::string::npos) << r.err;
     pixflow::Engine e({pixflow::testing::plugin_dir()});
-    EXPECT_NE(user_error_of([&] { e.load_file(t.path / "p.toml"); }).find("the pipeline file is a directory"), std::string::npos);
+    EXPECT_NE(user_error_of([&] { e.load_file(t.path / "p.toml"); }).find("the pipeline file is a directory"),
+              std::string::npos);
 }
 
 // --- 3. --set takes one line and no empty key part ----------------------------------------------
 
 TEST(SetOption, ANewlineIsRefusedInsteadOfDroppingWhatFollows) {
     std::string err = user_error_of([] { parse_override("blur.sigma=1\nfoo=1"); });
-    EXPECT_EQ(err, "--set blur.sigma=1\\nfoo=1: a control character (\\n) at byte 13; --set takes one line, node.key=value, "
-                   "with no newline, tab or other control character");
+    EXPECT_EQ(err,
+              "--set blur.sigma=1\\nfoo=1: a control character (\\n) at byte 13; --set takes one line, node.key=value, "
+              "with no newline, tab or other control character");
     EXPECT_EQ(err.find('\n'), std::string::npos) << "one line";
     EXPECT_NE(user_error_of([] { parse_override("blur.border=ze\tro"); }).find("a control character (\\t) at byte 15"),
               std::string::npos);
-    EXPECT_NE(user_error_of([] { parse_override(std::string("blur.border=zero\x01", 17)); }).find("(\\x01)"), std::string::npos);
+    EXPECT_NE(user_error_of([] { parse_override(std::string("blur.border=zero\x01", 17)); }).find("(\\x01)"),
+              std::string::npos);
     // Through the parser too, with the pipeline's other phase-1 errors.
     const char* text = "[nodes.src]\nop = \"synth\"\n[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n";
-    EXPECT_NE(user_error_of([&] { parse_pipeline_text(text, "p.toml", {"blur.sigma=2\nblur.border=zero"}); })
-                  .find("--set blur.sigma=2\\nblur.border=zero: a control character"),
+    EXPECT_NE(user_error_of([&] {
+                  parse_pipeline_text(text, "p.toml", {"blur.sigma=2\nblur.border=zero"});
+              }).find("--set blur.sigma=2\\nblur.border=zero: a control character"),
               std::string::npos);
     auto r = run_pixflow("validate pipelines/blur.toml --set \"$(printf 'blur.sigma=2\\nfoo=1')\"");
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("error: --set blur.sigma=2\\nfoo=1: a control character (\\n) at byte 13"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("error: --set blur.sigma=2\\nfoo=1: a control character (\\n) at byte 13"), std::string::npos)
+        << r.err;
 }
 
 TEST(SetOption, AnEmptyPortOrKeyPartIsRefused) {
@@ -194,10 +197,12 @@ TEST(SetOption, AnEmptyPortOrKeyPartIsRefused) {
 
 TEST(SetOption, AnInputNamingAnEmptyPortIsRefused) {
     const char* text = "[nodes.src]\nop = \"synth\"\n[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n";
-    EXPECT_EQ(user_error_of([&] { parse_pipeline_text(text, "p.toml", {"blur.input=src."}); }),
-              "--set blur.input=src.: node 'blur': input \"src.\" names an empty port; expected \"node\" or \"node.port\"");
-    EXPECT_EQ(user_error_of([&] { parse_pipeline_text(text, "p.toml", {"blur.inputs.in=.out"}); }),
-              "--set blur.inputs.in=.out: node 'blur': input \".out\" names an empty node; expected \"node\" or \"node.port\"");
+    EXPECT_EQ(
+        user_error_of([&] { parse_pipeline_text(text, "p.toml", {"blur.input=src."}); }),
+        "--set blur.input=src.: node 'blur': input \"src.\" names an empty port; expected \"node\" or \"node.port\"");
+    EXPECT_EQ(
+        user_error_of([&] { parse_pipeline_text(text, "p.toml", {"blur.inputs.in=.out"}); }),
+        "--set blur.inputs.in=.out: node 'blur': input \".out\" names an empty node; expected \"node\" or \"node.port\"");
 }
 
 // --- 4. `pixflow graph` writes valid DOT whatever the ids -----------------------------------------
@@ -252,9 +257,12 @@ class DotReader {
                 char d = m_s[m_pos];
                 if (d == '\n') fail("a raw newline inside a string");
                 if (d == '"') break;
-                if (d == '\\' && m_pos + 1 < m_s.size() && m_s[m_pos + 1] == '"') m_tok += '"', ++m_pos;
-                else if (d == '\\' && m_pos + 1 < m_s.size() && m_s[m_pos + 1] == '\\') m_tok += "\\\\", ++m_pos;
-                else m_tok += d;
+                if (d == '\\' && m_pos + 1 < m_s.size() && m_s[m_pos + 1] == '"')
+                    m_tok += '"', ++m_pos;
+                else if (d == '\\' && m_pos + 1 < m_s.size() && m_s[m_pos + 1] == '\\')
+                    m_tok += "\\\\", ++m_pos;
+                else
+                    m_tok += d;
             }
             ++m_pos;
             m_kind = Kind::id, m_quoted = true;
@@ -350,10 +358,14 @@ std::string undo_dot_escape(const std::string& s) {
             continue;
         }
         char n = s[++k];
-        if (n == '\\') out += '\\';
-        else if (n == 'n') out += '\n';
-        else if (n == 'x' && k + 2 < s.size()) out += char(std::stoi(s.substr(k + 1, 2), nullptr, 16)), k += 2;
-        else out += '\\', out += n;
+        if (n == '\\')
+            out += '\\';
+        else if (n == 'n')
+            out += '\n';
+        else if (n == 'x' && k + 2 < s.size())
+            out += char(std::stoi(s.substr(k + 1, 2), nullptr, 16)), k += 2;
+        else
+            out += '\\', out += n;
     }
     return out;
 }
@@ -378,14 +390,16 @@ TEST(GraphDot, IdsWithQuotesBackslashesAndNewlinesGiveValidDot) {
     for (const std::string& n : r.nodes)
         if (n.rfind("legend_", 0) != 0) ids.insert(undo_dot_escape(n));
     EXPECT_EQ(ids, (std::set<std::string>{"a\"b", "c\\d", "e\nf", "g\\", std::string("h\x01")})) << dot;
-    for (const std::string& e : r.edge_ends) EXPECT_TRUE(r.nodes.count(e)) << "edge end '" << e << "' is no node\n" << dot;
+    for (const std::string& e : r.edge_ends)
+        EXPECT_TRUE(r.nodes.count(e)) << "edge end '" << e << "' is no node\n" << dot;
     EXPECT_EQ(r.edge_ends.size(), 5u);
 }
 
 TEST(GraphDot, TheCliWritesValidDotForAnIdWithAQuote) {
     TempDir t;
-    write_text(t / "q.toml", "[nodes.\"x\\\"y\"]\nop = \"synth\"\n[nodes.out]\nop = \"save\"\ninput = \"x\\\"y\"\npath = \"" +
-                                 (t / "o.ppm") + "\"\n");
+    write_text(t / "q.toml",
+               "[nodes.\"x\\\"y\"]\nop = \"synth\"\n[nodes.out]\nop = \"save\"\ninput = \"x\\\"y\"\npath = \"" +
+                   (t / "o.ppm") + "\"\n");
     auto r = run_pixflow("graph '" + (t / "q.toml") + "' --backend cpu");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     DotReader d(r.out);
@@ -418,7 +432,8 @@ TEST(LargePipeline, FortyThousandNodesValidateAndPlan) {
     EXPECT_EQ(c.plan.uploads() + c.plan.downloads(), 0);
     // Node k - 1 before each side branch (k % 7 == 0) is read by no node: 5,714 notes, of which
     // the first 20 are printed and the rest counted.
-    EXPECT_TRUE(contains(c.plan.notes, "... and 5694 more outputs that no node reads (5714 in all)")) << c.plan.notes.back();
+    EXPECT_TRUE(contains(c.plan.notes, "... and 5694 more outputs that no node reads (5714 in all)"))
+        << c.plan.notes.back();
 }
 
 TEST(LargePipeline, AnErrorListsAFewNodesNotAll) {
@@ -437,17 +452,19 @@ TEST(LargePipeline, AnErrorListsAFewNodesNotAll) {
 TEST(CudaRequest, PipelineWideCudaWithoutCudaIsAnErrorEvenWhenNoOpHasCuda) {
     // A build without CUDA has no op with a CUDA implementation: "cuda" used to leave every node
     // on the CPU and succeed.
-    Graph g = build_graph(parse_pipeline_text("[nodes.src]\nop = \"tp_src\"\n[nodes.x]\nop = \"tp_cpu\"\ninput = \"src\"\n",
-                                              "p.toml"),
-                          reg());
+    Graph g = build_graph(
+        parse_pipeline_text("[nodes.src]\nop = \"tp_src\"\n[nodes.x]\nop = \"tp_cpu\"\ninput = \"src\"\n", "p.toml"),
+        reg());
     PlanOptions o;
     o.cuda_usable = false;
     o.cuda_why = "pixflow was built without CUDA (PIXFLOW_WITH_CUDA=OFF)";
     o.backend_override = "cuda";
-    EXPECT_EQ(user_error_of([&] { make_plan(g, o); }),
-              "--backend cuda: backend = \"cuda\" but pixflow was built without CUDA (PIXFLOW_WITH_CUDA=OFF); accepted: "
-              "\"cpu\" or \"auto\"");
-    Graph h = build_graph(parse_pipeline_text("[pipeline]\nbackend = \"cuda\"\n[nodes.src]\nop = \"tp_src\"\n", "p.toml"), reg());
+    EXPECT_EQ(
+        user_error_of([&] { make_plan(g, o); }),
+        "--backend cuda: backend = \"cuda\" but pixflow was built without CUDA (PIXFLOW_WITH_CUDA=OFF); accepted: "
+        "\"cpu\" or \"auto\"");
+    Graph h = build_graph(
+        parse_pipeline_text("[pipeline]\nbackend = \"cuda\"\n[nodes.src]\nop = \"tp_src\"\n", "p.toml"), reg());
     o.backend_override.clear();
     EXPECT_EQ(user_error_of([&] { make_plan(h, o); }),
               "p.toml:2:11: backend = \"cuda\" but pixflow was built without CUDA (PIXFLOW_WITH_CUDA=OFF); accepted: "
@@ -467,20 +484,21 @@ TEST(CudaRequest, TheCliRefusesBackendCudaWithoutADevice) {
 // --- 7. Nodes that a fusion pairs must agree ------------------------------------------------------
 
 namespace {
-const std::string tp_chain = "[nodes.src]\nop = \"tp_src\"\n"            // 1-2
+const std::string tp_chain = "[nodes.src]\nop = \"tp_src\"\n"                  // 1-2
                              "[nodes.add]\nop = \"tp_add\"\ninput = \"src\"\n" // 3-5
-                             "wrap = true\n"                                     // 6
+                             "wrap = true\n"                                   // 6
                              "[nodes.scale]\nop = \"tp_scale\"\ninput = \"add\"\n";
 } // namespace
 
 TEST(FusionPairs, ADisagreementIsAWarningNamingBothNodesValuesAndLines) {
     Compiled c = compile(parse_pipeline_text(tp_chain, "f.toml"), reg());
     ASSERT_EQ(c.plan.warnings.size(), 1u);
-    EXPECT_EQ(c.plan.warnings[0].str(),
-              "f.toml:7:8: node 'scale': wrap = false (the default) but node 'add' (f.toml:6:8) has wrap = true; tp_add "
-              "and tp_scale belong together: plugin fusion_ops fuses tp_add -> tp_scale into tp_add_scale only when they "
-              "agree, so these nodes run one by one and the result is most likely not the one meant; set both to the same "
-              "value");
+    EXPECT_EQ(
+        c.plan.warnings[0].str(),
+        "f.toml:7:8: node 'scale': wrap = false (the default) but node 'add' (f.toml:6:8) has wrap = true; tp_add "
+        "and tp_scale belong together: plugin fusion_ops fuses tp_add -> tp_scale into tp_add_scale only when they "
+        "agree, so these nodes run one by one and the result is most likely not the one meant; set both to the same "
+        "value");
     EXPECT_EQ(c.graph.nodes.size(), 3u); // not fused
     CompileOptions no_fuse;
     no_fuse.fuse = false;
@@ -500,11 +518,12 @@ TEST(FusionPairs, QuantizeAndDequantizeAtDifferentQualitiesWarn) {
     Compiled c = compile_file("pipelines/jpeg-roundtrip.toml", {"quant.quality=20", "dequant.quality=75"}, reg());
     ASSERT_EQ(c.plan.warnings.size(), 1u);
     std::string w = c.plan.warnings[0].str();
-    EXPECT_EQ(w.rfind("--set dequant.quality=75: node 'dequant': quality = 75 but node 'quant' (--set quant.quality=20) has "
-                      "quality = 20; quantize and dequantize belong together: plugin jpeg fuses dct8x8 -> quantize -> "
-                      "dequantize -> idct8x8 into jpeg_roundtrip8x8 only when they agree",
-                      0),
-              0u)
+    EXPECT_EQ(
+        w.rfind("--set dequant.quality=75: node 'dequant': quality = 75 but node 'quant' (--set quant.quality=20) has "
+                "quality = 20; quantize and dequantize belong together: plugin jpeg fuses dct8x8 -> quantize -> "
+                "dequantize -> idct8x8 into jpeg_roundtrip8x8 only when they agree",
+                0),
+        0u)
         << w;
     EXPECT_TRUE(compile_file("pipelines/jpeg-roundtrip.toml", {}, reg()).plan.warnings.empty());
     auto r = run_pixflow("validate pipelines/jpeg-roundtrip.toml --set dequant.quality=75");
@@ -528,8 +547,10 @@ TEST(FusionPairs, TheWarningReachesTheRunReportTheBatchAndTheApi) {
                              "[nodes.idct]\nop = \"idct8x8\"\ninput = \"dequant\"\ndtype = \"u8\"\n"
                              "[nodes.out]\nop = \"save\"\ninput = \"idct\"\npath = \"" +
                              (t / "o.pgm") + "\"\n";
-    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t.path / "in" / "a.ppm").string() + "\"\n" + body);
-    const std::string said = "node 'dequant': quality = 75 but node 'quant' (" + (t / "p.toml") + ":13:11) has quality = 20";
+    write_text(t / "p.toml",
+               "[nodes.src]\nop = \"load\"\npath = \"" + (t.path / "in" / "a.ppm").string() + "\"\n" + body);
+    const std::string said =
+        "node 'dequant': quality = 75 but node 'quant' (" + (t / "p.toml") + ":13:11) has quality = 20";
     auto slurp = [](const std::string& p) {
         std::ifstream in(p);
         std::stringstream ss;
@@ -566,14 +587,16 @@ const std::string no_save = "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\
 
 TEST(UnusedOutputs, AnUnreadOutputAndNoSinkAreNoted) {
     Compiled c = compile(parse_pipeline_text(no_save, "n.toml"), reg());
-    EXPECT_TRUE(contains(c.plan.notes, "n.toml:5:8: node 'blur': output 'out' (gauss5x5) is read by no node, so it is "
-                                       "computed for nothing; read it from another node (input = \"blur\") or remove the node"));
-    EXPECT_TRUE(contains(c.plan.notes, "n.toml: the pipeline writes nothing: no node saves a file or has another effect"));
+    EXPECT_TRUE(contains(c.plan.notes,
+                         "n.toml:5:8: node 'blur': output 'out' (gauss5x5) is read by no node, so it is "
+                         "computed for nothing; read it from another node (input = \"blur\") or remove the node"));
+    EXPECT_TRUE(
+        contains(c.plan.notes, "n.toml: the pipeline writes nothing: no node saves a file or has another effect"));
     EXPECT_FALSE(contains(c.plan.notes, "node 'src'")); // read by blur
     // A save node reading it: nothing to say.
-    Compiled saved = compile(parse_pipeline_text(no_save + "[nodes.out]\nop = \"save\"\ninput = \"blur\"\npath = \"x.ppm\"\n",
-                                                 "n.toml"),
-                             reg());
+    Compiled saved = compile(
+        parse_pipeline_text(no_save + "[nodes.out]\nop = \"save\"\ninput = \"blur\"\npath = \"x.ppm\"\n", "n.toml"),
+        reg());
     EXPECT_FALSE(contains(saved.plan.notes, "read by no node"));
     EXPECT_FALSE(contains(saved.plan.notes, "writes nothing"));
 }
@@ -588,8 +611,8 @@ TEST(UnusedOutputs, OutputsTheCallerReadsAreNotNoted) {
     // The embedding API marks its outputs and expects no file.
     pixflow::Engine e({pixflow::testing::plugin_dir()});
     pixflow::Image in(8, 8, 1, pixflow::DType::u8), out(8, 8, 1, pixflow::DType::u8);
-    pixflow::Pipeline p = e.load_string("[nodes.src]\nop = \"memory\"\n[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n",
-                                        "api.toml");
+    pixflow::Pipeline p =
+        e.load_string("[nodes.src]\nop = \"memory\"\n[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n", "api.toml");
     p.input("src", in.view()).output("blur", out.view());
     EXPECT_FALSE(contains(p.notes(), "read by no node"));
     EXPECT_FALSE(contains(p.notes(), "writes nothing"));
@@ -601,11 +624,14 @@ TEST(UnusedOutputs, ValidateAndRunPrintTheNotes) {
     for (const char* cmd : {"validate", "run"}) {
         auto r = run_pixflow(std::string(cmd) + " '" + (t / "n.toml") + "' --backend cpu");
         EXPECT_EQ(r.exit_code, 0) << r.err;
-        EXPECT_NE(r.err.find("note: " + (t / "n.toml") + ":5:8: node 'blur': output 'out' (gauss5x5) is read by no node"),
-                  std::string::npos)
-            << cmd << "\n" << r.err;
+        EXPECT_NE(
+            r.err.find("note: " + (t / "n.toml") + ":5:8: node 'blur': output 'out' (gauss5x5) is read by no node"),
+            std::string::npos)
+            << cmd << "\n"
+            << r.err;
         EXPECT_NE(r.err.find("note: " + (t / "n.toml") + ": the pipeline writes nothing"), std::string::npos)
-            << cmd << "\n" << r.err;
+            << cmd << "\n"
+            << r.err;
     }
 }
 

@@ -41,15 +41,15 @@ TEST(Docs, EmbeddingPageShowsTheExampleFilesVerbatim) {
         for (; j < lines.size() && lines[j] != fence; ++j) shown_text += lines[j] + "\n";
         ASSERT_LT(j, lines.size()) << where << ": the code block of " << path << " is not closed";
         ASSERT_TRUE(fs::is_regular_file(src / path)) << where << ": " << path << " does not exist";
-        EXPECT_EQ(shown_text, slurp(src / path)) << where << ": the block differs from " << path
-                                                 << "; paste the file's current text";
+        EXPECT_EQ(shown_text, slurp(src / path))
+            << where << ": the block differs from " << path << "; paste the file's current text";
         shown.insert(path);
         i = j;
     }
     for (const auto& entry : fs::directory_iterator(src / example))
         if (entry.is_regular_file()) {
             const std::string path = example + "/" + entry.path().filename().string();
-            EXPECT_TRUE(shown.count(path)) << doc_name << " does not show " << path
-                                           << " (add it after a line <!-- file: " << path << " -->)";
+            EXPECT_TRUE(shown.count(path))
+                << doc_name << " does not show " << path << " (add it after a line <!-- file: " << path << " -->)";
         }
 }

@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 const Registry& reg() {
     static Registry r;
-    static bool loaded = (r.load_all({pixflow::testing::plugin_dir(), pixflow::testing::test_plugin("planner_ops")}), true);
+    static bool loaded =
+        (r.load_all({pixflow::testing::plugin_dir(), pixflow::testing::test_plugin("planner_ops")}), true);
     (void)loaded;
     return r;
 }
@@ -32,8 +33,9 @@ Planned prepare(const std::string& text, PlanOptions o = {}) {
 } // namespace
 
 TEST(Executor, RunsACpuChainInOrder) {
-    Planned r = prepare("[nodes.src]\nop = \"tp_src\"\nwidth = 5\nheight = 3\n[nodes.a]\nop = \"tp_cpu\"\ninput = \"src\"\n"
-                    "[nodes.b]\nop = \"tp_cpu\"\ninput = \"a\"\n");
+    Planned r =
+        prepare("[nodes.src]\nop = \"tp_src\"\nwidth = 5\nheight = 3\n[nodes.a]\nop = \"tp_cpu\"\ninput = \"src\"\n"
+                "[nodes.b]\nop = \"tp_cpu\"\ninput = \"a\"\n");
     Executor ex(r.g, r.p);
     RunOptions o;
     o.keep_buffers = true;
@@ -47,8 +49,9 @@ TEST(Executor, RunsACpuChainInOrder) {
 }
 
 TEST(Executor, RunsIndependentBranchesAndJoinsThem) {
-    Planned r = prepare("[nodes.src]\nop = \"tp_src\"\n[nodes.a]\nop = \"tp_cpu\"\ninput = \"src\"\n"
-                    "[nodes.b]\nop = \"tp_dual\"\ninput = \"src\"\n[nodes.j]\nop = \"tp_two\"\ninputs = { a = \"a\", b = \"b\" }\n");
+    Planned r = prepare(
+        "[nodes.src]\nop = \"tp_src\"\n[nodes.a]\nop = \"tp_cpu\"\ninput = \"src\"\n"
+        "[nodes.b]\nop = \"tp_dual\"\ninput = \"src\"\n[nodes.j]\nop = \"tp_two\"\ninputs = { a = \"a\", b = \"b\" }\n");
     Executor ex(r.g, r.p);
     RunOptions o;
     o.keep_buffers = true;
@@ -85,10 +88,13 @@ TEST(Executor, RunsEveryNodeExactlyOnceInWideGraphs) {
 TEST(Executor, AFailingNodeWritesNoOutputFileAndNamesTheNode) {
     pixflow::testing::TempDir dir;
     std::string text = "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
-                       "[nodes.good]\nop = \"save\"\ninput = \"src\"\npath = \"" + (dir / "good.ppm") + "\"\n"
+                       "[nodes.good]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+                       (dir / "good.ppm") +
+                       "\"\n"
                        "[nodes.gray]\nop = \"grayscale\"\ninput = \"src\"\n"
                        "[nodes.f]\nop = \"tp_fail\"\ninput = \"gray\"\n"
-                       "[nodes.bad]\nop = \"save\"\ninput = \"f\"\npath = \"" + (dir / "bad.pgm") + "\"\n";
+                       "[nodes.bad]\nop = \"save\"\ninput = \"f\"\npath = \"" +
+                       (dir / "bad.pgm") + "\"\n";
     Planned r = prepare(text);
     Executor ex(r.g, r.p);
     try {
@@ -107,7 +113,8 @@ TEST(Executor, SaveWritesAtomicallyAndCreatesTheFolder) {
     pixflow::testing::TempDir dir;
     std::string target = dir / "sub/out.pgm";
     Planned r = prepare("[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 4\nchannels = 1\n"
-                    "[nodes.s]\nop = \"save\"\ninput = \"src\"\npath = \"" + target + "\"\n");
+                        "[nodes.s]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+                        target + "\"\n");
     Executor ex(r.g, r.p);
     RunReport rep = ex.run();
     ASSERT_EQ(rep.outputs.size(), 1u);
@@ -117,7 +124,8 @@ TEST(Executor, SaveWritesAtomicallyAndCreatesTheFolder) {
 }
 
 TEST(Executor, ReportJsonHasNodesTransfersAndPeakMemory) {
-    Planned r = prepare("[pipeline]\nname = \"t\"\n[nodes.src]\nop = \"tp_src\"\n[nodes.a]\nop = \"tp_cpu\"\ninput = \"src\"\n");
+    Planned r = prepare(
+        "[pipeline]\nname = \"t\"\n[nodes.src]\nop = \"tp_src\"\n[nodes.a]\nop = \"tp_cpu\"\ninput = \"src\"\n");
     Executor ex(r.g, r.p);
     auto j = nlohmann::json::parse(ex.run().to_json());
     EXPECT_EQ(j["pipeline"], "t");
@@ -129,9 +137,10 @@ TEST(Executor, ReportJsonHasNodesTransfersAndPeakMemory) {
 
 TEST(ExecutorCuda, GaussChainUploadsOnceDownloadsOnceAndMatchesCpu) {
     PIXFLOW_REQUIRE_CUDA();
-    std::string text = "[nodes.src]\nop = \"synth\"\nwidth = 301\nheight = 207\nchannels = 3\npattern = \"noise\"\n"
-                       "[nodes.a]\nop = \"gauss5x5\"\ninput = \"src\"\n[nodes.b]\nop = \"gauss5x5\"\ninput = \"a\"\n"
-                       "[nodes.c]\nop = \"gauss5x5\"\ninput = \"b\"\n[nodes.g]\nop = \"grayscale\"\ninput = \"c\"\nbackend = \"cpu\"\n";
+    std::string text =
+        "[nodes.src]\nop = \"synth\"\nwidth = 301\nheight = 207\nchannels = 3\npattern = \"noise\"\n"
+        "[nodes.a]\nop = \"gauss5x5\"\ninput = \"src\"\n[nodes.b]\nop = \"gauss5x5\"\ninput = \"a\"\n"
+        "[nodes.c]\nop = \"gauss5x5\"\ninput = \"b\"\n[nodes.g]\nop = \"grayscale\"\ninput = \"c\"\nbackend = \"cpu\"\n";
     PlanOptions gpu;
     gpu.cuda_usable = true;
     Planned rg = prepare(text, gpu);
@@ -151,6 +160,7 @@ TEST(ExecutorCuda, GaussChainUploadsOnceDownloadsOnceAndMatchesCpu) {
     HostImage a = eg.fetch(rg.g.find("g")), b = ec.fetch(rc.g.find("g"));
     ASSERT_EQ(a.bytes.size(), b.bytes.size());
     int worst = 0;
-    for (std::size_t k = 0; k < a.bytes.size(); ++k) worst = std::max(worst, std::abs(int(a.bytes[k]) - int(b.bytes[k])));
+    for (std::size_t k = 0; k < a.bytes.size(); ++k)
+        worst = std::max(worst, std::abs(int(a.bytes[k]) - int(b.bytes[k])));
     EXPECT_LE(worst, 1);
 }

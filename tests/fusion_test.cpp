@@ -13,9 +13,8 @@ using namespace pixflow::host;
 namespace {
 const Registry& reg() {
     static Registry r;
-    static bool loaded = (r.load_all({pixflow::testing::test_plugin("planner_ops"),
-                                      pixflow::testing::test_plugin("fusion_ops")}),
-                          true);
+    static bool loaded =
+        (r.load_all({pixflow::testing::test_plugin("planner_ops"), pixflow::testing::test_plugin("fusion_ops")}), true);
     (void)loaded;
     return r;
 }

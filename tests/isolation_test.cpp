@@ -49,8 +49,10 @@ struct FaultBatch {
         write_ppm(t.path / "in/d.ppm", 10, 6, 4);
         pipeline = t / "fault.toml";
         write_text(pipeline, "[nodes.src]\nop = \"load\"\npath = \"x.ppm\"\n"
-                             "[nodes.bad]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"" + fault + "\"\non_width = 13\n"
-                             "[nodes.out]\nop = \"save\"\ninput = \"bad\"\npath = \"x.ppm\"\n");
+                             "[nodes.bad]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"" +
+                                 fault +
+                                 "\"\non_width = 13\n"
+                                 "[nodes.out]\nop = \"save\"\ninput = \"bad\"\npath = \"x.ppm\"\n");
     }
     pixflow::testing::CommandResult run(const std::string& extra = "") const {
         // Under AddressSanitizer (scripts/sanitize.sh) a worker's SIGSEGV would become ASan's
@@ -60,8 +62,10 @@ struct FaultBatch {
         ::setenv("ASAN_OPTIONS", (before + (before.empty() ? "" : ":") + "handle_segv=0").c_str(), 1);
         auto r = run_pixflow("--plugin-path " + faults_plugin() + " run " + q(pipeline) + " --input " + q(t / "in") +
                              " --output " + q(t / "out") + " " + extra);
-        if (asan) ::setenv("ASAN_OPTIONS", before.c_str(), 1);
-        else ::unsetenv("ASAN_OPTIONS");
+        if (asan)
+            ::setenv("ASAN_OPTIONS", before.c_str(), 1);
+        else
+            ::unsetenv("ASAN_OPTIONS");
         return r;
     }
 };
@@ -176,7 +180,8 @@ TEST(Isolation, WritesWhatAnInProcessBatchWritesWithATraceOfEveryNode) {
         if (e.at("ph") == "X" && e.at("cat") != "image")
             ++spans[{e.at("args").at("image").get<std::string>(), e.at("name").get<std::string>()}];
     for (std::string name : {"a", "b", "c", "d"})
-        for (std::string node : {"src", "bad", "out"}) EXPECT_EQ((spans[{f.t / ("in/" + name + ".ppm"), node}]), 1) << name << " " << node;
+        for (std::string node : {"src", "bad", "out"})
+            EXPECT_EQ((spans[{f.t / ("in/" + name + ".ppm"), node}]), 1) << name << " " << node;
 }
 
 TEST(Isolation, TimeoutCannotBeAskedWithoutIsolation) {
@@ -198,9 +203,12 @@ TEST(InProcess, AnOperatorCallingExitFailsTheBatchInsteadOfEndingItWithSuccess) 
 TEST(InProcess, AnOperatorCallingExitFailsASingleRunWithNothingWritten) {
     TempDir t;
     write_text(t / "p.toml", "[nodes.src]\nop = \"synth\"\nwidth = 8\nheight = 8\n"
-                             "[nodes.ok]\nop = \"save\"\ninput = \"src\"\npath = \"" + (t / "new/a.ppm") + "\"\n"
-                             "[nodes.bad]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"exit\"\n"
-                             "[nodes.out]\nop = \"save\"\ninput = \"bad\"\npath = \"" + (t / "new/b.ppm") + "\"\n");
+                             "[nodes.ok]\nop = \"save\"\ninput = \"src\"\npath = \"" +
+                                 (t / "new/a.ppm") +
+                                 "\"\n"
+                                 "[nodes.bad]\nop = \"tp_fault\"\ninput = \"src\"\nfault = \"exit\"\n"
+                                 "[nodes.out]\nop = \"save\"\ninput = \"bad\"\npath = \"" +
+                                 (t / "new/b.ppm") + "\"\n");
     auto r = run_pixflow("--plugin-path " + faults_plugin() + " run " + q(t / "p.toml"));
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("an operator called exit() while the pipeline ran; nothing was written"), std::string::npos)

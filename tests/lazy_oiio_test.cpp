@@ -69,8 +69,10 @@ constexpr bool k_with_oiio = false;
 /// A load -> save pipeline from `in` to `out`.
 std::string copy_pipeline(const TempDir& t, const std::string& in, const std::string& out) {
     const std::string toml = t / "copy.toml";
-    write_text(toml, "[nodes.src]\nop = \"load\"\npath = \"" + in + "\"\n\n[nodes.out]\nop = \"save\"\ninput = "
-                     "\"src\"\npath = \"" + out + "\"\n");
+    write_text(toml, "[nodes.src]\nop = \"load\"\npath = \"" + in +
+                         "\"\n\n[nodes.out]\nop = \"save\"\ninput = "
+                         "\"src\"\npath = \"" +
+                         out + "\"\n");
     return toml;
 }
 
@@ -132,8 +134,10 @@ TEST(LazyOiio, PngAndJpegRunsLoadNoOpenImageIO) {
                                        loaded_by("run " + q(copy_pipeline(t, mid, back)))}) {
             ASSERT_NE(log.find("pixflow_io.so"), std::string::npos) << "LD_DEBUG=files did not show the io plugin";
             EXPECT_NE(log.find(ext[1] == 'p' ? "libpng16" : "libjpeg"), std::string::npos);
-            EXPECT_EQ(log.find("libOpenImageIO"), std::string::npos) << "a run on " << ext << " files loaded OpenImageIO";
-            EXPECT_EQ(log.find("pixflow_io_oiio.so"), std::string::npos) << "a run on " << ext << " files loaded the module";
+            EXPECT_EQ(log.find("libOpenImageIO"), std::string::npos)
+                << "a run on " << ext << " files loaded OpenImageIO";
+            EXPECT_EQ(log.find("pixflow_io_oiio.so"), std::string::npos)
+                << "a run on " << ext << " files loaded the module";
         }
     }
     EXPECT_EQ(slurp(t.path / "back.png.ppm"), slurp(t.path / "in.ppm")); // PNG is lossless

@@ -54,8 +54,8 @@ struct Sandbox {
     /// 3 s: a hanging plugin costs 3 s, and the real plugins load well within it even under ASan.
     std::string env() const {
         return "PIXFLOW_PLUGIN_PATH= PIXFLOW_PLUGIN_SCAN_TIMEOUT=3 PIXFLOW_PLUGIN_CACHE='" + cache().string() +
-               "' PIXFLOW_PLUGIN_SCAN_LOG='" + scan_log().string() + "' PIXFLOW_TEST_LOAD_LOG='" +
-               load_log().string() + "' " + extra_env;
+               "' PIXFLOW_PLUGIN_SCAN_LOG='" + scan_log().string() + "' PIXFLOW_TEST_LOAD_LOG='" + load_log().string() +
+               "' " + extra_env;
     }
     CommandResult run(const std::string& args) const {
         TempDir t;
@@ -155,12 +155,11 @@ TEST_P(BadPlugin, IsRejectedWithItsReasonAndChangesNothingElse) {
     EXPECT_EQ(box.loads_outside_the_scanner(), std::vector<std::string>{});
 }
 
-INSTANTIATE_TEST_SUITE_P(PluginIsolation, BadPlugin, ::testing::ValuesIn(bad_cases),
-                         [](const auto& info) {
-                             std::string n = info.param.plugin;
-                             std::erase(n, '_');
-                             return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(PluginIsolation, BadPlugin, ::testing::ValuesIn(bad_cases), [](const auto& info) {
+    std::string n = info.param.plugin;
+    std::erase(n, '_');
+    return n;
+});
 
 TEST(PluginIsolation, AnUnterminatedInitMessageIsCutAtItsBuffer) {
     Sandbox box;
@@ -237,7 +236,8 @@ TEST(PluginIsolation, ValidateRefusesAnInferredShapeWhoseBytesOverflow) {
     Sandbox box;
     TempDir t;
     pixflow::testing::write_text(t / "huge.toml", "[nodes.a]\nop = \"tp_huge\"\n");
-    CommandResult r = box.run("--plugin-path '" + bad("hostile_ops").string() + "' validate '" + (t / "huge.toml") + "'");
+    CommandResult r =
+        box.run("--plugin-path '" + bad("hostile_ops").string() + "' validate '" + (t / "huge.toml") + "'");
     EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_NE(r.err.find("node 'a': op tp_huge inferred an output of 2147483647x2147483647, 4 channel(s) of f64, "
                          "whose size in bytes overflows"),
@@ -249,7 +249,8 @@ TEST(PluginIsolation, AnUnterminatedInferMessageIsCutAtItsBuffer) {
     Sandbox box;
     TempDir t;
     pixflow::testing::write_text(t / "bad.toml", "[nodes.b]\nop = \"tp_bad_infer\"\n");
-    CommandResult r = box.run("--plugin-path '" + bad("hostile_ops").string() + "' validate '" + (t / "bad.toml") + "'");
+    CommandResult r =
+        box.run("--plugin-path '" + bad("hostile_ops").string() + "' validate '" + (t / "bad.toml") + "'");
     EXPECT_EQ(r.exit_code, 1) << r.out;
     // validate's buffer is 1024 bytes: 1023 of them, then the end of the line.
     EXPECT_NE(r.err.find("node 'b': " + std::string(1023, 'z') + "\n"), std::string::npos) << r.err.substr(0, 200);
@@ -287,7 +288,7 @@ TEST(PluginScanCache, AChangedFileIsScannedAgain) {
     EXPECT_TRUE(loaded(box.run(args)));
     EXPECT_EQ(box.scans_of(copy), 2u) << "another mtime: scanned again";
 
-    std::ofstream(copy, std::ios::app | std::ios::binary) << "trailing bytes";    // another size
+    std::ofstream(copy, std::ios::app | std::ios::binary) << "trailing bytes"; // another size
     auto r = box.run(args);
     EXPECT_TRUE(loaded(r)) << r.out;
     EXPECT_EQ(box.scans_of(copy), 3u) << "another size: scanned again";
@@ -295,7 +296,8 @@ TEST(PluginScanCache, AChangedFileIsScannedAgain) {
 
 TEST(PluginScanCache, ACorruptCacheIsIgnoredAndRewritten) {
     Sandbox box;
-    pixflow::testing::write_text(box.cache().string(), "{\"format\": \"pixflow plugin scan cache\", \"plugins\": [1, 2");
+    pixflow::testing::write_text(box.cache().string(),
+                                 "{\"format\": \"pixflow plugin scan cache\", \"plugins\": [1, 2");
     CommandResult r = box.run("ops");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("gauss5x5"), std::string::npos);
@@ -371,10 +373,10 @@ struct Desc {
         params[1].min = 1;
         params[1].max = 9;
         params[1].default_value.i = 3;
-        op = pf_op_desc{sizeof(pf_op_desc), "tp_op", "doc", 0, &in, 1, &out, 1, params, 2, &infer_nothing,
-                        &run_nothing, nullptr};
-        plugin = pf_plugin_desc{sizeof(pf_plugin_desc), PIXFLOW_ABI_MAJOR, PIXFLOW_ABI_MINOR, "p", "1", &op, 1,
-                                nullptr, nullptr, 0};
+        op = pf_op_desc{sizeof(pf_op_desc), "tp_op",      "doc",  0, &in, 1, &out, 1, params, 2,
+                        &infer_nothing,     &run_nothing, nullptr};
+        plugin = pf_plugin_desc{
+            sizeof(pf_plugin_desc), PIXFLOW_ABI_MAJOR, PIXFLOW_ABI_MINOR, "p", "1", &op, 1, nullptr, nullptr, 0};
     }
     std::string check() const { return check_plugin_descriptor(&plugin); }
 };

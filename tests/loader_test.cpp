@@ -42,8 +42,8 @@ TEST(Loader, RejectsAnotherAbiMajorNamingBothVersions) {
     ASSERT_NE(r, nullptr);
     EXPECT_FALSE(r->loaded);
     std::string want = "ABI major version differs (plugin ABI " + std::to_string(PIXFLOW_ABI_MAJOR + 1) + "." +
-                       std::to_string(PIXFLOW_ABI_MINOR) + ", pixflow ABI " + std::to_string(PIXFLOW_ABI_MAJOR) +
-                       "." + std::to_string(PIXFLOW_ABI_MINOR) + ")";
+                       std::to_string(PIXFLOW_ABI_MINOR) + ", pixflow ABI " + std::to_string(PIXFLOW_ABI_MAJOR) + "." +
+                       std::to_string(PIXFLOW_ABI_MINOR) + ")";
     EXPECT_NE(r->reason.find(want), std::string::npos) << r->reason;
 }
 

@@ -15,7 +15,9 @@ using namespace pixflow::host;
 
 namespace {
 // A byte pattern that differs between buffers and positions.
-unsigned char pattern(std::size_t i, unsigned seed) { return static_cast<unsigned char>((i * 131u + seed * 17u + (i >> 12)) & 0xFF); }
+unsigned char pattern(std::size_t i, unsigned seed) {
+    return static_cast<unsigned char>((i * 131u + seed * 17u + (i >> 12)) & 0xFF);
+}
 } // namespace
 
 TEST(PinnedCuda, BuffersOfEverySizeArePinnedAlignedAndCarryTheirBytesBothWays) {

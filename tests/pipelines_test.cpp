@@ -41,12 +41,15 @@ TEST_P(ExamplePipeline, ValidatesAndRunsOnSmallInputs) {
         for (int k = 0; k < op->desc->n_params; ++k) {
             // Files an example reads are named relative to the repository root.
             if (op->desc->params[k].flags & PF_PARAM_INPUT_PATH) {
-                auto it = std::find_if(n.params.begin(), n.params.end(), [&](auto& kv) { return kv.first == op->desc->params[k].name; });
+                auto it = std::find_if(n.params.begin(), n.params.end(),
+                                       [&](auto& kv) { return kv.first == op->desc->params[k].name; });
                 if (it != n.params.end() && fs::path(it->second.s).is_relative())
-                    sets.push_back(n.id + "." + op->desc->params[k].name + "=" + (pixflow::testing::source_dir() / it->second.s).string());
+                    sets.push_back(n.id + "." + op->desc->params[k].name + "=" +
+                                   (pixflow::testing::source_dir() / it->second.s).string());
             }
             if (op->desc->params[k].flags & PF_PARAM_OUTPUT_PATH) {
-                auto it = std::find_if(n.params.begin(), n.params.end(), [&](auto& kv) { return kv.first == op->desc->params[k].name; });
+                auto it = std::find_if(n.params.begin(), n.params.end(),
+                                       [&](auto& kv) { return kv.first == op->desc->params[k].name; });
                 std::string ext = it != n.params.end() ? fs::path(it->second.s).extension().string() : ".npy";
 #ifndef PIXFLOW_TEST_WITH_OIIO
                 // Without OpenImageIO only the built-in formats can be written.
@@ -68,6 +71,7 @@ TEST_P(ExamplePipeline, ValidatesAndRunsOnSmallInputs) {
 INSTANTIATE_TEST_SUITE_P(All, ExamplePipeline, ::testing::ValuesIn(pipelines()), [](const auto& info) {
     std::string s = fs::relative(info.param, pixflow::testing::source_dir() / "pipelines").replace_extension().string();
     std::string out;
-    for (char c : s) if (std::isalnum(static_cast<unsigned char>(c))) out += c;
+    for (char c : s)
+        if (std::isalnum(static_cast<unsigned char>(c))) out += c;
     return out;
 });

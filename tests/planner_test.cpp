@@ -12,7 +12,8 @@ using namespace pixflow::host;
 namespace {
 const Registry& reg() {
     static Registry r;
-    static bool loaded = (r.load_all({pixflow::testing::plugin_dir(), pixflow::testing::test_plugin("planner_ops")}), true);
+    static bool loaded =
+        (r.load_all({pixflow::testing::plugin_dir(), pixflow::testing::test_plugin("planner_ops")}), true);
     (void)loaded;
     return r;
 }

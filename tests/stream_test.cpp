@@ -58,8 +58,9 @@ std::vector<std::string> files_in(const fs::path& dir) {
 }
 
 std::string synth(int w, int h, int channels, const std::string& dtype) {
-    return "[nodes.src]\nop = \"synth\"\npattern = \"noise\"\nwidth = " + std::to_string(w) + "\nheight = " +
-           std::to_string(h) + "\nchannels = " + std::to_string(channels) + "\ndtype = \"" + dtype + "\"\nseed = 3\n";
+    return "[nodes.src]\nop = \"synth\"\npattern = \"noise\"\nwidth = " + std::to_string(w) +
+           "\nheight = " + std::to_string(h) + "\nchannels = " + std::to_string(channels) + "\ndtype = \"" + dtype +
+           "\"\nseed = 3\n";
 }
 std::string load(const std::string& id, const std::string& path, const std::string& extra = "") {
     return "[nodes." + id + "]\nop = \"load\"\npath = \"" + path + "\"\n" + extra;
@@ -114,9 +115,9 @@ struct Case {
     int channels;
 };
 const std::vector<Case> kCases = {
-    {".npy", "u8", 1},  {".npy", "u8", 3},  {".npy", "u16", 1}, {".npy", "u16", 3}, {".npy", "f32", 1},
-    {".npy", "f32", 3}, {".pgm", "u8", 1},  {".pgm", "u16", 1}, {".ppm", "u8", 3},  {".ppm", "u16", 3},
-    {".pfm", "f32", 1}, {".pfm", "f32", 3},
+    {".npy", "u8", 1},  {".npy", "u8", 3},  {".npy", "u16", 1}, {".npy", "u16", 3},
+    {".npy", "f32", 1}, {".npy", "f32", 3}, {".pgm", "u8", 1},  {".pgm", "u16", 1},
+    {".ppm", "u8", 3},  {".ppm", "u16", 3}, {".pfm", "f32", 1}, {".pfm", "f32", 3},
 };
 const std::vector<int> kHeights = {1, 2, 7, 37};
 const std::vector<int> kRows = {1, 3, 5, 64};
@@ -149,9 +150,10 @@ std::string png_file(int w, int h, int channels, int bits, const std::vector<std
     struct Pass {
         int x0, y0, dx, dy;
     };
-    const std::vector<Pass> passes = interlaced ? std::vector<Pass>{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
-                                                                    {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}}
-                                                : std::vector<Pass>{{0, 0, 1, 1}};
+    const std::vector<Pass> passes = interlaced
+                                         ? std::vector<Pass>{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                                             {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}}
+                                         : std::vector<Pass>{{0, 0, 1, 1}};
     for (const Pass& p : passes) {
         if (p.x0 >= w || p.y0 >= h) continue; // an empty pass has no rows at all
         for (int y = p.y0; y < h; y += p.dy) {
@@ -179,8 +181,8 @@ std::string png_file(int w, int h, int channels, int bits, const std::vector<std
     }
     z += be32(b << 16 | a);
     const char type = channels == 1 ? 0 : channels == 2 ? 4 : channels == 3 ? 2 : 6;
-    const std::string ihdr = be32(std::uint32_t(w)) + be32(std::uint32_t(h)) +
-                             std::string{char(bits), type, 0, 0, char(interlaced ? 1 : 0)};
+    const std::string ihdr =
+        be32(std::uint32_t(w)) + be32(std::uint32_t(h)) + std::string{char(bits), type, 0, 0, char(interlaced ? 1 : 0)};
     return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) + chunk("IEND", "");
 }
 
@@ -194,14 +196,17 @@ std::vector<std::uint16_t> png_samples(int w, int h, int channels, int bits) {
 
 /// The samples of an image as the .npy that save writes holds them (after its header).
 std::string npy_data(const std::string& npy) {
-    const std::size_t len = std::size_t(static_cast<unsigned char>(npy[8])) | std::size_t(static_cast<unsigned char>(npy[9])) << 8;
+    const std::size_t len =
+        std::size_t(static_cast<unsigned char>(npy[8])) | std::size_t(static_cast<unsigned char>(npy[9])) << 8;
     return npy.substr(10 + len);
 }
 std::string sample_bytes(const std::vector<std::uint16_t>& v, int bits) {
     std::string s;
     for (std::uint16_t x : v) {
-        if (bits == 16) s.append(reinterpret_cast<const char*>(&x), 2); // .npy: the host's order
-        else s += char(x);
+        if (bits == 16)
+            s.append(reinterpret_cast<const char*>(&x), 2); // .npy: the host's order
+        else
+            s += char(x);
     }
     return s;
 }
@@ -227,8 +232,8 @@ TEST(StreamAccess, AnAbi12AccessDeclarationWithoutWholeReasonStillLoads) {
         return PF_OK;
     };
     auto run_fn = [](const pf_run_args*) -> int32_t { return PF_OK; };
-    static const pf_op_desc ops[] = {{sizeof(pf_op_desc), "src", "doc", PF_OP_SOURCE, nullptr, 0, &out, 1, nullptr, 0,
-                                      infer, run_fn, nullptr}};
+    static const pf_op_desc ops[] = {
+        {sizeof(pf_op_desc), "src", "doc", PF_OP_SOURCE, nullptr, 0, &out, 1, nullptr, 0, infer, run_fn, nullptr}};
     pf_access_desc a{};
     a.op = "src";
     a.kind = PF_ACCESS_POINTWISE;
@@ -327,7 +332,8 @@ TEST(StreamFormats, TiffIsReadByRowsFromStripsAndTiles) {
             make_input(strips, c, 13, h);
             std::vector<std::string> inputs = {strips};
             if (have_oiiotool) {
-                const std::string cmd = "/usr/bin/oiiotool '" + strips + "' --tile 16 16 -o '" + tiles + "' 2>/dev/null";
+                const std::string cmd =
+                    "/usr/bin/oiiotool '" + strips + "' --tile 16 16 -o '" + tiles + "' 2>/dev/null";
                 ASSERT_EQ(std::system(cmd.c_str()), 0);
                 inputs.push_back(tiles);
             }
@@ -376,7 +382,8 @@ TEST(StreamFormats, TiffAndPngWrittenByRowsDecodeToTheWholeImageRunsPixels) {
                 EXPECT_EQ(r.chain_ids[0], (std::vector<std::string>{"src", "blur", "out"}));
                 EXPECT_TRUE(pixels(out) == whole) << "the file written by rows decodes to other pixels";
                 for (const std::string& f : files_in(dir.path)) // no temporary left
-                    EXPECT_TRUE(f.find(".rows") == std::string::npos && f.find("pixflow-tmp") == std::string::npos) << f;
+                    EXPECT_TRUE(f.find(".rows") == std::string::npos && f.find("pixflow-tmp") == std::string::npos)
+                        << f;
             }
         }
 #endif
@@ -410,8 +417,9 @@ TEST(StreamFiles, AFileTruncatedAfterValidationFailsTheRunAndLeavesNoOutputNorTe
     const std::string a = dir / "a.npy", b = dir / "b.npy";
     make_input(a, {".npy", "u8", 1}, 16, 40);
     make_input(b, {".npy", "u8", 1}, 16, 40);
-    const std::string text = load("a", a) + node("a_blur", "gauss5x5", "a") + save("a_out", "a_blur", dir / "a_out.npy") +
-                             load("b", b) + node("b_blur", "gauss5x5", "b") + save("b_out", "b_blur", dir / "b_out.npy");
+    const std::string text = load("a", a) + node("a_blur", "gauss5x5", "a") +
+                             save("a_out", "a_blur", dir / "a_out.npy") + load("b", b) +
+                             node("b_blur", "gauss5x5", "b") + save("b_out", "b_blur", dir / "b_out.npy");
     CompileOptions co;
     co.backend = "cpu";
     co.strip_rows = 8;
@@ -438,9 +446,10 @@ TEST(StreamFiles, AFailureAfterSaveWroteItsFirstBandRemovesTheTemporary) {
     CompileOptions co;
     co.backend = "cpu";
     co.strip_rows = 8;
-    Compiled c = compile(parse_pipeline_text(load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out),
-                                             "stream.toml"),
-                         reg(), co);
+    Compiled c =
+        compile(parse_pipeline_text(load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out),
+                                    "stream.toml"),
+                reg(), co);
     ASSERT_EQ(c.plan.strips.chains.size(), 1u);
     Executor ex(c.graph, c.plan);
     RunOptions o;
@@ -450,7 +459,7 @@ TEST(StreamFiles, AFailureAfterSaveWroteItsFirstBandRemovesTheTemporary) {
     std::vector<std::string> before_second_band;
     o.on_node = [&](NodeId v, bool started) {
         if (v != src || !started || ++load_starts != 2) return;
-        before_second_band = files_in(dir.path); // save's temporary, with the first band's rows
+        before_second_band = files_in(dir.path);    // save's temporary, with the first band's rows
         fs::resize_file(in, fs::file_size(in) - 1); // the input loses its last byte now
     };
     EXPECT_THROW(ex.run(o), pixflow::Error);
@@ -490,7 +499,8 @@ TEST(StreamFiles, AnEncoderLeftByAFailedRunIsClosedAndTheNextRunWritesTheFile) {
         run(text, 0);
         run(load("src", out) + save("o", "src", dir / "whole.npy"), 0);
         EXPECT_TRUE(read_file(dir / "rows.npy") == read_file(dir / "whole.npy"));
-        EXPECT_EQ(files_in(dir.path), (std::vector<std::string>{"in.npy", "out" + std::string(ext), "rows.npy", "whole.npy"}));
+        EXPECT_EQ(files_in(dir.path),
+                  (std::vector<std::string>{"in.npy", "out" + std::string(ext), "rows.npy", "whole.npy"}));
         for (const std::string& f : files_in(dir.path)) fs::remove(dir / f);
     }
 #endif
@@ -536,12 +546,14 @@ TEST(StreamPng, IsReadByRowsAsTheFileSaysAndAsTheWholeRead) {
     for (int bits : {8, 16})
         for (int channels : {1, 3, 4})
             for (int h : {1, 7, 37}) {
-                SCOPED_TRACE(std::to_string(bits) + " bits x" + std::to_string(channels) + ", " + std::to_string(h) + " rows");
+                SCOPED_TRACE(std::to_string(bits) + " bits x" + std::to_string(channels) + ", " + std::to_string(h) +
+                             " rows");
                 const std::vector<std::uint16_t> v = png_samples(13, h, channels, bits);
                 std::ofstream(in, std::ios::binary) << png_file(13, h, channels, bits, v, false);
                 run(load("src", in) + save("out", "src", out), 0);
                 const std::string whole = read_file(out);
-                ASSERT_TRUE(npy_data(whole) == sample_bytes(v, bits)) << "the whole read differs from the file's samples";
+                ASSERT_TRUE(npy_data(whole) == sample_bytes(v, bits))
+                    << "the whole read differs from the file's samples";
                 const std::string chain = load("src", in) + node("blur", "gauss5x5", "src") + save("out", "blur", out);
                 run(chain, 0);
                 const std::string blurred = read_file(out);
@@ -572,7 +584,8 @@ TEST(StreamPng, AnInterlacedPngIsReadWholeAndSaysWhy) {
     const std::string blurs = node("blur", "gauss5x5", "src") + node("b2", "gauss5x5", "blur");
     run(load("src", in) + save("out", "src", dir / "whole.npy"), 0);
     EXPECT_TRUE(npy_data(read_file(dir / "whole.npy")) == sample_bytes(v, 8)) << "Adam7 decoded to other samples";
-    const Ran r = run(load("src", in) + save("out", "src", dir / "rows.npy") + blurs + save("out2", "b2", dir / "b.npy"), 3);
+    const Ran r =
+        run(load("src", in) + save("out", "src", dir / "rows.npy") + blurs + save("out2", "b2", dir / "b.npy"), 3);
     EXPECT_FALSE(streamed(r, "src"));
     EXPECT_TRUE(read_file(dir / "rows.npy") == read_file(dir / "whole.npy"));
     try {
@@ -691,8 +704,10 @@ TEST(StreamCuda, CudaNodesBetweenAStreamedLoadAndSaveMatchTheWholeImageRun) {
             // cross the bus at each change of side, strip by strip
             std::string text = load("src", in) + node("blur", "gauss5x5", "src") + "backend = \"cuda\"\n" +
                                node("blur2", "gauss5x5", "blur") + "backend = \"cuda\"\n";
-            if (h >= 2) text += node("pool", "maxpool2x2", "blur2") + "backend = \"cpu\"\n" + save("out", "pool", out);
-            else text += save("out", "blur2", out);
+            if (h >= 2)
+                text += node("pool", "maxpool2x2", "blur2") + "backend = \"cpu\"\n" + save("out", "pool", out);
+            else
+                text += save("out", "blur2", out);
             run(text, 0, 0, "auto");
             const std::string whole = read_file(out);
             for (int rows : {1, 3, 8}) {

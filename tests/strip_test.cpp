@@ -72,7 +72,8 @@ std::string synth(int w, int h, int channels, const std::string& dtype, const st
            "\nheight = " + std::to_string(h) + "\nchannels = " + std::to_string(channels) + "\ndtype = \"" + dtype +
            "\"\nseed = 7\n";
 }
-std::string node(const std::string& id, const std::string& op, const std::string& input, const std::string& params = "") {
+std::string node(const std::string& id, const std::string& op, const std::string& input,
+                 const std::string& params = "") {
     return "[nodes." + id + "]\nop = \"" + op + "\"\ninput = \"" + input + "\"\n" + params;
 }
 
@@ -160,8 +161,11 @@ TEST(StripAccess, TheValidatorRefusesBadAccessDeclarations) {
         return PF_OK;
     };
     auto run_fn = [](const pf_run_args*) -> int32_t { return PF_OK; };
-    auto carry = [](const pf_value*, int32_t, const pf_image*, int32_t, const pf_image*, int32_t) -> size_t { return 8; };
-    static const pf_op_desc ops[] = {{sizeof(pf_op_desc), "op", "doc", 0, &port, 1, &out, 1, nullptr, 0, infer, run_fn, nullptr}};
+    auto carry = [](const pf_value*, int32_t, const pf_image*, int32_t, const pf_image*, int32_t) -> size_t {
+        return 8;
+    };
+    static const pf_op_desc ops[] = {
+        {sizeof(pf_op_desc), "op", "doc", 0, &port, 1, &out, 1, nullptr, 0, infer, run_fn, nullptr}};
     auto check = [&](pf_access_desc a) {
         pf_plugin_desc d{};
         d.struct_size = sizeof d;
@@ -210,10 +214,10 @@ TEST(Strips, Gauss5x5MatchesTheWholeImageForEveryBorderAndDtype) {
     for (int h : kHeights)
         for (const char* dtype : {"u8", "u16", "f32"})
             for (const char* border : {"reflect101", "replicate", "zero"})
-                expect_strips_match(synth(17, h, 3, dtype) +
-                                        node("blur", "gauss5x5", "src",
-                                             "sigma = 1.7\nborder = \"" + std::string(border) + "\"\n"),
-                                    "blur", kRows);
+                expect_strips_match(
+                    synth(17, h, 3, dtype) +
+                        node("blur", "gauss5x5", "src", "sigma = 1.7\nborder = \"" + std::string(border) + "\"\n"),
+                    "blur", kRows);
 }
 
 TEST(Strips, StripsSmallerThanTheHaloOfAChainOfStencilsMatch) {
@@ -253,10 +257,10 @@ TEST(Strips, FloydSteinbergCarriesItsErrorRowAcrossStrips) {
     for (int h : {1, 2, 7, 16, 37})
         for (int channels : {1, 3})
             for (const char* schedule : {"wavefront", "sequential"})
-                expect_strips_match(synth(23, h, channels, "u8") +
-                                        node("dither", "floyd_steinberg", "src",
-                                             "cpu_schedule = \"" + std::string(schedule) + "\"\n"),
-                                    "dither", {1, 2, 7, 16, 17});
+                expect_strips_match(
+                    synth(23, h, channels, "u8") +
+                        node("dither", "floyd_steinberg", "src", "cpu_schedule = \"" + std::string(schedule) + "\"\n"),
+                    "dither", {1, 2, 7, 16, 17});
     // after a stencil, and a stencil after it (its rows are read again, not recomputed)
     expect_strips_match(synth(45, 50, 1, "u8", "gradient") + node("blur", "gauss5x5", "src") +
                             node("dither", "floyd_steinberg", "blur") + node("blur2", "gauss5x5", "dither"),
@@ -375,8 +379,8 @@ TEST(StripPipeline, EachSetOfBuffersCountsAgainstTheBudget) {
 }
 
 TEST(Strips, ASourceThatReadsInOrderStartsAChain) {
-    std::string text = "[nodes.src]\nop = \"tp_ordered_src\"\nwidth = 23\nheight = 41\n" + node("blur", "gauss5x5", "src") +
-                       node("pool", "maxpool2x2", "blur");
+    std::string text = "[nodes.src]\nop = \"tp_ordered_src\"\nwidth = 23\nheight = 41\n" +
+                       node("blur", "gauss5x5", "src") + node("pool", "maxpool2x2", "blur");
     expect_strips_match(text, "pool", {1, 2, 3, 8, 19});
 }
 
@@ -518,10 +522,12 @@ TEST(StripsCuda, EveryOperatorMatchesTheWholeImageOnTheGpu) {
     if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
     for (int h : {1, 3, 16, 37}) {
         expect_strips_match(synth(19, h, 3, "u8") + node("blur", "gauss5x5", "src"), "blur", kRows, "cuda");
-        expect_strips_match(synth(19, h, 3, "f32") + node("gray", "grayscale", "src") + node("blur", "gauss5x5", "gray"),
+        expect_strips_match(synth(19, h, 3, "f32") + node("gray", "grayscale", "src") +
+                                node("blur", "gauss5x5", "gray"),
                             "blur", kRows, "cuda");
         for (const char* out : {"u32", "u64", "f64"})
-            expect_strips_match(synth(19, h, 2, "u8") + node("sum", "integral", "src", "dtype = \"" + std::string(out) + "\"\n"),
+            expect_strips_match(synth(19, h, 2, "u8") +
+                                    node("sum", "integral", "src", "dtype = \"" + std::string(out) + "\"\n"),
                                 "sum", kRows, "cuda");
         if (h >= 2)
             expect_strips_match(synth(19, h, 1, "u16") + node("pool", "maxpool2x2", "src"), "pool", kRows, "cuda");
@@ -545,7 +551,8 @@ TEST(StripsCuda, FloydSteinbergCarriesItsErrorRowOnTheGpu) {
                                 {1, 2, 7, 31, 32, 33, 50}, "cuda");
     // the strips of the GPU give the CPU's whole image
     const std::string text = synth(301, 97, 3, "u8") + node("dither", "floyd_steinberg", "src");
-    EXPECT_TRUE(run(text, in_strips("cuda", 7), "dither").image.bytes == run(text, whole_image("cpu"), "dither").image.bytes);
+    EXPECT_TRUE(run(text, in_strips("cuda", 7), "dither").image.bytes ==
+                run(text, whole_image("cpu"), "dither").image.bytes);
 }
 
 TEST(StripsCuda, ChainsMixingCpuAndCudaNodesMatch) {
@@ -563,8 +570,8 @@ TEST(StripsCuda, AGpuChainIsUploadedAndDownloadedOncePerStrip) {
                        node("pool", "maxpool2x2", "b2");
     const Result s = run(text, in_strips("cuda", 16), "pool");
     ASSERT_EQ(s.report.strips.size(), 1u); // synth (CPU) and the CUDA nodes: one chain
-    EXPECT_EQ(s.report.h2d_count, 3);       // 48 rows of output in strips of 16
-    EXPECT_EQ(s.report.d2h_count, 0);       // the result stays on the device
+    EXPECT_EQ(s.report.h2d_count, 3);      // 48 rows of output in strips of 16
+    EXPECT_EQ(s.report.d2h_count, 0);      // the result stays on the device
 }
 
 // ---- one image over several GPUs (--devices 0,1 without --input) ---------------------------------
@@ -578,11 +585,12 @@ TEST(StripsMultiGpu, AChainSpreadOverTwoGpusGivesTheOneGpuBits) {
     const std::string cpu_copy = "backend = \"cpu\"\ndtype = \"u8\"\n";
     const std::vector<std::pair<std::string, std::string>> cases = {
         {synth(301, 517, 3, "u8") + node("b1", "gauss5x5", "src", "backend = \"cuda\"\n") +
-             node("b2", "gauss5x5", "b1", "backend = \"cuda\"\n") + node("pool", "maxpool2x2", "b2", "backend = \"cuda\"\n") +
-             node("c", "convert", "pool", cpu_copy),
+             node("b2", "gauss5x5", "b1", "backend = \"cuda\"\n") +
+             node("pool", "maxpool2x2", "b2", "backend = \"cuda\"\n") + node("c", "convert", "pool", cpu_copy),
          "c"},
         {synth(200, 301, 1, "u8") + node("dct", "dct8x8", "src", "backend = \"cuda\"\n") +
-             node("q", "quantize", "dct", "backend = \"cuda\"\n") + node("dq", "dequantize", "q", "backend = \"cuda\"\n") +
+             node("q", "quantize", "dct", "backend = \"cuda\"\n") +
+             node("dq", "dequantize", "q", "backend = \"cuda\"\n") +
              node("idct", "idct8x8", "dq", "backend = \"cuda\"\n") + node("c", "convert", "idct", cpu_copy),
          "c"},
         {synth(257, 190, 3, "u16") + node("gray", "grayscale", "src", "backend = \"cuda\"\n") +

@@ -15,9 +15,7 @@ namespace {
 std::string first_error(const std::string& text, const std::vector<std::string>& sets = {}) {
     try {
         parse_pipeline_text(text, "p.toml", sets);
-    } catch (const UserError& e) {
-        return e.diagnostics().at(0).str();
-    }
+    } catch (const UserError& e) { return e.diagnostics().at(0).str(); }
     return "";
 }
 } // namespace
@@ -46,8 +44,8 @@ TEST(TomlHardening, NonAsciiInStringsAndCommentsIsAccepted) {
 }
 
 TEST(TomlHardening, ANonAsciiSetValueIsABareString) {
-    auto spec = parse_pipeline_text("[nodes.out]\nop = \"save\"\npath = \"a.png\"\n", "p.toml",
-                                    {"out.path=caf\xC3\xA9.png"});
+    auto spec =
+        parse_pipeline_text("[nodes.out]\nop = \"save\"\npath = \"a.png\"\n", "p.toml", {"out.path=caf\xC3\xA9.png"});
     ASSERT_EQ(spec.nodes.size(), 1u);
     bool found = false;
     for (const auto& [k, v] : spec.nodes[0].params)
@@ -58,7 +56,8 @@ TEST(TomlHardening, ANonAsciiSetValueIsABareString) {
 TEST(TomlHardening, NoOtherHostFileIncludesTomlxxDirectly) {
     // toml++ is header-only: one file including it without the overrides would give the linker
     // two different definitions of its parser to choose from.
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(pixflow::testing::source_dir() / "framework")) {
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(pixflow::testing::source_dir() / "framework")) {
         if (!entry.is_regular_file() || entry.path().filename() == "toml.hpp") continue;
         std::ifstream in(entry.path());
         std::stringstream ss;

@@ -53,12 +53,11 @@ TEST_P(PipelineError, IsReportedWithLineColumnAndMessage) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Errors, PipelineError, ::testing::ValuesIn(error_cases()),
-                         [](const auto& info) {
-                             std::string s = info.param.stem().string();
-                             std::erase(s, '_');
-                             return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Errors, PipelineError, ::testing::ValuesIn(error_cases()), [](const auto& info) {
+    std::string s = info.param.stem().string();
+    std::erase(s, '_');
+    return s;
+});
 
 TEST(PipelineSet, OverridesAParameterAndReportsTheCommandLine) {
     const char* text = "[nodes.src]\nop = \"synth\"\n[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\n";
@@ -71,7 +70,8 @@ TEST(PipelineSet, OverridesAParameterAndReportsTheCommandLine) {
         build_graph(parse_pipeline_text(text, "p.toml", {"blur.sigma=1000"}), builtin_registry());
         FAIL();
     } catch (const UserError& e) {
-        EXPECT_EQ(e.diagnostics()[0].str().rfind("--set blur.sigma=1000: node 'blur': sigma = 1000 is out of range", 0), 0u)
+        EXPECT_EQ(e.diagnostics()[0].str().rfind("--set blur.sigma=1000: node 'blur': sigma = 1000 is out of range", 0),
+                  0u)
             << e.what();
     }
 }
@@ -86,7 +86,8 @@ TEST(PipelineSet, UnknownNodeListsTheNodes) {
 }
 
 TEST(PipelineParse, ReportsEveryErrorNotJustTheFirst) {
-    const char* text = "[nodes.src]\nop = \"synth\"\nwidht = 3\n[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\nsigma = \"x\"\n";
+    const char* text =
+        "[nodes.src]\nop = \"synth\"\nwidht = 3\n[nodes.blur]\nop = \"gauss5x5\"\ninput = \"src\"\nsigma = \"x\"\n";
     try {
         build_graph(parse_pipeline_text(text, "p.toml"), builtin_registry());
         FAIL();

@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
         CHECK(cudaMallocPitch(&d_out, &pitch_out, std::size_t(width) * channels, height));
         std::vector<unsigned char> h_in(std::size_t(width) * channels * height);
         for (std::size_t k = 0; k < h_in.size(); ++k) h_in[k] = static_cast<unsigned char>((k * 2654435761u) >> 24);
-        CHECK(cudaMemcpy2DAsync(d_in, pitch_in, h_in.data(), std::size_t(width) * channels, std::size_t(width) * channels,
-                                height, cudaMemcpyHostToDevice, stream));
+        CHECK(cudaMemcpy2DAsync(d_in, pitch_in, h_in.data(), std::size_t(width) * channels,
+                                std::size_t(width) * channels, height, cudaMemcpyHostToDevice, stream));
 
         pixflow::ImageView in, out;
         in.width = out.width = width;
@@ -87,7 +87,9 @@ int main(int argc, char** argv) {
             pipeline.input("src", in).output("c", out).stream(stream);
 
             using Clock = std::chrono::steady_clock;
-            auto us = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
+            auto us = [](Clock::time_point a, Clock::time_point b) {
+                return std::chrono::duration<double, std::micro>(b - a).count();
+            };
             std::vector<double> overhead, enqueue, total, kernels;
             for (int k = 0; k < warmup + runs; ++k) {
                 auto t0 = Clock::now();
@@ -106,16 +108,17 @@ int main(int argc, char** argv) {
             }
             std::string device = pipeline.report().device;
             std::printf("device: %s\n", device.c_str());
-            std::printf("api run(): 3 x gauss5x5 (cuda), %dx%d u8 x%d, device in and out, caller stream; median of %d runs\n",
-                        width, height, channels, runs);
+            std::printf(
+                "api run(): 3 x gauss5x5 (cuda), %dx%d u8 x%d, device in and out, caller stream; median of %d runs\n",
+                width, height, channels, runs);
             std::printf("  run() + wait: %.1f us, kernels: %.1f us, enqueue (run() alone): %.1f us\n", median(total),
                         median(kernels), median(enqueue));
             std::printf("api host overhead: %.1f us per run (target <= 20 us)\n", median(overhead));
             if (argc > 2) {
                 std::ofstream o(argv[2]);
-                o << "{\"device\": \"" << device << "\", \"runs\": " << runs << ", \"overhead_us\": " << median(overhead)
-                  << ", \"run_and_wait_us\": " << median(total) << ", \"kernels_us\": " << median(kernels)
-                  << ", \"enqueue_us\": " << median(enqueue) << "}\n";
+                o << "{\"device\": \"" << device << "\", \"runs\": " << runs
+                  << ", \"overhead_us\": " << median(overhead) << ", \"run_and_wait_us\": " << median(total)
+                  << ", \"kernels_us\": " << median(kernels) << ", \"enqueue_us\": " << median(enqueue) << "}\n";
             }
         } // the pipeline goes before the memory and the stream it uses
         CHECK(cudaFree(d_in));

@@ -53,7 +53,8 @@ bool same_shape(const pf_image& a, const pf_image& b) {
 
 const host::Stream& copy_stream(PipelineState& s, int device) {
     if (s.stream) {
-        if (s.caller_stream.get() != static_cast<void*>(s.stream)) s.caller_stream = host::Stream::borrow(s.stream, device);
+        if (s.caller_stream.get() != static_cast<void*>(s.stream))
+            s.caller_stream = host::Stream::borrow(s.stream, device);
         return s.caller_stream;
     }
     if (!s.own_stream.get() || s.own_stream.device() != device) s.own_stream = host::Stream(device);
@@ -71,7 +72,8 @@ void bind_inputs(PipelineState& s) {
             continue;
         }
         s.run_options.externals[v] = stage(s, id, view);
-        s.copies.push_back("input(\"" + id + "\"): copied into a staging buffer; memory is read in place when it lies " +
+        s.copies.push_back("input(\"" + id +
+                           "\"): copied into a staging buffer; memory is read in place when it lies " +
                            layout_rule(view.device));
     }
     s.run_options.stream = s.stream;
@@ -91,7 +93,8 @@ void bind_outputs(PipelineState& s) {
         if (slot.dest) {
             pf_image d = slot.dest->to_c();
             if (!same_shape(d, produced))
-                throw UserError(Diagnostic{SourceLoc{"output(\"" + name + "\")", 0, 0}, n.id,
+                throw UserError(Diagnostic{SourceLoc{"output(\"" + name + "\")", 0, 0},
+                                           n.id,
                                            "the buffer is " + host::format_shape(d) + " but the output is " +
                                                host::format_shape(produced),
                                            {}});
@@ -105,15 +108,18 @@ void bind_outputs(PipelineState& s) {
         }
         if (!slot.in_place) s.run_options.keep.push_back(slot.node);
         if (slot.dest && !slot.in_place) {
-            int where = s.inputs.count(n.id) ? s.inputs.at(n.id).device
+            int where = s.inputs.count(n.id)                    ? s.inputs.at(n.id).device
                         : s.compiled->plan.on_device(slot.node) ? s.compiled->plan.device
                                                                 : PF_HOST;
-            s.copies.push_back("output(\"" + name + "\"): copied into the caller's buffer after the run; a buffer is "
-                               "written in place when it lies " + layout_rule(where));
+            s.copies.push_back("output(\"" + name +
+                               "\"): copied into the caller's buffer after the run; a buffer is "
+                               "written in place when it lies " +
+                               layout_rule(where));
         }
     }
     for (auto it = s.run_options.write_into.begin(); it != s.run_options.write_into.end();)
-        it = std::find(claimed.begin(), claimed.end(), it->first) == claimed.end() ? s.run_options.write_into.erase(it) : ++it;
+        it = std::find(claimed.begin(), claimed.end(), it->first) == claimed.end() ? s.run_options.write_into.erase(it)
+                                                                                   : ++it;
 }
 
 bool copy_outputs(PipelineState& s) {

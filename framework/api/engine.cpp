@@ -31,11 +31,12 @@ Pipeline Engine::load_string(std::string_view toml, std::string name) const {
 
 Pipeline Engine::load_file(const std::filesystem::path& toml) const {
     if (std::string kind = host::non_regular_file_kind(toml); !kind.empty()) // a FIFO would block
-        throw UserError(Diagnostic{SourceLoc{toml.string(), 0, 0}, "",
-                                   "the pipeline file is " + kind + "; expected a regular TOML file", {}});
+        throw UserError(Diagnostic{
+            SourceLoc{toml.string(), 0, 0}, "", "the pipeline file is " + kind + "; expected a regular TOML file", {}});
     std::ifstream in(toml, std::ios::binary);
     if (!in)
-        throw UserError(Diagnostic{SourceLoc{toml.string(), 0, 0}, "", "cannot open the pipeline file (does it exist?)", {}});
+        throw UserError(
+            Diagnostic{SourceLoc{toml.string(), 0, 0}, "", "cannot open the pipeline file (does it exist?)", {}});
     std::stringstream ss;
     ss << in.rdbuf();
     return load_string(ss.str(), toml.string());
@@ -72,8 +73,10 @@ OperatorInfo Engine::describe(std::string_view op) const {
     const host::OpInfo* info = m->registry.find(name);
     if (!info) {
         auto close = m->registry.closest(name);
-        throw UserError(Diagnostic{SourceLoc{"describe(\"" + name + "\")", 0, 0}, "",
-                                   "unknown op '" + name + "'" + (close.empty() ? "" : "; did you mean " + close.front() + "?") +
+        throw UserError(Diagnostic{SourceLoc{"describe(\"" + name + "\")", 0, 0},
+                                   "",
+                                   "unknown op '" + name + "'" +
+                                       (close.empty() ? "" : "; did you mean " + close.front() + "?") +
                                        ". Plugins are searched in " + m->registry.search_path_text(),
                                    {}});
     }
@@ -90,8 +93,9 @@ OperatorInfo Engine::describe(std::string_view op) const {
     for (int k = 0; k < d.n_params; ++k) {
         const pf_param_desc& p = d.params[k];
         bool required = (p.flags & PF_PARAM_REQUIRED) != 0;
-        o.params.push_back({p.name, host::param_type_name(p.type), required, required ? "" : host::format_value(p.default_value),
-                            host::describe_limits(p), p.doc ? p.doc : ""});
+        o.params.push_back({p.name, host::param_type_name(p.type), required,
+                            required ? "" : host::format_value(p.default_value), host::describe_limits(p),
+                            p.doc ? p.doc : ""});
     }
     return o;
 }

@@ -21,8 +21,9 @@ void* allocate(std::size_t bytes) {
 
 Image::Image(int width, int height, int channels, DType dtype) {
     if (width < 1 || height < 1 || channels < 1 || channels > 4 || dtype_size(dtype) == 0)
-        throw UserError("Image(" + std::to_string(width) + ", " + std::to_string(height) + ", " + std::to_string(channels) +
-                        ", " + dtype_name(dtype) + "): an image is at least 1x1 with 1 to 4 channels of a known dtype");
+        throw UserError("Image(" + std::to_string(width) + ", " + std::to_string(height) + ", " +
+                        std::to_string(channels) + ", " + dtype_name(dtype) +
+                        "): an image is at least 1x1 with 1 to 4 channels of a known dtype");
     m_view.width = width;
     m_view.height = height;
     m_view.channels = channels;

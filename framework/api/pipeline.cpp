@@ -20,9 +20,12 @@ OutputSlot resolve_output(const host::Graph& g, const std::string& name) {
         for (const host::Node& n : g.nodes)
             for (const std::string& r : n.replaced)
                 if (r == node)
-                    throw UserError(Diagnostic{where, "", "node '" + node + "' was fused into '" + n.id +
-                                                              "' (its image no longer exists); ask for '" + n.id +
-                                                              "', or call fuse(false)", {}});
+                    throw UserError(Diagnostic{where,
+                                               "",
+                                               "node '" + node + "' was fused into '" + n.id +
+                                                   "' (its image no longer exists); ask for '" + n.id +
+                                                   "', or call fuse(false)",
+                                               {}});
         std::string ids;
         for (const host::Node& n : g.nodes) ids += (ids.empty() ? "" : ", ") + n.id;
         throw UserError(Diagnostic{where, "", "no node '" + node + "'; nodes: " + ids, {}});
@@ -141,7 +144,8 @@ Pipeline& Pipeline::set_value(std::string_view key, char kind, long long i, doub
 Pipeline& Pipeline::backend(std::string_view backend) {
     std::string b(backend);
     if (b != "auto" && b != "cpu" && b != "cuda")
-        throw UserError(Diagnostic{SourceLoc{"backend(\"" + b + "\")", 0, 0}, "", "backend is one of auto, cpu, cuda", {}});
+        throw UserError(
+            Diagnostic{SourceLoc{"backend(\"" + b + "\")", 0, 0}, "", "backend is one of auto, cpu, cuda", {}});
     m->options.backend = b == "auto" ? "" : b;
     m->dirty = true;
     return *this;
@@ -159,10 +163,12 @@ Pipeline& Pipeline::input(std::string_view node, const ImageView& image) {
     bool known_dtype = v.dtype >= DType::u8 && v.dtype <= DType::f64;
     if (v.width < 1 || v.height < 1 || v.channels < 1 || v.channels > 4 || !known_dtype || !v.data ||
         v.pitch < std::int64_t(v.row_bytes()) || (v.device != PF_HOST && v.device < 0))
-        throw UserError(Diagnostic{SourceLoc{"input(\"" + id + "\")", 0, 0}, id,
-                                   "the image must be at least 1x1 with 1 to 4 channels of a known dtype, non-null data, "
-                                   "a pitch of at least one row and device PF_HOST or a CUDA ordinal",
-                                   {}});
+        throw UserError(
+            Diagnostic{SourceLoc{"input(\"" + id + "\")", 0, 0},
+                       id,
+                       "the image must be at least 1x1 with 1 to 4 channels of a known dtype, non-null data, "
+                       "a pitch of at least one row and device PF_HOST or a CUDA ordinal",
+                       {}});
     m->inputs[id] = v;
     return *this;
 }
@@ -178,10 +184,12 @@ Pipeline& Pipeline::output(std::string_view node_port, const ImageView& dest) {
     std::string name(node_port);
     ImageView d = detail::packed_pitch(dest);
     if (!d.data || d.pitch < std::int64_t(d.row_bytes()) || (d.device != PF_HOST && d.device < 0))
-        throw UserError(Diagnostic{SourceLoc{"output(\"" + name + "\")", 0, 0}, "",
-                                   "the buffer needs non-null data, a pitch of at least one row and device PF_HOST or a "
-                                   "CUDA ordinal",
-                                   {}});
+        throw UserError(
+            Diagnostic{SourceLoc{"output(\"" + name + "\")", 0, 0},
+                       "",
+                       "the buffer needs non-null data, a pitch of at least one row and device PF_HOST or a "
+                       "CUDA ordinal",
+                       {}});
     m->outputs[name] = d;
     if (m->compiled && !m->dirty) {
         detail::OutputSlot slot = detail::resolve_output(m->compiled->graph, name);
@@ -231,7 +239,8 @@ ImageView Pipeline::view(std::string_view node_port) const {
     if (!m->ran) throw UserError(Diagnostic{where, "", "no run yet: call run() first", {}});
     detail::OutputSlot slot = detail::resolve_output(m->compiled->graph, name);
     if (!m->executor->kept(slot.node, slot.port))
-        throw UserError(Diagnostic{where, "", "not an output; ask for it with output(\"" + name + "\") before run()", {}});
+        throw UserError(
+            Diagnostic{where, "", "not an output; ask for it with output(\"" + name + "\") before run()", {}});
     return ImageView(m->executor->output(slot.node, slot.port));
 }
 
@@ -245,7 +254,8 @@ std::vector<std::string> Pipeline::results() const {
     for (host::NodeId v : g.order) {
         const host::Node& n = g.nodes[v];
         if (!n.op || n.outputs.empty() || n.is_sink() || read[v] || m->inputs.count(n.id)) continue;
-        if (n.outputs.size() == 1) out.push_back(n.id);
+        if (n.outputs.size() == 1)
+            out.push_back(n.id);
         else
             for (int k = 0; k < n.op->desc->n_outputs; ++k) out.push_back(n.id + "." + n.op->desc->outputs[k].name);
     }
@@ -258,9 +268,9 @@ ImageView Pipeline::shape(std::string_view node_port) const {
     const host::Node& n = m->compiled->graph.nodes[slot.node];
     ImageView v(n.outputs[std::size_t(slot.port)]);
     auto bound = m->inputs.find(n.id);
-    v.device = bound != m->inputs.end() ? bound->second.device
+    v.device = bound != m->inputs.end()                 ? bound->second.device
                : m->compiled->plan.on_device(slot.node) ? m->compiled->plan.device
-                                                         : PF_HOST;
+                                                        : PF_HOST;
     v.pitch = std::int64_t(v.row_bytes());
     v.data = nullptr;
     return v;

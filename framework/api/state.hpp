@@ -62,14 +62,14 @@ struct PipelineState {
     std::map<std::string, Staging> staging;
     host::RunResources resources;
     std::unique_ptr<host::PinnedCache> pinned;
-    host::Stream own_stream;                         ///< for copies when the caller gives none
-    host::Stream caller_stream;                      ///< the caller's, borrowed
-    host::RunOptions run_options;                    ///< kept between runs: its maps keep their nodes
+    host::Stream own_stream;                           ///< for copies when the caller gives none
+    host::Stream caller_stream;                        ///< the caller's, borrowed
+    host::RunOptions run_options;                      ///< kept between runs: its maps keep their nodes
     std::vector<std::pair<host::NodeId, int>> claimed; ///< outputs given a caller buffer this run
-    std::vector<std::string> copies;                 ///< this run's staged inputs and copied outputs (notes)
+    std::vector<std::string> copies;                   ///< this run's staged inputs and copied outputs (notes)
     RunReport last;
     bool ran = false;
-    int compiles = 0;                                ///< how often compile_state ran (tests)
+    int compiles = 0; ///< how often compile_state ran (tests)
 
     ~PipelineState();
 };

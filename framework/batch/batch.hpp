@@ -74,27 +74,27 @@ class Distribution;
 
 struct BatchOptions {
     enum class Isolation { automatic, on, off };
-    std::vector<std::string> inputs;  ///< --input values (see expand_inputs)
-    std::string output_dir;           ///< --output
-    int max_in_flight = 0;            ///< images alive at once; 0: 2 x max(CPU threads, workers)
-    std::string devices;              ///< "" (default_device), "all" or "0,1"
-    int default_device = 0;           ///< the CUDA device when `devices` is "" (under mpirun: the rank's own)
+    std::vector<std::string> inputs; ///< --input values (see expand_inputs)
+    std::string output_dir;          ///< --output
+    int max_in_flight = 0;           ///< images alive at once; 0: 2 x max(CPU threads, workers)
+    std::string devices;             ///< "" (default_device), "all" or "0,1"
+    int default_device = 0;          ///< the CUDA device when `devices` is "" (under mpirun: the rank's own)
     bool fail_fast = false;
-    bool progress = false;            ///< draw the progress bar on stderr (a terminal, not --quiet)
-    bool quiet = false;               ///< no summary line when everything succeeded
-    std::string trace_path;           ///< Chrome trace-event JSON, "" for none
-    std::string backend_override;     ///< --backend
-    bool no_fuse = false;             ///< --no-fuse
+    bool progress = false;                          ///< draw the progress bar on stderr (a terminal, not --quiet)
+    bool quiet = false;                             ///< no summary line when everything succeeded
+    std::string trace_path;                         ///< Chrome trace-event JSON, "" for none
+    std::string backend_override;                   ///< --backend
+    bool no_fuse = false;                           ///< --no-fuse
     std::map<std::string, RawValue> param_defaults; ///< --max-pixels (CompileOptions::param_defaults)
     /// --memory-limit, --device-memory-limit: the budgets of all the images in flight together
     /// (memory_budget.hpp); 0: 3/4 of what is available when the batch starts.
     std::size_t memory_limit = 0, device_memory_limit = 0;
-    int strip_rows = 0;               ///< --strip-rows, for every image
-    std::string report_path;          ///< --report (checked up front; written by run_batch_command)
+    int strip_rows = 0;      ///< --strip-rows, for every image
+    std::string report_path; ///< --report (checked up front; written by run_batch_command)
     /// --isolate / --no-isolate; automatic: isolated when an operator of the pipeline comes from
     /// a plugin outside the installation's plugin folder (isolation_reason in isolate.hpp).
     Isolation isolate = Isolation::automatic;
-    double timeout_s = 0;             ///< --timeout: per image, in a worker (implies isolation); 0: none
+    double timeout_s = 0;                  ///< --timeout: per image, in a worker (implies isolation); 0: none
     std::vector<std::string> plugin_paths; ///< --plugin-path, handed to the worker processes
     /// The pixflow executable the workers run; "" for <this library>/../bin/pixflow.
     std::string worker_exe;
@@ -110,10 +110,10 @@ struct ImageResult {
     std::string input;
     std::vector<std::string> outputs; ///< files written (none when it failed)
     enum class Status { ok, failed, skipped } status = Status::skipped;
-    std::string error;                ///< why it failed
-    std::string worker;               ///< "cpu" or "cuda:N"
-    double ms = 0;                    ///< wall time of its run
-    int rank = -1;                    ///< under mpirun: the rank that ran it; -1: none (this process)
+    std::string error;  ///< why it failed
+    std::string worker; ///< "cpu" or "cuda:N"
+    double ms = 0;      ///< wall time of its run
+    int rank = -1;      ///< under mpirun: the rank that ran it; -1: none (this process)
 };
 
 /// Under mpirun: what one rank was and did (BatchReport::ranks).
@@ -121,8 +121,8 @@ struct RankSummary {
     int rank = 0;
     std::string host;
     std::vector<std::string> workers;
-    int images = 0;             ///< images it ran (ok or failed)
-    int threads = 0;            ///< the CPU threads it ran them with
+    int images = 0;  ///< images it ran (ok or failed)
+    int threads = 0; ///< the CPU threads it ran them with
     int max_in_flight = 0, max_in_flight_seen = 0;
     int isolated_workers = 0;
 };
@@ -136,11 +136,11 @@ struct BatchReport {
     int max_in_flight_seen = 0; ///< the most images that were alive at once
     std::vector<std::string> workers;
     std::vector<std::string> notes;
-    std::vector<std::string> warnings; ///< the plan's, as RunReport::warnings
+    std::vector<std::string> warnings;              ///< the plan's, as RunReport::warnings
     std::size_t pinned_buffers = 0;                 ///< pinned host buffers allocated, all workers
     std::vector<double> device_pool_reserved_bytes; ///< per CUDA worker, at the end
     int isolated_workers = 0;                       ///< worker processes; 0: images ran in-process
-    std::string trace_error; ///< why the trace and the report could not be written at the end (a warning)
+    std::string trace_error;        ///< why the trace and the report could not be written at the end (a warning)
     std::vector<RankSummary> ranks; ///< under mpirun: one per rank, in rank order; empty otherwise
     /// The memory budget (memory_budget.hpp): bytes (0: none) and where they came from, the most
     /// reserved at once by the images in flight (their planned peaks), and how many images waited
@@ -195,7 +195,8 @@ class Distribution {
     virtual std::string name() const = 0;
     /// Called by run_batch once its checks passed, before any image and before anything is
     /// created. Throws when another process failed its checks (which that one reports).
-    virtual void start(const std::vector<BatchInput>& inputs, const std::vector<std::vector<std::string>>& out_paths) = 0;
+    virtual void start(const std::vector<BatchInput>& inputs,
+                       const std::vector<std::vector<std::string>>& out_paths) = 0;
     /// The next input for this process, or nullopt when none is left for it. Called from one
     /// thread at a time; may block.
     virtual std::optional<std::size_t> next() = 0;

@@ -56,21 +56,27 @@ void find_path_nodes(const PipelineSpec& spec, const Registry& reg, BatchPlan& b
                 if (v.kind == RawValue::Kind::string) s.ext = fs::path(v.s).extension().string();
             }
         if (s.ext.empty())
-            throw UserError(Diagnostic{where, n.id,
-                                       std::string("a batch run (--input) names this node's outputs after its ") + d->name +
-                                           ", whose extension picks the format; set " + d->name +
+            throw UserError(Diagnostic{where,
+                                       n.id,
+                                       std::string("a batch run (--input) names this node's outputs after its ") +
+                                           d->name + ", whose extension picks the format; set " + d->name +
                                            " = \"<name>.<ext>\" (for example \"out/x.png\")",
                                        {}});
         b.saves.push_back(s);
     }
-    const std::string need = "a batch run (--input) needs a pipeline with exactly one load node, which reads each input file; ";
+    const std::string need =
+        "a batch run (--input) needs a pipeline with exactly one load node, which reads each input file; ";
     if (loads.empty())
-        throw UserError(Diagnostic{SourceLoc{spec.file, 0, 0}, "", need + "this pipeline has none (add a node with op = \"load\")", {}});
+        throw UserError(Diagnostic{
+            SourceLoc{spec.file, 0, 0}, "", need + "this pipeline has none (add a node with op = \"load\")", {}});
     if (loads.size() > 1)
-        throw UserError(Diagnostic{spec.nodes[loads[1].index].loc, "",
-                                   need + "this pipeline has " + std::to_string(loads.size()) + ": " + join_ids(loads), {}});
+        throw UserError(Diagnostic{spec.nodes[loads[1].index].loc,
+                                   "",
+                                   need + "this pipeline has " + std::to_string(loads.size()) + ": " + join_ids(loads),
+                                   {}});
     if (b.saves.empty())
-        throw UserError(Diagnostic{SourceLoc{spec.file, 0, 0}, "",
+        throw UserError(Diagnostic{SourceLoc{spec.file, 0, 0},
+                                   "",
                                    "a batch run (--input) writes each image through the pipeline's save nodes; "
                                    "this pipeline has none (add a node with op = \"save\")",
                                    {}});
@@ -94,15 +100,19 @@ void name_outputs(const BatchOptions& opt, BatchPlan& b) {
             fs::path c = fs::weakly_canonical(o);
             auto [it, fresh] = owner.emplace(c, i);
             if (!fresh && errs.size() < 10)
-                errs.push_back({where, "",
-                                "inputs '" + b.inputs[it->second].path.string() + "' and '" + b.inputs[i].path.string() +
-                                    "' would both write '" + o.string() + "'; give them different names or run them separately",
+                errs.push_back({where,
+                                "",
+                                "inputs '" + b.inputs[it->second].path.string() + "' and '" +
+                                    b.inputs[i].path.string() + "' would both write '" + o.string() +
+                                    "'; give them different names or run them separately",
                                 {}});
             auto in = in_canon.find(c);
             if (in != in_canon.end() && errs.size() < 10)
-                errs.push_back({where, "",
+                errs.push_back({where,
+                                "",
                                 "the output '" + o.string() + "' of '" + b.inputs[i].path.string() +
-                                    "' would overwrite the input '" + b.inputs[in->second].path.string() + "'; write to another folder",
+                                    "' would overwrite the input '" + b.inputs[in->second].path.string() +
+                                    "'; write to another folder",
                                 {}});
         }
     if (!errs.empty()) throw UserError(errs);
@@ -143,7 +153,7 @@ void check_once(const PipelineSpec& spec, const Registry& reg, const BatchOption
         try {
             CompileOptions header_only;
             header_only.param_defaults = b.compile.param_defaults; // --max-pixels applies to the header
-            compile(only_load, reg, header_only); // reads the header only
+            compile(only_load, reg, header_only);                  // reads the header only
         } catch (const UserError&) {
             continue; // unreadable: this input fails on its own, later
         }
@@ -199,7 +209,8 @@ std::vector<int> parse_devices(const std::string& text, int count) {
     for (std::string item; std::getline(ss, item, ',');) {
         char* end = nullptr;
         long d = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end || d < 0) return bad("'" + item + "' is not a device number; expected all or numbers such as 0,1");
+        if (item.empty() || *end || d < 0)
+            return bad("'" + item + "' is not a device number; expected all or numbers such as 0,1");
         if (d >= count)
             return bad("there is no CUDA device " + item + "; this machine has " + std::to_string(count) +
                        (count == 1 ? " (device 0)" : " (devices 0 to " + std::to_string(count - 1) + ")"));

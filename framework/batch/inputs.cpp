@@ -16,10 +16,9 @@ namespace {
 /// Extensions a folder input picks up (lower case). Anything else in the folder is left alone;
 /// name other files through a glob or a list.
 const std::set<std::string>& image_extensions() {
-    static const std::set<std::string> exts{".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp",
-                                            ".exr", ".hdr", ".tga", ".dpx", ".jp2", ".j2k", ".jxl", ".avif",
-                                            ".heic", ".psd", ".sgi", ".rgb", ".ico", ".dds", ".pgm", ".ppm",
-                                            ".pnm", ".pfm", ".npy"};
+    static const std::set<std::string> exts{".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif",  ".webp", ".exr",
+                                            ".hdr", ".tga", ".dpx",  ".jp2", ".j2k",  ".jxl", ".avif", ".heic", ".psd",
+                                            ".sgi", ".rgb", ".ico",  ".dds", ".pgm",  ".ppm", ".pnm",  ".pfm",  ".npy"};
     return exts;
 }
 
@@ -56,8 +55,8 @@ void expand_folder(const std::string& value, const fs::path& dir, const fs::path
         if (ec) input_error(value, "cannot read the folder: " + ec.message());
         const fs::path& p = it->path();
         bool hidden = p.filename().string().rfind('.', 0) == 0; // temporaries (.x.pixflow-tmp-...) too
-        bool skipped = is_under(fs::absolute(p).lexically_normal(), skip_abs) ||
-                       fs::absolute(p).lexically_normal() == skip_abs;
+        bool skipped =
+            is_under(fs::absolute(p).lexically_normal(), skip_abs) || fs::absolute(p).lexically_normal() == skip_abs;
         if (hidden || skipped) {
             if (it->is_directory(ec)) it.disable_recursion_pending();
             continue;
@@ -118,11 +117,16 @@ std::vector<BatchInput> expand_inputs(const std::vector<std::string>& values, co
     for (const auto& v : values) {
         std::error_code ec;
         if (v.empty()) input_error("''", "an empty input; give a glob, a folder, @list.txt or a file");
-        if (v[0] == '@') expand_list(v, all);
-        else if (fs::is_directory(v, ec)) expand_folder(v, fs::path(v), skip_abs, all);
-        else if (has_wildcard(v) && !fs::exists(v, ec)) expand_glob(v, all);
-        else if (fs::exists(v, ec)) all.push_back({fs::path(v), {}});
-        else input_error(v, "no such file or folder");
+        if (v[0] == '@')
+            expand_list(v, all);
+        else if (fs::is_directory(v, ec))
+            expand_folder(v, fs::path(v), skip_abs, all);
+        else if (has_wildcard(v) && !fs::exists(v, ec))
+            expand_glob(v, all);
+        else if (fs::exists(v, ec))
+            all.push_back({fs::path(v), {}});
+        else
+            input_error(v, "no such file or folder");
     }
     // Without duplicates, first occurrence kept.
     std::set<fs::path> seen;

@@ -47,7 +47,8 @@ std::vector<fs::path> installation_plugin_dirs() {
 
 fs::path worker_executable(const BatchOptions& opt) {
     if (!opt.worker_exe.empty()) return opt.worker_exe;
-    return (fs::path(boost::dll::this_line_location().parent_path().string()) / ".." / "bin" / "pixflow").lexically_normal();
+    return (fs::path(boost::dll::this_line_location().parent_path().string()) / ".." / "bin" / "pixflow")
+        .lexically_normal();
 }
 
 /// The live workers' pids, shared with the interrupt hook (which may outlive nothing: it is
@@ -93,7 +94,7 @@ struct Proc {
     Clock::time_point dispatched, begun_at;
     std::vector<std::string> nodes; ///< the nodes whose operator runs now
     std::unique_ptr<FileTransaction> tx;
-    std::string fault; ///< why the parent stopped trusting it (it is being killed)
+    std::string fault;    ///< why the parent stopped trusting it (it is being killed)
     bool retried = false; ///< its image already had a second worker (the first died before taking it)
 };
 
@@ -194,14 +195,16 @@ class Supervisor {
             args.push_back("--plugin-path");
             args.push_back(d);
         }
-        for (std::string a : {std::string("__worker"), std::string("--parent"), std::to_string(::getpid())}) args.push_back(a);
+        for (std::string a : {std::string("__worker"), std::string("--parent"), std::to_string(::getpid())})
+            args.push_back(a);
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
         int rc;
         {
             std::lock_guard lk(m_live->mu);
-            if (m_live->stopping) rc = ECANCELED;
+            if (m_live->stopping)
+                rc = ECANCELED;
             else {
                 rc = ::posix_spawn(&p.pid, m_exe.c_str(), &fa, &at, argv.data(), environ);
                 if (rc == 0) m_live->pids.insert(p.pid);
@@ -248,9 +251,7 @@ class Supervisor {
         MessageOut job(MsgType::job);
         try {
             job.u64(std::uint64_t(p.job)).spec(m_b.spec_for(m_spec, std::size_t(p.job)));
-        } catch (const std::exception& e) {
-            return finish(p, false, e.what());
-        }
+        } catch (const std::exception& e) { return finish(p, false, e.what()); }
         send_message(p.fd, job); // when it died meanwhile, the read loop says how
     }
 
@@ -328,8 +329,10 @@ class Supervisor {
         case MsgType::node: {
             std::string id = m.str();
             bool started = m.u64() != 0;
-            if (started) p.nodes.push_back(id);
-            else if (auto it = std::find(p.nodes.begin(), p.nodes.end(), id); it != p.nodes.end()) p.nodes.erase(it);
+            if (started)
+                p.nodes.push_back(id);
+            else if (auto it = std::find(p.nodes.begin(), p.nodes.end(), id); it != p.nodes.end())
+                p.nodes.erase(it);
             break;
         }
         case MsgType::log: {
@@ -375,8 +378,10 @@ class Supervisor {
         if (info.si_pid == 0) return false; // WNOHANG, still running
         std::lock_guard lk(m_live->mu);
         int st = 0;
-        if (::waitpid(p.pid, &st, 0) == p.pid) m_status = st;
-        else m_status = -1;
+        if (::waitpid(p.pid, &st, 0) == p.pid)
+            m_status = st;
+        else
+            m_status = -1;
         m_live->pids.erase(p.pid);
         p.pid = -1;
         return true;
@@ -415,18 +420,23 @@ class Supervisor {
         if (!p.nodes.empty()) {
             where = " in node '" + p.nodes[0] + "'";
             for (std::size_t k = 1; k < p.nodes.size(); ++k) where += " or '" + p.nodes[k] + "'";
-        } else if (!p.begun) where = " before it took the image";
+        } else if (!p.begun)
+            where = " before it took the image";
         std::string why;
         char secs[32];
         std::snprintf(secs, sizeof secs, "%g", m_opt.timeout_s);
-        if (!fault.empty()) why = fault + where;
-        else if (timed_out) why = std::string("timed out after ") + secs + " s" + where + "; the worker was killed";
-        else if (st >= 0 && WIFSIGNALED(st)) why = "the worker died of " + signal_name(WTERMSIG(st)) + where;
+        if (!fault.empty())
+            why = fault + where;
+        else if (timed_out)
+            why = std::string("timed out after ") + secs + " s" + where + "; the worker was killed";
+        else if (st >= 0 && WIFSIGNALED(st))
+            why = "the worker died of " + signal_name(WTERMSIG(st)) + where;
         else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == kWorkerExitCalled)
             why = "an operator ended the worker by calling exit()" + where;
         else if (st >= 0 && WIFEXITED(st))
             why = "the worker exited with status " + std::to_string(WEXITSTATUS(st)) + where;
-        else why = "the worker was lost" + where;
+        else
+            why = "the worker was lost" + where;
         finish(p, false, why);
     }
 

@@ -95,8 +95,7 @@ Budget device_budget(std::size_t given, bool uses_cuda, int device) {
         if (std::size_t free = device_free_bytes(device))
             return {free / 4 * 3, "3/4 of the " + bytes_text(double(free)) +
                                       " of device memory free when the batch started; --device-memory-limit sets it"};
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     return {};
 }
 

@@ -202,7 +202,6 @@ std::optional<MessageIn> receive_message(int fd, Inbox& in) {
     }
 }
 
-
 MessageOut& MessageOut::compile_options(const CompileOptions& o) {
     str(o.backend).u64(o.fuse).u64(o.param_defaults.size());
     for (const auto& [name, v] : o.param_defaults) {

@@ -35,9 +35,8 @@ void create_output_folders(const batch::BatchPlan& b, FileTransaction& folders) 
 /// planned peak reserved from the budget (waiting while the images in flight hold too much), and
 /// run by an Executor that borrows the lane's streams and pinned buffers. Failures are the
 /// image's own.
-void run_one(const PipelineSpec& spec, const Registry& reg, const batch::BatchPlan& b, std::size_t i,
-             batch::Worker& w, batch::Lane& lane, batch::MemoryBudget& budget, ImageResult& res, ProgressBar& bar,
-             TraceWriter* trace) {
+void run_one(const PipelineSpec& spec, const Registry& reg, const batch::BatchPlan& b, std::size_t i, batch::Worker& w,
+             batch::Lane& lane, batch::MemoryBudget& budget, ImageResult& res, ProgressBar& bar, TraceWriter* trace) {
     res.worker = w.name;
     auto t0 = Clock::now();
     try {
@@ -124,7 +123,8 @@ void run_images(const PipelineSpec& spec, const Registry& reg, const BatchOption
             if (trace) {
                 trace->add_in_flight(now, now_t);
                 if (res.status != ImageResult::Status::skipped)
-                    trace->add_image(res.input, f.slot_of[i], f.admitted[i], now_t, res.status == ImageResult::Status::ok);
+                    trace->add_image(res.input, f.slot_of[i], f.admitted[i], now_t,
+                                     res.status == ImageResult::Status::ok);
             }
             if (opt.on_in_flight) opt.on_in_flight(now);
         }
@@ -158,8 +158,7 @@ void finish(const batch::Workers* workers, Clock::time_point t_start, Clock::tim
             if (w->device >= 0) {
                 try {
                     report.device_pool_reserved_bytes.push_back(double(device_pool_reserved_bytes(w->device)));
-                } catch (const std::exception&) {
-                }
+                } catch (const std::exception&) {}
             }
         }
     auto t_end = Clock::now();
@@ -296,7 +295,8 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     int threads = tbb::this_task_arena::max_concurrency(); // under mpirun: this rank's share
     if (isolation.empty()) {
         workers = std::make_unique<batch::Workers>(b, report.workers); // 4
-        report.max_in_flight = opt.max_in_flight > 0 ? opt.max_in_flight : 2 * std::max(threads, int(workers->all().size()));
+        report.max_in_flight =
+            opt.max_in_flight > 0 ? opt.max_in_flight : 2 * std::max(threads, int(workers->all().size()));
     } else {
         // One image per worker process: as many as the CPU has threads (each worker's TBB gets
         // its share), or two per CUDA device, so that one's transfers overlap the other's kernels.
@@ -304,11 +304,14 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
         report.max_in_flight = std::max(1, std::min(want, int(b.inputs.size())));
         report.isolated_workers = report.max_in_flight;
         if (b.uses_cuda)
-            for (int d : b.devices) report.workers.push_back("cuda:" + std::to_string(d) + " (" + cuda_device_name(d) + ")");
-        else report.workers.push_back("cpu");
+            for (int d : b.devices)
+                report.workers.push_back("cuda:" + std::to_string(d) + " (" + cuda_device_name(d) + ")");
+        else
+            report.workers.push_back("cpu");
         if (opt.isolate == BatchOptions::Isolation::automatic && opt.timeout_s <= 0)
             report.notes.push_back("images run in " + std::to_string(report.isolated_workers) +
-                                   " worker process(es) (--isolate): " + isolation + "; --no-isolate runs them in-process");
+                                   " worker process(es) (--isolate): " + isolation +
+                                   "; --no-isolate runs them in-process");
     }
     FileTransaction folders;
     create_output_folders(b, folders); // 5
@@ -340,7 +343,8 @@ BatchReport run_batch(const PipelineSpec& spec, const Registry& reg, const Batch
     bar.finish();
     finish(workers.get(), t_start, t_images, report); // 7
     std::string trace_text = trace ? trace->text() : "";
-    if (!opt.distribution || opt.distribution->end(report, trace_text)) write_batch_side_outputs(opt, trace_text, report);
+    if (!opt.distribution || opt.distribution->end(report, trace_text))
+        write_batch_side_outputs(opt, trace_text, report);
     folders.rollback(); // removes only the folders that stayed empty, once every process is done
     return report;
 }

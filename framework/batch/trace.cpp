@@ -56,8 +56,10 @@ int TraceWriter::stream_lane(int device, const std::string& key) {
 void TraceWriter::add(const Span& s, const std::string& category, const std::string& image) {
     SpanRecord r{s.id, s.op, s.backend, category, image, s.device, {}, s.start, s.end};
     std::ostringstream lane;
-    if (s.device >= 0) lane << "stream " << s.stream_handle;
-    else lane << "thread " << s.thread;
+    if (s.device >= 0)
+        lane << "stream " << s.stream_handle;
+    else
+        lane << "thread " << s.thread;
     r.lane = lane.str();
     add(r);
 }
@@ -76,8 +78,14 @@ void TraceWriter::add(const SpanRecord& s) {
     double ts = us(s.start);
     nlohmann::json args{{"op", s.op}, {"backend", s.backend}};
     if (!s.image.empty()) args["image"] = s.image;
-    m_events.push_back({{"ph", "X"}, {"name", s.id}, {"cat", s.category}, {"pid", pid}, {"tid", tid}, {"ts", ts},
-                        {"dur", std::max(0.0, us(s.end) - ts)}, {"args", args}});
+    m_events.push_back({{"ph", "X"},
+                        {"name", s.id},
+                        {"cat", s.category},
+                        {"pid", pid},
+                        {"tid", tid},
+                        {"ts", ts},
+                        {"dur", std::max(0.0, us(s.end) - ts)},
+                        {"args", args}});
 }
 
 void TraceWriter::add_image(const std::string& image, int slot, Clock::time_point start, Clock::time_point end,
@@ -89,8 +97,13 @@ void TraceWriter::add_image(const std::string& image, int slot, Clock::time_poin
         m_events.push_back(meta("thread_name", kImagesPid, slot, "in flight " + std::to_string(slot)));
     }
     double ts = us(start);
-    m_events.push_back({{"ph", "X"}, {"name", fs::path(image).filename().string()}, {"cat", "image"},
-                        {"pid", kImagesPid}, {"tid", slot}, {"ts", ts}, {"dur", std::max(0.0, us(end) - ts)},
+    m_events.push_back({{"ph", "X"},
+                        {"name", fs::path(image).filename().string()},
+                        {"cat", "image"},
+                        {"pid", kImagesPid},
+                        {"tid", slot},
+                        {"ts", ts},
+                        {"dur", std::max(0.0, us(end) - ts)},
                         {"args", {{"image", image}, {"ok", ok}}}});
 }
 

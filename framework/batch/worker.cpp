@@ -96,13 +96,19 @@ int run_batch_worker(const Registry& reg, int fd, long parent) {
             if (trace)
                 ro.on_span = [&](const Span& sp) {
                     std::string lane_key;
-                    if (sp.device >= 0) lane_key = "stream " + std::to_string(sp.stream);
+                    if (sp.device >= 0)
+                        lane_key = "stream " + std::to_string(sp.stream);
                     else {
                         auto [it, fresh] = thread_index.emplace(sp.thread, int(thread_index.size()));
                         lane_key = "thread " + std::to_string(it->second);
                     }
                     MessageOut s(MsgType::span);
-                    s.str(sp.id).str(sp.op).str(sp.backend).str(span_category(c.graph, sp)).i64(sp.device).str(lane_key);
+                    s.str(sp.id)
+                        .str(sp.op)
+                        .str(sp.backend)
+                        .str(span_category(c.graph, sp))
+                        .i64(sp.device)
+                        .str(lane_key);
                     s.i64(sp.start.time_since_epoch().count()).i64(sp.end.time_since_epoch().count());
                     send(s);
                 };

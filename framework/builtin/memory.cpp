@@ -54,8 +54,9 @@ int32_t infer(const pf_value* p, int32_t, const pf_image*, int32_t, pf_image* ou
     for (int k = 1; k < kNDtypes; ++k)
         if (p[3].s && std::strcmp(p[3].s, kDtypes[k]) == 0) dtype = k; // choices follow pf_dtype's order
     if (p[0].i < 1 || p[1].i < 1 || p[2].i < 1 || dtype == 0) {
-        std::snprintf(err, n, "no image is bound to this memory node and its shape is not declared; bind one with "
-                              "Pipeline::input (docs/embedding.md) or declare width, height, channels and dtype");
+        std::snprintf(err, n,
+                      "no image is bound to this memory node and its shape is not declared; bind one with "
+                      "Pipeline::input (docs/embedding.md) or declare width, height, channels and dtype");
         return PF_ERR_INVALID;
     }
     out[0].width = int32_t(p[0].i);
@@ -66,19 +67,29 @@ int32_t infer(const pf_value* p, int32_t, const pf_image*, int32_t, pf_image* ou
 }
 
 int32_t run(const pf_run_args* a) {
-    std::snprintf(a->error, a->error_size, "no image is bound to this memory node; it reads the caller's memory, so "
-                                           "run the pipeline through the embedding API (Pipeline::input, docs/embedding.md)");
+    std::snprintf(a->error, a->error_size,
+                  "no image is bound to this memory node; it reads the caller's memory, so "
+                  "run the pipeline through the embedding API (Pipeline::input, docs/embedding.md)");
     return PF_ERR_INVALID;
 }
 
 } // namespace
 
 const pf_plugin_desc& builtin_plugin() {
-    static const pf_op_desc ops[] = {{sizeof(pf_op_desc), kMemoryOp,
-                                      "The caller's image (host or CUDA memory), bound by node id through the embedding API",
-                                      PF_OP_SOURCE, nullptr, 0, kOut, 1, params(), 4, &infer, &run, &run}};
-    static const pf_plugin_desc desc{sizeof(pf_plugin_desc), PIXFLOW_ABI_MAJOR, PIXFLOW_ABI_MINOR, "builtin",
-                                     PIXFLOW_VERSION, ops, 1, nullptr, nullptr, 0};
+    static const pf_op_desc ops[] = {
+        {sizeof(pf_op_desc), kMemoryOp,
+         "The caller's image (host or CUDA memory), bound by node id through the embedding API", PF_OP_SOURCE, nullptr,
+         0, kOut, 1, params(), 4, &infer, &run, &run}};
+    static const pf_plugin_desc desc{sizeof(pf_plugin_desc),
+                                     PIXFLOW_ABI_MAJOR,
+                                     PIXFLOW_ABI_MINOR,
+                                     "builtin",
+                                     PIXFLOW_VERSION,
+                                     ops,
+                                     1,
+                                     nullptr,
+                                     nullptr,
+                                     0};
     return desc;
 }
 

@@ -50,8 +50,8 @@ std::string oiio_text() {
     if (m && m->abi_version == PIXFLOW_IO_OIIO_ABI_VERSION && m->struct_size >= sizeof(pf_io_oiio_module))
         return m->version_text();
     return "on, but its module '" + path + "' cannot be loaded (" +
-           (why ? std::string(why) : std::string("no entry point of module ABI ") +
-                                         std::to_string(PIXFLOW_IO_OIIO_ABI_VERSION)) +
+           (why ? std::string(why)
+                : std::string("no entry point of module ABI ") + std::to_string(PIXFLOW_IO_OIIO_ABI_VERSION)) +
            "); load/save formats: " PIXFLOW_IO_BUILTIN_EXTS;
 }
 } // namespace

@@ -16,13 +16,13 @@ namespace pixflow::cli {
 /// What every subcommand that takes a pipeline accepts.
 struct PipelineArgs {
     std::string file;
-    std::vector<std::string> sets; ///< --set node.key=value
-    std::string backend;           ///< --backend
-    bool no_fuse = false;          ///< --no-fuse
-    std::int64_t max_pixels = 0;   ///< --max-pixels: 0 leaves each load node's own limit
-    int strip_rows = 0;            ///< --strip-rows (run, validate, graph)
+    std::vector<std::string> sets;                 ///< --set node.key=value
+    std::string backend;                           ///< --backend
+    bool no_fuse = false;                          ///< --no-fuse
+    std::int64_t max_pixels = 0;                   ///< --max-pixels: 0 leaves each load node's own limit
+    int strip_rows = 0;                            ///< --strip-rows (run, validate, graph)
     std::string memory_limit, device_memory_limit; ///< --memory-limit, --device-memory-limit
-    bool strips = true;            ///< false: bench (every node on whole images)
+    bool strips = true;                            ///< false: bench (every node on whole images)
 };
 
 /// The compile options the pipeline arguments ask for (--backend, --no-fuse, --max-pixels).
@@ -33,7 +33,7 @@ struct RunArgs {
     bool profile = false;
     std::string report_path;
     std::string mpi_halo = "exchange"; ///< --mpi-halo: one image over MPI ranks (docs/mpi.md)
-    host::BatchOptions batch; ///< --input ...: one run per image (batch/); --trace for single runs too
+    host::BatchOptions batch;          ///< --input ...: one run per image (batch/); --trace for single runs too
 };
 
 struct BenchArgs {

@@ -98,13 +98,14 @@ int describe_command(const Registry& reg, const std::vector<std::string>& ops, b
         if (!op) {
             auto close = reg.closest(name);
             std::cerr << "error: unknown op '" << name << "'"
-                      << (close.empty() ? "" : "; did you mean " + close.front() + "?")
-                      << ". Plugins are searched in " << reg.search_path_text()
-                      << "; add a folder with --plugin-path DIR or $PIXFLOW_PLUGIN_PATH\n";
+                      << (close.empty() ? "" : "; did you mean " + close.front() + "?") << ". Plugins are searched in "
+                      << reg.search_path_text() << "; add a folder with --plugin-path DIR or $PIXFLOW_PLUGIN_PATH\n";
             return 1;
         }
-        if (markdown) describe_markdown(*op, reg.fusion_of(name), std::cout);
-        else describe_text(*op, reg.fusion_of(name), std::cout);
+        if (markdown)
+            describe_markdown(*op, reg.fusion_of(name), std::cout);
+        else
+            describe_text(*op, reg.fusion_of(name), std::cout);
     }
     return 0;
 }

@@ -69,7 +69,8 @@ void add_run_args(CLI::App* run, RunArgs& a) {
                                   "Run once per image: a glob, a folder (recursive) or @list.txt (repeatable)");
     auto* output = run->add_option("--output", batch.output_dir, "Folder for the outputs of --input")->needs(input);
     input->needs(output)->excludes(run->get_option("--profile"));
-    run->add_option("--max-in-flight", batch.max_in_flight, "Images alive at once with --input (default: 2 x CPU threads)")
+    run->add_option("--max-in-flight", batch.max_in_flight,
+                    "Images alive at once with --input (default: 2 x CPU threads)")
         ->check(CLI::Range(1, 1 << 20))
         ->needs(input);
     run->add_option("--devices", batch.devices,
@@ -79,12 +80,13 @@ void add_run_args(CLI::App* run, RunArgs& a) {
     run->add_flag("--quiet", batch.quiet, "With --input: no progress bar, no summary when all succeeded");
     run->add_option("--trace", batch.trace_path, "Write a Chrome trace-event JSON of the run (Perfetto)");
     using Isolation = pixflow::host::BatchOptions::Isolation;
-    auto* isolate = run->add_flag_callback("--isolate", [&batch] { batch.isolate = Isolation::on; },
-                                           "With --input: run each image in a worker process; a crash, abort, "
-                                           "exit() or hang there fails that image alone (default: when an "
-                                           "operator comes from a plugin outside the installation)");
-    auto* no_isolate = run->add_flag_callback("--no-isolate", [&batch] { batch.isolate = Isolation::off; },
-                                              "With --input: run every image in this process");
+    auto* isolate = run->add_flag_callback(
+        "--isolate", [&batch] { batch.isolate = Isolation::on; },
+        "With --input: run each image in a worker process; a crash, abort, "
+        "exit() or hang there fails that image alone (default: when an "
+        "operator comes from a plugin outside the installation)");
+    auto* no_isolate = run->add_flag_callback(
+        "--no-isolate", [&batch] { batch.isolate = Isolation::off; }, "With --input: run every image in this process");
     auto* timeout = run->add_option("--timeout", batch.timeout_s,
                                     "With --input: fail an image still running after SECONDS (its worker is "
                                     "killed; implies --isolate)")
@@ -108,7 +110,8 @@ pixflow::Engine load_engine(const std::vector<std::string>& plugin_paths) {
 int new_operator_command(const std::string& name, const std::string& dir_arg) {
     const std::string dir = dir_arg.empty() ? name : dir_arg;
     try {
-        for (const auto& f : pixflow::host::write_operator_skeleton(name, dir)) std::printf("wrote %s\n", f.string().c_str());
+        for (const auto& f : pixflow::host::write_operator_skeleton(name, dir))
+            std::printf("wrote %s\n", f.string().c_str());
         std::printf("next: cmake -S %s -B %s/build -DCMAKE_PREFIX_PATH=<pixflow prefix> && cmake --build %s/build\n",
                     dir.c_str(), dir.c_str(), dir.c_str());
         return 0;
@@ -166,7 +169,8 @@ int main(int argc, char** argv) {
     bench->add_option("--repeat", bench_args.repeat, "Timed runs per node (after 2 warm-up runs)")
         ->check(CLI::Range(1, 100000));
     bench->add_option("--report", bench_args.report_path, "Write the results as JSON");
-    auto* new_op = app.add_subcommand("new-operator", "Write a compile-ready operator folder (CPU, CUDA, test, pipeline)");
+    auto* new_op =
+        app.add_subcommand("new-operator", "Write a compile-ready operator folder (CPU, CUDA, test, pipeline)");
     std::string new_name, new_dir;
     new_op->add_option("name", new_name, "Operator name (lower case, digits, _)")->required();
     new_op->add_option("--dir", new_dir, "Folder to create (default: ./NAME)");

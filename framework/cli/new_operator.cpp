@@ -188,7 +188,8 @@ TEST(@CLASS@, CudaMatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(@CLASS@, @CLASS@On, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 )";
 
-const char* k_toml = R"(# @NAME@'s example pipeline (CTest runs it):  pixflow --plugin-path build/plugins run @NAME@.toml
+const char* k_toml =
+    R"(# @NAME@'s example pipeline (CTest runs it):  pixflow --plugin-path build/plugins run @NAME@.toml
 [pipeline]
 name = "@NAME@-demo"
 
@@ -239,14 +240,13 @@ std::vector<fs::path> write_operator_skeleton(const std::string& name, const fs:
     }
     fs::create_directories(dir / "kernels");
     fs::create_directories(dir / "test");
-    std::vector<std::pair<std::string, const char*>> files = {
-        {"CMakeLists.txt", k_cmake},
-        {name + ".cpp", k_cpp},
-        {name + ".toml", k_toml},
-        {"kernels/" + name + ".hpp", k_hpp},
-        {"kernels/" + name + "_cpu.cpp", k_cpu},
-        {"kernels/" + name + ".cu", k_cu},
-        {"test/" + name + "_test.cpp", k_test}};
+    std::vector<std::pair<std::string, const char*>> files = {{"CMakeLists.txt", k_cmake},
+                                                              {name + ".cpp", k_cpp},
+                                                              {name + ".toml", k_toml},
+                                                              {"kernels/" + name + ".hpp", k_hpp},
+                                                              {"kernels/" + name + "_cpu.cpp", k_cpu},
+                                                              {"kernels/" + name + ".cu", k_cu},
+                                                              {"test/" + name + "_test.cpp", k_test}};
     std::vector<fs::path> written;
     for (const auto& [file, text] : files) {
         std::ofstream o(dir / file);

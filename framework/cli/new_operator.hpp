@@ -10,7 +10,6 @@ namespace pixflow::host {
 
 /// Writes the folder; returns the files written. Throws std::runtime_error on a bad name or a
 /// non-empty target folder (nothing is overwritten).
-std::vector<std::filesystem::path> write_operator_skeleton(const std::string& name,
-                                                           const std::filesystem::path& dir);
+std::vector<std::filesystem::path> write_operator_skeleton(const std::string& name, const std::filesystem::path& dir);
 
 } // namespace pixflow::host

@@ -87,8 +87,10 @@ int graph_command(const Registry& reg, const PipelineArgs& a, const std::string&
     Compiled c = compile_args(reg, a);
     if (!dot_out.empty()) check_side_outputs({{dot_out, "-o"}}, pipeline_files(c.graph));
     std::string dot = plan_to_dot(c.graph, c.plan);
-    if (dot_out.empty()) std::cout << dot;
-    else write_file(dot_out, dot);
+    if (dot_out.empty())
+        std::cout << dot;
+    else
+        write_file(dot_out, dot);
     return 0;
 }
 
@@ -143,9 +145,7 @@ int run_command(const Registry& reg, const RunArgs& a) {
         if (!trace_path.empty()) files.stage_text(trace_path, trace.text());
         if (!a.report_path.empty()) files.stage_text(a.report_path, r.to_json() + "\n");
         files.commit();
-    } catch (const std::exception& e) {
-        return run_failed(e);
-    }
+    } catch (const std::exception& e) { return run_failed(e); }
     for (const auto& n : r.nodes)
         for (const auto& [k, v] : n.metrics) std::printf("%s: %s = %g\n", n.id.c_str(), k.c_str(), v);
     for (const auto& f : r.outputs) std::printf("wrote %s\n", f.c_str());
@@ -169,9 +169,7 @@ int bench_command(const Registry& reg, const BenchArgs& a) {
         dev_bw = any_cuda ? measure_device_copy_bandwidth(c.plan.device) : 0;
         host_bw = measure_host_copy_bandwidth();
         rows = ex.bench(a.repeat, dev_bw, host_bw);
-    } catch (const std::exception& e) {
-        return run_failed(e);
-    }
+    } catch (const std::exception& e) { return run_failed(e); }
     std::printf("device: %s\n", any_cuda ? cuda_device_name(c.plan.device).c_str() : "none (CPU only)");
     if (any_cuda) std::printf("device copy bandwidth (read+write): %.1f GB/s\n", dev_bw / 1e9);
     std::printf("host copy bandwidth (read+write): %.1f GB/s\n", host_bw / 1e9);
@@ -188,9 +186,8 @@ int bench_command(const Registry& reg, const BenchArgs& a) {
     for (const auto& r : rows) {
         std::printf("%-14s %-14s %-7s %11.4f %10.1f %11.4f %9.2f\n", r.id.c_str(), r.op.c_str(), r.backend.c_str(),
                     r.median_ms, r.gbps, r.floor_ms, r.x_floor);
-        nlohmann::json row{{"id", r.id},         {"op", r.op},       {"backend", r.backend},
-                           {"median_ms", r.median_ms}, {"bytes", r.bytes}, {"gbps", r.gbps},
-                           {"floor_ms", r.floor_ms},   {"x_floor", r.x_floor}};
+        nlohmann::json row{{"id", r.id},       {"op", r.op},     {"backend", r.backend},   {"median_ms", r.median_ms},
+                           {"bytes", r.bytes}, {"gbps", r.gbps}, {"floor_ms", r.floor_ms}, {"x_floor", r.x_floor}};
         const Node& n = c.graph.nodes[c.graph.find(r.id)];
         if (!n.replaced.empty()) row["replaced"] = n.replaced;
         j["nodes"].push_back(row);

@@ -17,7 +17,7 @@ namespace pixflow::host {
 } // namespace pixflow::host
 
 /// `cond` holds unless pixflow has a bug; `message` says what went wrong in words.
-#define PIXFLOW_ASSERT(cond, message)                                                                \
-    do {                                                                                             \
-        if (!(cond)) ::pixflow::host::internal_failure(#cond, (message), __FILE__, __LINE__);        \
+#define PIXFLOW_ASSERT(cond, message)                                                                                  \
+    do {                                                                                                               \
+        if (!(cond)) ::pixflow::host::internal_failure(#cond, (message), __FILE__, __LINE__);                          \
     } while (0)

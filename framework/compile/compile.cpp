@@ -34,11 +34,10 @@ RawValue string_value(std::string s, const SourceLoc& loc) {
 /// Gives memory node n the shape of the image bound to it, after checking what n declares.
 void bind_memory(NodeSpec& n, const pf_image& im, std::vector<Diagnostic>& errs) {
     SourceLoc where{"input(\"" + n.id + "\")", 0, 0};
-    const std::pair<const char*, RawValue> bound[] = {
-        {"width", int_value(im.width, where)},
-        {"height", int_value(im.height, where)},
-        {"channels", int_value(im.channels, where)},
-        {"dtype", string_value(dtype_name(DType(im.dtype)), where)}};
+    const std::pair<const char*, RawValue> bound[] = {{"width", int_value(im.width, where)},
+                                                      {"height", int_value(im.height, where)},
+                                                      {"channels", int_value(im.channels, where)},
+                                                      {"dtype", string_value(dtype_name(DType(im.dtype)), where)}};
     for (const auto& [key, value] : bound) {
         // [&key = key]: clang 14 (the fuzz build) cannot capture a structured binding itself.
         auto it = std::find_if(n.params.begin(), n.params.end(), [&key = key](auto& kv) { return kv.first == key; });
@@ -50,19 +49,22 @@ void bind_memory(NodeSpec& n, const pf_image& im, std::vector<Diagnostic>& errs)
         bool any = (declared.kind == RawValue::Kind::integer && declared.i == 0) ||
                    (declared.kind == RawValue::Kind::string && declared.s == "any");
         if (!any && declared.to_toml() != value.to_toml())
-            errs.push_back({declared.loc, n.id,
-                            std::string(key) + " = " + declared.to_toml() + " but the bound image is " + format_shape(im) +
-                                "; bind an image of the declared shape or change the declaration",
+            errs.push_back({declared.loc,
+                            n.id,
+                            std::string(key) + " = " + declared.to_toml() + " but the bound image is " +
+                                format_shape(im) + "; bind an image of the declared shape or change the declaration",
                             {}});
         it->second = value;
     }
     std::string want = im.device == PF_HOST ? "cpu" : "cuda";
     if (n.backend && *n.backend != "auto" && *n.backend != want)
-        errs.push_back({n.backend_loc, n.id,
-                        "backend = \"" + *n.backend + "\" but the bound image lies " +
-                            (im.device == PF_HOST ? std::string("on the host") : "on CUDA device " + std::to_string(im.device)) +
-                            "; a memory node runs where its image is (remove backend)",
-                        {}});
+        errs.push_back(
+            {n.backend_loc,
+             n.id,
+             "backend = \"" + *n.backend + "\" but the bound image lies " +
+                 (im.device == PF_HOST ? std::string("on the host") : "on CUDA device " + std::to_string(im.device)) +
+                 "; a memory node runs where its image is (remove backend)",
+             {}});
     n.backend = want;
     n.backend_loc = where;
 }
@@ -81,7 +83,8 @@ PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, co
         std::string accepted = memory_ids.empty() ? "this pipeline has none (add a node with op = \"memory\")"
                                                   : "its memory nodes: " + [&] {
                                                         std::string l;
-                                                        for (const auto& m : memory_ids) l += (l.empty() ? "" : ", ") + m;
+                                                        for (const auto& m : memory_ids)
+                                                            l += (l.empty() ? "" : ", ") + m;
                                                         return l;
                                                     }();
         if (it == s.nodes.end()) {
@@ -89,20 +92,28 @@ PipelineSpec bind_inputs(const PipelineSpec& spec, const CompileOptions& opt, co
             continue;
         }
         if (it->op != kMemoryOp) {
-            errs.push_back({it->op_loc.line ? it->op_loc : it->loc, id,
-                            "is op = \"" + it->op + "\"; images are bound to memory nodes (op = \"memory\"); " + accepted, {}});
+            errs.push_back(
+                {it->op_loc.line ? it->op_loc : it->loc,
+                 id,
+                 "is op = \"" + it->op + "\"; images are bound to memory nodes (op = \"memory\"); " + accepted,
+                 {}});
             continue;
         }
         if (im.device != PF_HOST && !po.cuda_usable) {
-            errs.push_back({where, id, "the image lies on CUDA device " + std::to_string(im.device) + " but " + po.cuda_why +
-                                           "; bind a host image", {}});
+            errs.push_back({where,
+                            id,
+                            "the image lies on CUDA device " + std::to_string(im.device) + " but " + po.cuda_why +
+                                "; bind a host image",
+                            {}});
             continue;
         }
         if (im.device != PF_HOST) {
             if (bound_device >= 0 && bound_device != im.device)
-                errs.push_back({where, id,
-                                "the image lies on CUDA device " + std::to_string(im.device) + " but another bound image on device " +
-                                    std::to_string(bound_device) + "; one pipeline runs on one device",
+                errs.push_back({where,
+                                id,
+                                "the image lies on CUDA device " + std::to_string(im.device) +
+                                    " but another bound image on device " + std::to_string(bound_device) +
+                                    "; one pipeline runs on one device",
                                 {}});
             bound_device = im.device;
         }
@@ -133,11 +144,13 @@ StripOptions strip_options(const CompileOptions& opt, const Graph& g, const Plan
     if (p.n_streams > 0) {
         if (opt.device_memory_limit) {
             so.device_budget = opt.device_memory_limit;
-            so.device_from = opt.device_memory_limit_from.empty() ? "--device-memory-limit" : opt.device_memory_limit_from;
+            so.device_from =
+                opt.device_memory_limit_from.empty() ? "--device-memory-limit" : opt.device_memory_limit_from;
         } else if (std::size_t free = device_free_bytes(p.device)) {
             so.device_budget = free / 4 * 3;
             so.device_limit = free;
-            so.device_from = "3/4 of the " + bytes_text(double(free)) + " of device memory free; --device-memory-limit sets it";
+            so.device_from =
+                "3/4 of the " + bytes_text(double(free)) + " of device memory free; --device-memory-limit sets it";
         }
     }
     for (const std::string& o : opt.outputs_read) {
@@ -166,18 +179,27 @@ std::size_t parse_byte_size(const std::string& text, const std::string& option) 
     std::string number = text.substr(0, i), unit = text.substr(i);
     for (char& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
     double scale = 0;
-    const std::pair<const char*, double> units[] = {{"", 1},        {"B", 1},          {"K", 1024.0},
-                                                    {"KB", 1024.0}, {"KIB", 1024.0},   {"M", 1048576.0},
-                                                    {"MB", 1048576.0}, {"MIB", 1048576.0}, {"G", 1073741824.0},
-                                                    {"GB", 1073741824.0}, {"GIB", 1073741824.0},
-                                                    {"T", 1099511627776.0}, {"TB", 1099511627776.0},
+    const std::pair<const char*, double> units[] = {{"", 1},
+                                                    {"B", 1},
+                                                    {"K", 1024.0},
+                                                    {"KB", 1024.0},
+                                                    {"KIB", 1024.0},
+                                                    {"M", 1048576.0},
+                                                    {"MB", 1048576.0},
+                                                    {"MIB", 1048576.0},
+                                                    {"G", 1073741824.0},
+                                                    {"GB", 1073741824.0},
+                                                    {"GIB", 1073741824.0},
+                                                    {"T", 1099511627776.0},
+                                                    {"TB", 1099511627776.0},
                                                     {"TIB", 1099511627776.0}};
     for (const auto& [name, s] : units)
         if (unit == name) scale = s;
     char* end = nullptr;
     double v = number.empty() ? -1 : std::strtod(number.c_str(), &end);
     if (scale == 0 || number.empty() || end != number.c_str() + number.size() || !(v > 0) || v * scale >= 9.0e18)
-        throw UserError(std::vector<Diagnostic>{{{option, 0, 0}, "",
+        throw UserError(std::vector<Diagnostic>{{{option, 0, 0},
+                                                 "",
                                                  "\"" + escape_control(text) +
                                                      "\" is not a size; accepted: a positive number of bytes, or "
                                                      "with K, M, G or T (powers of 1024, KiB and KB alike), e.g. "
@@ -185,7 +207,6 @@ std::size_t parse_byte_size(const std::string& text, const std::string& option) 
                                                  {}}});
     return std::size_t(std::llround(v * scale));
 }
-
 
 namespace {
 /// The spec with opt.param_defaults given to every node that declares the parameter and does not
@@ -219,9 +240,11 @@ Compiled compile(const PipelineSpec& spec_in, const Registry& reg, const Compile
     po.backend_override = opt.backend;
     po.device = opt.device;
     po.cuda_usable = cuda_usable(&po.cuda_why);
-    bool has_memory = std::any_of(spec.nodes.begin(), spec.nodes.end(), [](const NodeSpec& n) { return n.op == kMemoryOp; });
+    bool has_memory =
+        std::any_of(spec.nodes.begin(), spec.nodes.end(), [](const NodeSpec& n) { return n.op == kMemoryOp; });
     Compiled c;
-    c.graph = has_memory || !opt.inputs.empty() ? build_graph(bind_inputs(spec, opt, po, po.device), reg) : build_graph(spec, reg);
+    c.graph = has_memory || !opt.inputs.empty() ? build_graph(bind_inputs(spec, opt, po, po.device), reg)
+                                                : build_graph(spec, reg);
     // What is valid but computed for nothing, or most likely not meant: on the graph as written
     // (before fusion renames nodes), with or without --no-fuse.
     std::vector<Diagnostic> warnings = fusion_disagreements(c.graph, reg);
@@ -234,12 +257,12 @@ Compiled compile(const PipelineSpec& spec_in, const Registry& reg, const Compile
                         std::to_string(unread.size()) + " in all)");
     if (opt.note_no_sink && opt.outputs_read.empty() && !writes_something(c.graph))
         notes.push_back(spec.file + ": the pipeline writes nothing: no node saves a file or has another effect, so "
-                        "its results are dropped; add a save node (op = \"save\")");
+                                    "its results are dropped; add a save node (op = \"save\")");
     c.plan = make_plan(c.graph, po);
     if (opt.fuse) fuse(c.graph, c.plan, po, reg);
     if (opt.strip_rows < 0)
-        throw UserError(std::vector<Diagnostic>{{{"--strip-rows", 0, 0}, "",
-                                                 std::to_string(opt.strip_rows) + " rows; accepted: 1 or more", {}}});
+        throw UserError(std::vector<Diagnostic>{
+            {{"--strip-rows", 0, 0}, "", std::to_string(opt.strip_rows) + " rows; accepted: 1 or more", {}}});
     if (opt.strips) plan_strips(c.graph, c.plan, strip_options(opt, c.graph, c.plan));
     c.plan.warnings = std::move(warnings);
     c.plan.notes.insert(c.plan.notes.end(), notes.begin(), notes.end());

@@ -23,9 +23,8 @@ namespace pixflow::host {
 namespace {
 void check_cuda(cudaError_t e, const char* expr, const char* file, int line) {
     if (e != cudaSuccess)
-        throw InternalError(std::string("CUDA error: ") + expr + " failed with " +
-                          cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") at " + file +
-                          ":" + std::to_string(line));
+        throw InternalError(std::string("CUDA error: ") + expr + " failed with " + cudaGetErrorName(e) + " (" +
+                            cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line));
 }
 cudaStream_t st(const Stream& s) { return static_cast<cudaStream_t>(s.get()); }
 } // namespace
@@ -60,8 +59,8 @@ int cuda_device_count() {
 std::string cuda_device_name(int device) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, device) != cudaSuccess) return "none";
-    return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) +
-           ", " + std::to_string(p.multiProcessorCount) + " SMs)";
+    return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
+           std::to_string(p.multiProcessorCount) + " SMs)";
 }
 
 Stream::Stream(int device) : m_device(device) {
@@ -109,9 +108,7 @@ bool Event::ready() const {
     CHECK(e);
     return true;
 }
-void Event::wait_on(const Stream& s) const {
-    CHECK(cudaStreamWaitEvent(st(s), static_cast<cudaEvent_t>(m_e), 0));
-}
+void Event::wait_on(const Stream& s) const { CHECK(cudaStreamWaitEvent(st(s), static_cast<cudaEvent_t>(m_e), 0)); }
 float Event::elapsed_ms(const Event& a, const Event& b) {
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(a.m_e), static_cast<cudaEvent_t>(b.m_e)));
@@ -223,8 +220,8 @@ bool host_is_pinned(const void* p) {
     }
     return a.type == cudaMemoryTypeHost;
 }
-void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,
-                   std::size_t row_bytes, int rows, const Stream& s) {
+void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch, std::size_t row_bytes,
+                   int rows, const Stream& s) {
     if (rows == 0 || row_bytes == 0) return;
     const cudaError_t e = cudaMemcpy2DAsync(dst, std::size_t(dst_pitch), src, std::size_t(src_pitch), row_bytes,
                                             std::size_t(rows), cudaMemcpyDefault, st(s));
@@ -235,17 +232,19 @@ void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int6
             cudaGetLastError();
             return std::string("unknown memory");
         }
-        const char* kind = a.type == cudaMemoryTypeDevice ? "device" : a.type == cudaMemoryTypeHost ? "pinned host"
-                           : a.type == cudaMemoryTypeManaged                                        ? "managed"
-                                                                                                    : "pageable host";
-        return std::string(kind) + (a.type == cudaMemoryTypeDevice ? " memory of device " + std::to_string(a.device) : " memory");
+        const char* kind = a.type == cudaMemoryTypeDevice    ? "device"
+                           : a.type == cudaMemoryTypeHost    ? "pinned host"
+                           : a.type == cudaMemoryTypeManaged ? "managed"
+                                                             : "pageable host";
+        return std::string(kind) +
+               (a.type == cudaMemoryTypeDevice ? " memory of device " + std::to_string(a.device) : " memory");
     };
     int current = -1;
     cudaGetDevice(&current);
     check_cuda(e,
-               ("cudaMemcpy2DAsync of " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) + " bytes to " +
-                where(dst) + " (pitch " + std::to_string(dst_pitch) + ") from " + where(src) + " (pitch " +
-                std::to_string(src_pitch) + ") on a stream of device " + std::to_string(s.device()) +
+               ("cudaMemcpy2DAsync of " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) +
+                " bytes to " + where(dst) + " (pitch " + std::to_string(dst_pitch) + ") from " + where(src) +
+                " (pitch " + std::to_string(src_pitch) + ") on a stream of device " + std::to_string(s.device()) +
                 ", current device " + std::to_string(current))
                    .c_str(),
                __FILE__, __LINE__);
@@ -293,9 +292,7 @@ void init_devices(const std::vector<int>& devices) {
             try {
                 set_device(devices[i]);
                 CHECK(cudaFree(nullptr)); // the primary context, if cudaSetDevice has not made it
-            } catch (...) {
-                errors[i] = std::current_exception();
-            }
+            } catch (...) { errors[i] = std::current_exception(); }
         });
     for (auto& t : threads) t.join();
     for (auto& e : errors)
@@ -369,9 +366,7 @@ void device_free_async(void*, const Stream&) { no_cuda(); }
 void* pinned_alloc(std::size_t) { no_cuda(); }
 void pinned_free(void*) { no_cuda(); }
 bool host_is_pinned(const void*) { return false; }
-void copy_2d_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, int, const Stream&) {
-    no_cuda();
-}
+void copy_2d_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, int, const Stream&) { no_cuda(); }
 void memset_async(void*, int, std::size_t, const Stream&) { no_cuda(); }
 double measure_device_copy_bandwidth(int) { no_cuda(); }
 void keep_device_pool(int) { no_cuda(); }
@@ -390,8 +385,7 @@ PinnedCache::~PinnedCache() {
     for (auto& [bytes, p] : m_free) {
         try {
             pinned_free(p);
-        } catch (...) {
-        }
+        } catch (...) {}
     }
 }
 

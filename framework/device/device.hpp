@@ -143,8 +143,8 @@ void init_devices(const std::vector<int>& devices);
 std::size_t device_free_bytes(int device);
 
 /// 2D copy between any two locations, ordered on `s`.
-void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,
-                   std::size_t row_bytes, int rows, const Stream& s);
+void copy_2d_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch, std::size_t row_bytes,
+                   int rows, const Stream& s);
 
 /// Sets `bytes` bytes of device memory at `dst` to `value`, ordered on `s`.
 void memset_async(void* dst, int value, std::size_t bytes, const Stream& s);

@@ -52,9 +52,8 @@ double measure_host_copy_bandwidth() {
     std::vector<double> ms;
     for (int k = 0; k < 6; ++k) {
         auto t0 = Clock::now();
-        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, bytes, 1 << 20), [&](const auto& r) {
-            std::memcpy(b.data() + r.begin(), a.data() + r.begin(), r.size());
-        });
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, bytes, 1 << 20),
+                          [&](const auto& r) { std::memcpy(b.data() + r.begin(), a.data() + r.begin(), r.size()); });
         if (k >= 1) ms.push_back(ms_since(t0));
     }
     std::sort(ms.begin(), ms.end());

@@ -74,7 +74,8 @@ void Buffers::alloc(Buf& b, const pf_image& shape, bool device, int stream, bool
     if (device) {
         b.im.pitch = std::int64_t(checked_round_up(rb, 256).value_or(max_buffer_bytes));
         b.im.device = m_p.device;
-        b.im.data = device_alloc_async(image_bytes_or_throw(shape, std::size_t(b.im.pitch)), m_streams[std::size_t(stream)]);
+        b.im.data =
+            device_alloc_async(image_bytes_or_throw(shape, std::size_t(b.im.pitch)), m_streams[std::size_t(stream)]);
         b.mem = Mem::device;
         b.stream = stream;
         m_device_bytes.add(b.im.pitch * shape.height);
@@ -101,8 +102,10 @@ void Buffers::release(Buf& b, int stream) {
         m_host_bytes.add(-(long long)std::max<std::size_t>(image_bytes(b.im), 1));
         break;
     case Mem::pinned:
-        if (m_pinned) m_pinned->give(b.im.data);
-        else pinned_free(b.im.data);
+        if (m_pinned)
+            m_pinned->give(b.im.data);
+        else
+            pinned_free(b.im.data);
         m_host_bytes.add(-(long long)std::max<std::size_t>(image_bytes(b.im), 1));
         break;
     case Mem::device: {

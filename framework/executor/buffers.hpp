@@ -91,8 +91,8 @@ class Buffers {
     PinnedCache* m_pinned = nullptr;
     NodeMap<std::vector<std::unique_ptr<Buf>>> m_outs;
     std::vector<std::unique_ptr<Buf>> m_transfers;
-    NodeMap<std::vector<int>> m_consumers;      ///< per node, per output port: readers in place + transfers
-    NodeMap<std::vector<char>> m_feeds_upload;  ///< per node, per output port
+    NodeMap<std::vector<int>> m_consumers;     ///< per node, per output port: readers in place + transfers
+    NodeMap<std::vector<char>> m_feeds_upload; ///< per node, per output port
     DeviceMemoryCounter m_device_bytes, m_host_bytes;
 };
 

@@ -9,8 +9,7 @@
 
 namespace pixflow::host {
 
-Executor::Impl::Impl(const Graph& g_, const Plan& p_)
-    : g(g_), p(p_), buffers(g_, p_, streams), schedule(g_, p_) {
+Executor::Impl::Impl(const Graph& g_, const Plan& p_) : g(g_), p(p_), buffers(g_, p_, streams), schedule(g_, p_) {
     std::size_t n = g.nodes.size();
     keep.assign(n, 0);
     external.assign(n, 0);
@@ -51,8 +50,9 @@ void Executor::Impl::take_streams(const RunOptions& o) {
     set_device(p.device);
     if (!streams_ready) {
         if (o.resources) {
-            PIXFLOW_ASSERT(o.resources->device == p.device, "run resources of device " + std::to_string(o.resources->device) +
-                                                                " given to a plan for device " + std::to_string(p.device));
+            PIXFLOW_ASSERT(o.resources->device == p.device,
+                           "run resources of device " + std::to_string(o.resources->device) +
+                               " given to a plan for device " + std::to_string(p.device));
             streams = std::move(o.resources->streams);
             lent = o.resources;
         }
@@ -161,8 +161,7 @@ Executor::~Executor() {
         m->buffers.free_all();
         for (auto& s : m->streams) s.synchronize();
         m->give_back_streams();
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 RunReport Executor::run(const RunOptions& opt) {
@@ -173,7 +172,8 @@ RunReport Executor::run(const RunOptions& opt) {
     try {
         I.finish_device_work();
     } catch (const std::exception& e) {
-        I.signals.fail(RunSignals::Fault::internal, Diagnostic{{}, {}, std::string("while finishing device work: ") + e.what(), {}});
+        I.signals.fail(RunSignals::Fault::internal,
+                       Diagnostic{{}, {}, std::string("while finishing device work: ") + e.what(), {}});
     }
     if (opt.on_span) {
         try {
@@ -187,8 +187,7 @@ RunReport Executor::run(const RunOptions& opt) {
         try {
             for (auto& s : I.streams) s.synchronize();
             I.buffers.free_all();
-        } catch (...) {
-        }
+        } catch (...) {}
         I.opt = nullptr;
         I.signals.rethrow();
     }

@@ -69,12 +69,12 @@ using pixflow::RunReport;
 
 /// One timed piece of a run, for traces (RunOptions::on_span): a node, or a transfer.
 struct Span {
-    std::string kind;    ///< "node", "upload" or "download"
-    NodeId node;         ///< the node; for a transfer, the producer of the image it moves
-    std::string id, op;  ///< node id and op name (a transfer: the producer's id, and kind)
-    std::string backend; ///< "cpu" or "cuda"
-    int device = -1;     ///< the CUDA device of a CUDA node or a transfer; -1 on the CPU
-    int stream = -1;     ///< the plan's stream index; -1 on the CPU
+    std::string kind;                    ///< "node", "upload" or "download"
+    NodeId node;                         ///< the node; for a transfer, the producer of the image it moves
+    std::string id, op;                  ///< node id and op name (a transfer: the producer's id, and kind)
+    std::string backend;                 ///< "cpu" or "cuda"
+    int device = -1;                     ///< the CUDA device of a CUDA node or a transfer; -1 on the CPU
+    int stream = -1;                     ///< the plan's stream index; -1 on the CPU
     const void* stream_handle = nullptr; ///< the CUDA stream itself: unique while it lives
     std::thread::id thread;              ///< the thread that ran a CPU node
     /// CPU nodes: wall time around run_cpu. CUDA nodes and transfers: the times of their
@@ -96,7 +96,7 @@ struct RunOptions {
     /// Keep these nodes' outputs after the run (for fetch() and output()) until the next run; a
     /// node no other node reads is always kept.
     std::vector<NodeId> keep;
-    bool skip_sinks = false;   ///< bench: run no save/compare nodes
+    bool skip_sinks = false; ///< bench: run no save/compare nodes
     /// The images of external nodes (op-less inputs and bound `memory` nodes): caller memory,
     /// on the host or on the plan's device (in place; never freed or written).
     std::map<NodeId, pf_image> externals;

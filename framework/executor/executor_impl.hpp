@@ -31,19 +31,19 @@ struct Executor::Impl {
     Stream parked;                ///< our own stream 0 while a caller's stream stands in for it
     RunResources* lent = nullptr; ///< where the streams came from, and go back to
     bool streams_ready = false;
-    std::string device_name;      ///< for the report (asking the driver is slow: once)
-    std::vector<Event> join;      ///< caller's stream: each other stream's end, waited on by it
-    Event fork;                   ///< caller's stream: its work so far, waited on by the others
+    std::string device_name;          ///< for the report (asking the driver is slow: once)
+    std::vector<Event> join;          ///< caller's stream: each other stream's end, waited on by it
+    Event fork;                       ///< caller's stream: its work so far, waited on by the others
     std::vector<Event> transfer_done; ///< per transfer: its copy, which the host waits for
     Buffers buffers;
     Schedule schedule;
     Timings timings;
     RunSignals signals;
     OutputFiles files;
-    const RunOptions* opt = nullptr; ///< during run()
-    NodeMap<char> keep, external;    ///< this run's kept outputs and external nodes
+    const RunOptions* opt = nullptr;                    ///< during run()
+    NodeMap<char> keep, external;                       ///< this run's kept outputs and external nodes
     NodeMap<std::vector<pf_image>> in_views, out_views; ///< reused launch arrays
-    bool device_done = true;         ///< the last run waited for all of its device work
+    bool device_done = true;                            ///< the last run waited for all of its device work
     /// Streamed chains spread over several GPUs (StripChain::gpus): two streams on each GPU but
     /// the plan's own, made at the first run that needs them.
     std::map<int, std::array<Stream, 2>> spread_streams;

@@ -39,10 +39,9 @@ const Registry& registry_for(const std::string& path) {
 extern "C" PIXFLOW_EXPORT int32_t pixflow_host_cuda_usable(void) { return cuda_usable(nullptr) ? 1 : 0; }
 
 extern "C" PIXFLOW_EXPORT int32_t pixflow_host_run_op(const char* plugin_path, const char* op, const char* backend,
-                                                     const pf_image* inputs, int32_t n_inputs,
-                                                     const char* const* params, int32_t n_params,
-                                                     pf_image** outputs, int32_t* n_outputs, char* error,
-                                                     size_t error_size) {
+                                                      const pf_image* inputs, int32_t n_inputs,
+                                                      const char* const* params, int32_t n_params, pf_image** outputs,
+                                                      int32_t* n_outputs, char* error, size_t error_size) {
     auto fail = [&](int32_t status, const std::string& msg) {
         if (error && error_size) std::snprintf(error, error_size, "%s", msg.c_str());
         return status;
@@ -66,9 +65,7 @@ extern "C" PIXFLOW_EXPORT int32_t pixflow_host_run_op(const char* plugin_path, c
         *outputs = arr;
         *n_outputs = int32_t(outs.size());
         return PF_OK;
-    } catch (const UserError& e) {
-        return fail(PF_ERR_INVALID, e.what());
-    } catch (const std::exception& e) {
+    } catch (const UserError& e) { return fail(PF_ERR_INVALID, e.what()); } catch (const std::exception& e) {
         return fail(PF_ERR_RUNTIME, e.what());
     }
 }

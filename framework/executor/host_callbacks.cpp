@@ -17,8 +17,10 @@ void RunSignals::reset(std::size_t nodes, const std::function<void(int, const st
 }
 
 void RunSignals::log(int level, const std::string& message) const {
-    if (m_log) m_log(level, message);
-    else if (level >= 1) std::cerr << (level >= 2 ? "warning: " : "") << message << "\n";
+    if (m_log)
+        m_log(level, message);
+    else if (level >= 1)
+        std::cerr << (level >= 2 ? "warning: " : "") << message << "\n";
 }
 
 void RunSignals::fail(Fault kind, Diagnostic d) {
@@ -42,8 +44,8 @@ void RunSignals::metric(NodeId v, const char* key, double value) {
 }
 
 StepHost::StepHost(RunSignals& run, DeviceMemoryCounter& device_bytes, const Node& node, NodeId v, const Stream* stream)
-    : m_run(run), m_device_bytes(device_bytes), m_node(node), m_v(v), m_stream(stream),
-      m_table{sizeof(pf_host), this, &cb_alloc, &cb_log, &cb_cancelled, &cb_metric} {}
+    : m_run(run), m_device_bytes(device_bytes), m_node(node), m_v(v),
+      m_stream(stream), m_table{sizeof(pf_host), this, &cb_alloc, &cb_log, &cb_cancelled, &cb_metric} {}
 
 StepHost::~StepHost() {
     try {
@@ -67,17 +69,14 @@ void* StepHost::cb_alloc(void* self, int32_t device, size_t bytes) {
         }
         c->m_scratch.push_back({ptr, device != PF_HOST, bytes});
         return ptr;
-    } catch (...) {
-        return nullptr;
-    }
+    } catch (...) { return nullptr; }
 }
 
 void StepHost::cb_log(void* self, int32_t level, const char* msg) {
     auto* c = static_cast<StepHost*>(self);
     try {
         c->m_run.log(level, "[" + c->m_node.id + "] " + msg);
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 int32_t StepHost::cb_cancelled(void* self) { return static_cast<StepHost*>(self)->m_run.cancelled() ? 1 : 0; }
@@ -86,8 +85,7 @@ void StepHost::cb_metric(void* self, const char* key, double value) {
     auto* c = static_cast<StepHost*>(self);
     try {
         c->m_run.metric(c->m_v, key, value);
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 void StepHost::free_scratch() {

@@ -11,9 +11,19 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
     const pf_op_desc& d = *l.node.op->desc;
     StepHost host(run, device_bytes, l.node, l.v, l.stream);
     char err[2048] = {0};
-    pf_run_args a{sizeof(pf_run_args), l.params, d.n_params, l.inputs.data(), int32_t(l.inputs.size()),
-                  l.outputs.data(), int32_t(l.outputs.size()), l.stream ? l.stream->get() : nullptr,
-                  host.table(), err, sizeof err, l.strip, l.collective};
+    pf_run_args a{sizeof(pf_run_args),
+                  l.params,
+                  d.n_params,
+                  l.inputs.data(),
+                  int32_t(l.inputs.size()),
+                  l.outputs.data(),
+                  int32_t(l.outputs.size()),
+                  l.stream ? l.stream->get() : nullptr,
+                  host.table(),
+                  err,
+                  sizeof err,
+                  l.strip,
+                  l.collective};
     int32_t status;
     t.launched[l.v] = 1;
     const std::size_t k = l.strip ? std::size_t(l.strip->index) : 0;
@@ -35,8 +45,8 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
         if (l.strip) {
             std::lock_guard<std::mutex> lock(t.strip_mu);
             t.cpu_ms[l.v] += ms;
-        }
-        else t.cpu_ms[l.v] = ms;
+        } else
+            t.cpu_ms[l.v] = ms;
         if (t.spans) {
             auto t1 = Clock::now();
             if (l.strip) {

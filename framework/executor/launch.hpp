@@ -14,12 +14,12 @@ namespace pixflow::host {
 struct Launch {
     NodeId v;
     const Node& node;
-    const pf_value* params;             ///< one per schema parameter (output paths replaced)
+    const pf_value* params; ///< one per schema parameter (output paths replaced)
     const std::vector<pf_image>& inputs;
     const std::vector<pf_image>& outputs;
-    const Stream* stream;               ///< the node's stream on CUDA; nullptr on the CPU
-    const char* backend;                ///< "cpu" or "cuda", for messages
-    const pf_strip* strip = nullptr;    ///< a strip of a streamed chain: timed per strip
+    const Stream* stream;                      ///< the node's stream on CUDA; nullptr on the CPU
+    const char* backend;                       ///< "cpu" or "cuda", for messages
+    const pf_strip* strip = nullptr;           ///< a strip of a streamed chain: timed per strip
     const pf_collective* collective = nullptr; ///< a node run split over processes (ChainSplit)
 };
 

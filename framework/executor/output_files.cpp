@@ -40,9 +40,9 @@ FileTransaction::Shared& shared() {
 
 std::string temp_name(const fs::path& final_path, const char* kind) {
     static std::atomic<int> counter{0};
-    return (final_path.parent_path() / ("." + final_path.stem().string() + ".pixflow-" + kind + "-" +
-                                        std::to_string(::getpid()) + "-" + std::to_string(counter++) +
-                                        final_path.extension().string()))
+    return (final_path.parent_path() /
+            ("." + final_path.stem().string() + ".pixflow-" + kind + "-" + std::to_string(::getpid()) + "-" +
+             std::to_string(counter++) + final_path.extension().string()))
         .string();
 }
 
@@ -68,7 +68,8 @@ void FileTransaction::create_folders(const fs::path& dir) {
     std::lock_guard lk(shared().mu);
     std::vector<fs::path> missing;
     std::error_code ec;
-    for (fs::path d = dir; !d.empty() && !fs::exists(fs::symlink_status(d, ec)); d = d.parent_path()) missing.push_back(d);
+    for (fs::path d = dir; !d.empty() && !fs::exists(fs::symlink_status(d, ec)); d = d.parent_path())
+        missing.push_back(d);
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
         if (!fs::create_directory(*it, ec) && ec)
             throw InternalError("cannot create the folder " + it->string() + ": " + ec.message());
@@ -161,8 +162,10 @@ std::vector<std::string> FileTransaction::commit() {
     }
     if (!failure.empty()) {
         for (auto it = done.rbegin(); it != done.rend(); ++it) {
-            if (it->backup.empty()) ::unlink(it->e->final_path.c_str());
-            else ::rename(it->backup.c_str(), it->e->final_path.c_str());
+            if (it->backup.empty())
+                ::unlink(it->e->final_path.c_str());
+            else
+                ::rename(it->backup.c_str(), it->e->final_path.c_str());
         }
         rollback_locked();
         throw InternalError(failure + "; no output was written");
@@ -200,7 +203,8 @@ void FileTransaction::release() noexcept {
 void OutputFiles::prepare(const Graph& g, bool skip_sinks, FileTransaction* into) {
     m_params.clear();
     m_strings.clear();
-    if (into) m_tx = into;
+    if (into)
+        m_tx = into;
     else {
         if (!m_own) m_own = std::make_unique<FileTransaction>(); // once per Executor, not per run
         m_tx = m_own.get();
@@ -253,8 +257,7 @@ void abort_all_files(int) noexcept {
     for (auto& [id, h] : s.hooks) {
         try {
             h();
-        } catch (...) {
-        }
+        } catch (...) {}
     }
     // A writer opens its temporary after stage() named it, so a thread that had its name may
     // create the file just after the rollback unlinked it (seen under mpirun: a rank ending
@@ -264,10 +267,10 @@ void abort_all_files(int) noexcept {
     try {
         for (FileTransaction* t : s.live) {
             for (const auto& e : t->m_entries) tmps.push_back(e.tmp);
-            for (auto it = t->m_created_dirs.rbegin(); it != t->m_created_dirs.rend(); ++it) dirs.push_back(it->string());
+            for (auto it = t->m_created_dirs.rbegin(); it != t->m_created_dirs.rend(); ++it)
+                dirs.push_back(it->string());
         }
-    } catch (...) {
-    }
+    } catch (...) {}
     for (FileTransaction* t : s.live) t->rollback_locked();
     if (tmps.empty()) return;
     ::usleep(20000);
@@ -323,8 +326,7 @@ void install_interrupt_cleanup(bool announce) {
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     std::thread([set, announce] {
         int sig = 0;
-        while (sigwait(&set, &sig) != 0) {
-        }
+        while (sigwait(&set, &sig) != 0) {}
         abort_all_files(sig);
         // write(2), not stdio: another thread may hold stderr's lock forever.
         std::string line = std::string(::isatty(STDERR_FILENO) ? "\n" : "") + "error: interrupted by " +

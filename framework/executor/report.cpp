@@ -34,10 +34,14 @@ RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const Run
         nr.op = n.op->desc->name;
         nr.backend = backend_name(p.backend[v]);
         nr.strips = t.strips[v];
-        if (!p.on_device(v)) nr.ms = t.cpu_ms[v];
-        else if (t.strips[v] > 0) nr.ms = device_done ? strip_ms(t, v) : std::numeric_limits<double>::quiet_NaN();
-        else if (!t.launched[v]) nr.ms = 0; // bound memory, or the run failed before it
-        else nr.ms = device_done ? Event::elapsed_ms(t.start[v], t.end[v]) : std::numeric_limits<double>::quiet_NaN();
+        if (!p.on_device(v))
+            nr.ms = t.cpu_ms[v];
+        else if (t.strips[v] > 0)
+            nr.ms = device_done ? strip_ms(t, v) : std::numeric_limits<double>::quiet_NaN();
+        else if (!t.launched[v])
+            nr.ms = 0; // bound memory, or the run failed before it
+        else
+            nr.ms = device_done ? Event::elapsed_ms(t.start[v], t.end[v]) : std::numeric_limits<double>::quiet_NaN();
         nr.metrics = run.metrics(v);
         nr.replaced = n.replaced;
     }
@@ -108,7 +112,8 @@ void report_spans(const Graph& g, const Plan& p, const Timings& t, const std::ve
                         continue; // a strip that did not run (the run failed)
                     }
                 } else {
-                    if (std::size_t(k) >= t.strip_cpu[v].size() || t.strip_cpu[v][std::size_t(k)].thread == std::thread::id())
+                    if (std::size_t(k) >= t.strip_cpu[v].size() ||
+                        t.strip_cpu[v][std::size_t(k)].thread == std::thread::id())
                         continue;
                     sp.thread = t.strip_cpu[v][std::size_t(k)].thread;
                     sp.start = t.strip_cpu[v][std::size_t(k)].t0;
@@ -157,9 +162,7 @@ void report_spans(const Graph& g, const Plan& p, const Timings& t, const std::ve
         try {
             sp.start = gpu_time(t.transfer_start[k]);
             sp.end = gpu_time(t.transfer_end[k]);
-        } catch (const std::exception&) {
-            continue;
-        }
+        } catch (const std::exception&) { continue; }
         on_span(sp);
     }
 }
@@ -180,7 +183,8 @@ nlohmann::json report_json(const RunReport& r) {
     }
     j["strips"] = nlohmann::json::array();
     for (const auto& s : r.strips) {
-        nlohmann::json x{{"nodes", s.nodes}, {"count", s.count}, {"rows", s.rows}, {"ms", s.ms}, {"setup_ms", s.setup_ms}};
+        nlohmann::json x{
+            {"nodes", s.nodes}, {"count", s.count}, {"rows", s.rows}, {"ms", s.ms}, {"setup_ms", s.setup_ms}};
         if (!s.gpus.empty()) x["gpus"] = s.gpus;
         j["strips"].push_back(x);
     }
@@ -209,7 +213,8 @@ std::string RunReport::table() const {
     std::snprintf(line, sizeof line, "%-16s %-18s %-7s %12s\n", "node", "op", "backend", "time ms");
     o << line;
     for (const auto& n : nodes) {
-        std::snprintf(line, sizeof line, "%-16s %-18s %-7s %12.3f\n", n.id.c_str(), n.op.c_str(), n.backend.c_str(), n.ms);
+        std::snprintf(line, sizeof line, "%-16s %-18s %-7s %12.3f\n", n.id.c_str(), n.op.c_str(), n.backend.c_str(),
+                      n.ms);
         o << line;
         if (!n.replaced.empty()) {
             std::string ids;
@@ -224,13 +229,14 @@ std::string RunReport::table() const {
     for (const auto& s : strips) {
         std::string ids;
         for (const auto& id : s.nodes) ids += (ids.empty() ? "" : " -> ") + id;
-        o << "strips: " << ids << ": " << s.count << (s.count == 1 ? " strip of " : " strips of ") << s.rows << " rows\n";
+        o << "strips: " << ids << ": " << s.count << (s.count == 1 ? " strip of " : " strips of ") << s.rows
+          << " rows\n";
     }
     std::snprintf(line, sizeof line,
                   "transfers: %d upload(s) %.2f MB, %d download(s) %.2f MB; peak device memory %.2f MB; peak host "
                   "memory %.2f MB; wall %.3f ms\n",
-                  h2d_count, h2d_bytes / 1e6, d2h_count, d2h_bytes / 1e6, peak_device_bytes / 1e6, peak_host_bytes / 1e6,
-                  wall_ms);
+                  h2d_count, h2d_bytes / 1e6, d2h_count, d2h_bytes / 1e6, peak_device_bytes / 1e6,
+                  peak_host_bytes / 1e6, wall_ms);
     o << line;
     return o.str();
 }

@@ -28,8 +28,8 @@ std::vector<HostImage> run_single_op(const Registry& reg, const std::string& op,
     n.loc = SourceLoc{"run_single_op", 0, 0};
     n.inputs_as_table = true;
     for (std::size_t k = 0; k < inputs.size(); ++k)
-        n.inputs.push_back(InputSpec{k < ports.size() ? ports[k] : "in" + std::to_string(k),
-                                     "in" + std::to_string(k), "", {}});
+        n.inputs.push_back(
+            InputSpec{k < ports.size() ? ports[k] : "in" + std::to_string(k), "in" + std::to_string(k), "", {}});
     for (const auto& [key, value] : params)
         n.params.emplace_back(key, parse_value(value, SourceLoc{"param " + key, 0, 0}));
     spec.nodes.push_back(n);

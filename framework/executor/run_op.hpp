@@ -16,7 +16,6 @@ namespace pixflow::host {
 /// running) and InternalError when the operator fails otherwise.
 std::vector<HostImage> run_single_op(const Registry& reg, const std::string& op, const std::string& backend,
                                      const std::vector<pf_image>& inputs,
-                                     const std::map<std::string, std::string>& params,
-                                     RunReport* report = nullptr);
+                                     const std::map<std::string, std::string>& params, RunReport* report = nullptr);
 
 } // namespace pixflow::host

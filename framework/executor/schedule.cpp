@@ -35,8 +35,10 @@ void Schedule::chain(int s, tbb::task_group& tg, const std::function<void(int)>&
         int next = -1;
         for (int n : m_succ[std::size_t(s)])
             if (--m_left[std::size_t(n)] == 0) {
-                if (next < 0) next = n;
-                else tg.run([this, n, &tg, &step, &cancelled] { chain(n, tg, step, cancelled); });
+                if (next < 0)
+                    next = n;
+                else
+                    tg.run([this, n, &tg, &step, &cancelled] { chain(n, tg, step, cancelled); });
             }
         s = next;
     }

@@ -11,8 +11,10 @@ namespace pixflow::host {
 void Executor::Impl::step(int s) {
     if (signals.cancelled()) return;
     try {
-        if (schedule.is_node(s)) run_node(schedule.node_of(s));
-        else run_transfer(schedule.transfer_of(s));
+        if (schedule.is_node(s))
+            run_node(schedule.node_of(s));
+        else
+            run_transfer(schedule.transfer_of(s));
     } catch (const UserError& e) {
         for (const Diagnostic& d : e.diagnostics()) signals.fail(RunSignals::Fault::user, d);
     } catch (const std::exception& e) {
@@ -20,7 +22,7 @@ void Executor::Impl::step(int s) {
         const Node& n = g.nodes[v];
         std::string context = schedule.is_node(s) ? launch_context(n, backend_name(p.backend[v]))
                               : p.transfers[std::size_t(schedule.transfer_of(s))].to_device ? "upload of its output"
-                                                                                               : "download of its output";
+                                                                                            : "download of its output";
         signals.fail(RunSignals::Fault::internal, Diagnostic{n.loc, n.id, e.what(), context});
     }
 }
@@ -34,7 +36,12 @@ bool Executor::Impl::launch_node(NodeId v) {
     for (std::size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(buffers.input(v, i).im);
     for (std::size_t k = 0; k < n.outputs.size(); ++k) outs.push_back(buffers.out(v, int(k)).im);
     bool dev = p.on_device(v);
-    Launch l{v, n, files.params(g, v), ins, outs, dev ? &streams[std::size_t(p.stream[v])] : nullptr,
+    Launch l{v,
+             n,
+             files.params(g, v),
+             ins,
+             outs,
+             dev ? &streams[std::size_t(p.stream[v])] : nullptr,
              backend_name(p.backend[v])};
     l.collective = opt && opt->split && !dev ? opt->split->collective(v) : nullptr; // opt: none in bench
     const bool ok = launch(l, signals, buffers.device_memory(), timings);
@@ -45,7 +52,7 @@ bool Executor::Impl::launch_node(NodeId v) {
 void Executor::Impl::run_node(NodeId v) {
     const Node& n = g.nodes[v];
     if (!n.op || external[v]) return; // caller memory: already there
-    if (p.strips.in_chain(v)) { // a streamed chain runs as a whole, at its last node
+    if (p.strips.in_chain(v)) {       // a streamed chain runs as a whole, at its last node
         int c = p.strips.chain_of[v];
         if (p.strips.chains[std::size_t(c)].tail() == v) run_chain(c);
         return;
@@ -75,8 +82,10 @@ void Executor::Impl::run_node(NodeId v) {
     for (std::size_t k = 0; k < n.outputs.size(); ++k) {
         Buf& b = buffers.out(v, int(k));
         auto into = opt->write_into.find({v, int(k)});
-        if (into != opt->write_into.end()) Buffers::set_external(b, into->second);
-        else buffers.alloc(b, n.outputs[k], dev, s, buffers.feeds_upload(v, int(k)));
+        if (into != opt->write_into.end())
+            Buffers::set_external(b, into->second);
+        else
+            buffers.alloc(b, n.outputs[k], dev, s, buffers.feeds_upload(v, int(k)));
     }
     if (timings.spans) timings.node_ran[v] = 1;
     if (opt->on_node) opt->on_node(v, true);
@@ -96,7 +105,8 @@ void Executor::Impl::run_transfer(int t) {
         // a streamed chain copies these rows itself; out of its last node, the chain filled this
         // transfer's buffer, and the transfer only counts as one reader of the node's own
         // (into a chain: that chain reads the node's own buffer, and counts as its reader itself)
-        if (p.strips.in_chain(tr.node) && !p.strips.is_into(t)) buffers.consumed(src, tr.stream, nullptr, keeps(tr.node));
+        if (p.strips.in_chain(tr.node) && !p.strips.is_into(t))
+            buffers.consumed(src, tr.stream, nullptr, keeps(tr.node));
         return;
     }
     Buf& dst = buffers.transfer(t);
@@ -111,8 +121,10 @@ void Executor::Impl::run_transfer(int t) {
     done.record(s);
     done.synchronize(); // the host buffer must be complete (download) or reusable (upload)
     std::size_t bytes = image_bytes(src.im);
-    if (tr.to_device) ++timings.h2d, timings.h2d_bytes += (long long)bytes;
-    else ++timings.d2h, timings.d2h_bytes += (long long)bytes;
+    if (tr.to_device)
+        ++timings.h2d, timings.h2d_bytes += (long long)bytes;
+    else
+        ++timings.d2h, timings.d2h_bytes += (long long)bytes;
     buffers.consumed(src, tr.stream, nullptr, keeps(tr.node));
 }
 

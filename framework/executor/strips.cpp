@@ -60,7 +60,8 @@ void copy_rows(const pf_image& dst, const pf_image& src, const Stream* s) {
                 std::memcpy(static_cast<char*>(dst.data) + std::int64_t(y) * dst.pitch,
                             static_cast<const char*>(src.data) + std::int64_t(y) * src.pitch, rb);
         };
-        if (rb * std::size_t(src.height) < (std::size_t(1) << 20)) rows(0, src.height);
+        if (rb * std::size_t(src.height) < (std::size_t(1) << 20))
+            rows(0, src.height);
         else
             tbb::parallel_for(tbb::blocked_range<int>(0, src.height, 16),
                               [&](const tbb::blocked_range<int>& r) { rows(r.begin(), r.end()); });
@@ -80,8 +81,7 @@ class ChainBuffers {
     ~ChainBuffers() {
         for (auto& b : m_bufs) try {
                 m_buffers.release(*b, m_stream);
-            } catch (...) {
-            }
+            } catch (...) {}
     }
     Buf* alloc(const pf_image& shape, bool device, bool pinned) {
         m_bufs.push_back(std::make_unique<Buf>());
@@ -115,10 +115,12 @@ void Executor::Impl::run_chain(int ci) {
     Buf* src = nullptr;
     const int in_t = hn.inputs.empty() ? -1 : p.input_transfer[head][0];
     const bool in_absorbed = in_t >= 0 && p.strips.is_into(in_t);
-    if (!hn.inputs.empty()) src = in_absorbed ? &buffers.out(hn.inputs[0].node, hn.inputs[0].port) : &buffers.input(head, 0);
+    if (!hn.inputs.empty())
+        src = in_absorbed ? &buffers.out(hn.inputs[0].node, hn.inputs[0].port) : &buffers.input(head, 0);
     std::vector<int> out_t; // transfers out of the chain: all absorbed, the chain fills them
     for (std::size_t t = 0; t < p.transfers.size(); ++t)
-        if (p.transfers[t].node == tail && !p.strips.is_into(int(t))) out_t.push_back(int(t)); // not those the next chain takes
+        if (p.transfers[t].node == tail && !p.strips.is_into(int(t)))
+            out_t.push_back(int(t)); // not those the next chain takes
 
     // The chain's stream: its CUDA nodes', else the stream of a transfer it makes itself.
     int cs = c.streams[0];
@@ -213,12 +215,10 @@ void Executor::Impl::run_chain(int ci) {
                     set_device(o.stream->device());
                     device_free_async(o.buf->im.data, *o.stream);
                     counter->add(-o.bytes);
-                } catch (...) {
-                }
+                } catch (...) {}
             if (!bufs.empty()) try {
                     set_device(home);
-                } catch (...) {
-                }
+                } catch (...) {}
         }
     } spread_bufs{{}, &buffers.device_memory(), p.device};
     struct SpreadJoin { // on every way out: the other GPUs' work ends before their buffers go
@@ -226,8 +226,7 @@ void Executor::Impl::run_chain(int ci) {
         ~SpreadJoin() {
             for (const Stream* st : streams) try {
                     st->synchronize();
-                } catch (...) {
-                }
+                } catch (...) {}
         }
     } spread_join;
     for (int j = 1; j < G; ++j)
@@ -265,7 +264,8 @@ void Executor::Impl::run_chain(int ci) {
             pf_image shape = n.outputs[0];
             shape.height = c.max_window[i];
             const bool pin = uses_device && !dev[i] && to_device;
-            for (int w = 0; w < (carried[i] ? nwin_carried : nsets); ++w) mb[i].win.push_back(alloc_on(shape, dev[i], pin, w));
+            for (int w = 0; w < (carried[i] ? nwin_carried : nsets); ++w)
+                mb[i].win.push_back(alloc_on(shape, dev[i], pin, w));
         }
         const bool pinned = uses_device && !dev[i];
         if (!n.inputs.empty()) {
@@ -280,8 +280,10 @@ void Executor::Impl::run_chain(int ci) {
             PIXFLOW_ASSERT(c.carry_bytes[i] <= std::size_t(INT_MAX), "a carried state of more than 2 GiB");
             pf_image shape{sizeof(pf_image), int(c.carry_bytes[i]), 1, 1, PF_U8, PF_HOST, 0, nullptr};
             mb[i].carry = temp.alloc(shape, dev[i], false);
-            if (dev[i]) memset_async(mb[i].carry->im.data, 0, c.carry_bytes[i], *s0);
-            else std::memset(mb[i].carry->im.data, 0, c.carry_bytes[i]);
+            if (dev[i])
+                memset_async(mb[i].carry->im.data, 0, c.carry_bytes[i], *s0);
+            else
+                std::memset(mb[i].carry->im.data, 0, c.carry_bytes[i]);
         }
     }
     timings.chain_setup_ms[std::size_t(ci)] = ms_since(t_start); // allocations (pinning host memory is slow)
@@ -300,8 +302,7 @@ void Executor::Impl::run_chain(int ci) {
                 Event e(true, false);
                 e.record(*s1);
                 e.wait_on(*s0);
-            } catch (...) {
-            }
+            } catch (...) {}
         }
     } join{s0, two_streams ? &streams[std::size_t(c.streams[1])] : nullptr};
 
@@ -323,8 +324,10 @@ void Executor::Impl::run_chain(int ci) {
     auto count_copy = [&](const pf_image& from, const pf_image& to) {
         if (on_host(from) == on_host(to)) return;
         long long bytes = (long long)(row_bytes(from) * std::size_t(from.height));
-        if (on_host(from)) ++timings.h2d, timings.h2d_bytes += bytes;
-        else ++timings.d2h, timings.d2h_bytes += bytes;
+        if (on_host(from))
+            ++timings.h2d, timings.h2d_bytes += bytes;
+        else
+            ++timings.d2h, timings.d2h_bytes += bytes;
     };
 
     // 4. The strips: all of them, or this process's range when the chain is split (ChainSplit).
@@ -343,7 +346,9 @@ void Executor::Impl::run_chain(int ci) {
         const StripRows& r = c.strips[std::size_t(k)][i];
         return rows_of(mb[i].stage[std::size_t(set_of(k))]->im, 0, r.in1 - r.in0);
     };
-    auto crosses = [&](std::size_t i) { return !g.nodes[c.nodes[i]].inputs.empty() && mb[i].input_dev != bool(dev[i]); };
+    auto crosses = [&](std::size_t i) {
+        return !g.nodes[c.nodes[i]].inputs.empty() && mb[i].input_dev != bool(dev[i]);
+    };
     auto copy_input = [&](std::size_t i, int k) {
         const pf_image view = input_view(i, k), to = staged(i, k);
         if (to.height <= 0) return;
@@ -386,20 +391,25 @@ void Executor::Impl::run_chain(int ci) {
                 copy_rows(rows_of(window(i, k)->im, 0, kept1 - r.win0),
                           rows_of(window(i, k - 1)->im, r.win0 - q.win0, kept1 - r.win0), s);
         }
-        if (opt->split && mb[i].carry && k == k_first) opt->split->carry_in(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
+        if (opt->split && mb[i].carry && k == k_first)
+            opt->split->carry_in(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
         const bool has_out = !n.outputs.empty();
         if (has_out ? r.out1 <= r.out0 : r.in1 <= r.in0) return true; // nothing new in this strip
         std::vector<pf_image> ins, outs;
         if (!n.inputs.empty()) {
-            if (!crosses(i)) ins.push_back(input_view(i, k));
+            if (!crosses(i))
+                ins.push_back(input_view(i, k));
             else {
-                if (pipelined && i > 0 && !dev[i]) input_ready[i][std::size_t(set_of(k))].synchronize();
+                if (pipelined && i > 0 && !dev[i])
+                    input_ready[i][std::size_t(set_of(k))].synchronize();
                 else {
                     copy_input(i, k);
                     // a CPU node reads the rows now; unpipelined, a host window is rewritten by
                     // the next strip (pipelined, the strip's set is not reused before it ends)
-                    if (!dev[i]) wait_for(*s);
-                    else if (i > 0 && !pipelined) s->synchronize();
+                    if (!dev[i])
+                        wait_for(*s);
+                    else if (i > 0 && !pipelined)
+                        s->synchronize();
                 }
                 ins.push_back(staged(i, k));
             }
@@ -407,13 +417,15 @@ void Executor::Impl::run_chain(int ci) {
         if (has_out) outs.push_back(rows_of(window(i, k)->im, r.out0 - r.win0, r.out1 - r.out0));
         const int hin = n.inputs.empty() ? 0 : g.nodes[n.inputs[0].node].outputs[std::size_t(n.inputs[0].port)].height;
         const int hout = has_out ? n.outputs[0].height : hin;
-        pf_strip strip{sizeof(pf_strip), k, c.count(), r.in0, hin, r.out0, hout,
-                       mb[i].carry ? mb[i].carry->im.data : nullptr, c.carry_bytes[i]};
+        pf_strip strip{
+            sizeof(pf_strip), k, c.count(), r.in0, hin, r.out0, hout, mb[i].carry ? mb[i].carry->im.data : nullptr,
+            c.carry_bytes[i]};
         Launch l{v, n, files.params(g, v), ins, outs, dev[i] ? s : nullptr, backend_name(p.backend[v]), &strip};
         if (opt->on_node) opt->on_node(v, true);
         const bool ok = launch(l, signals, buffers.device_memory(), timings);
         if (opt->on_node) opt->on_node(v, false);
-        if (ok && opt->split && mb[i].carry && k == k_last - 1) opt->split->carry_out(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
+        if (ok && opt->split && mb[i].carry && k == k_last - 1)
+            opt->split->carry_out(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);
         return ok;
     };
     // The strip's own rows of the chain's output, into the whole outputs.
@@ -482,7 +494,8 @@ void Executor::Impl::run_chain(int ci) {
             // set would wait for those). Host stages are done with it when the strip leaves.
             if (dev[i0]) set_done[std::size_t(set_of(k))].record(*stream_of(k));
         };
-        auto filters = tbb::make_filter<void, int>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> int {
+        auto filters = tbb::make_filter<void,
+                                        int>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> int {
             if (next >= k_last || signals.cancelled()) {
                 fc.stop();
                 return 0;
@@ -502,7 +515,8 @@ void Executor::Impl::run_chain(int ci) {
             }
             const int w = set_of(k);
             if (uses_device && (dynamic || k - nsets >= k_first)) set_done[std::size_t(w)].synchronize();
-            if (G > 1 && w % G != 0 && !set_used[std::size_t(w)]) { // a set's first strip waits for the allocations on its GPU's first stream
+            if (G > 1 && w % G != 0 &&
+                !set_used[std::size_t(w)]) { // a set's first strip waits for the allocations on its GPU's first stream
                 set_device(gpu_of(k));
                 Event e(true, false);
                 e.record(spread_streams.at(gpu_of(k))[0]);
@@ -529,14 +543,16 @@ void Executor::Impl::run_chain(int ci) {
             bool parallel = true;
             for (std::size_t i = first_of[std::size_t(st)]; i < first_of[std::size_t(st) + 1]; ++i)
                 parallel &= !dev[i] && !carried[i];
-            filters = filters & tbb::make_filter<int, int>(parallel ? tbb::filter_mode::parallel : tbb::filter_mode::serial_in_order,
+            filters = filters & tbb::make_filter<int, int>(parallel ? tbb::filter_mode::parallel
+                                                                    : tbb::filter_mode::serial_in_order,
                                                            [&, st](int k) {
                                                                stage_body(st, k);
                                                                return k;
                                                            });
         }
         tbb::parallel_pipeline(std::size_t(nsets),
-                               filters & tbb::make_filter<int, void>(dynamic ? tbb::filter_mode::parallel : tbb::filter_mode::serial_in_order,
+                               filters & tbb::make_filter<int, void>(dynamic ? tbb::filter_mode::parallel
+                                                                             : tbb::filter_mode::serial_in_order,
                                                                      [&](int k) {
                                                                          if (!dynamic) return;
                                                                          std::lock_guard<std::mutex> lock(free_mu);
@@ -582,7 +598,8 @@ void Executor::Impl::run_chain(int ci) {
     if (uses_device && host_involved) {
         s0->synchronize();
         for (int t : out_t) // copies into an upload's buffer ran on the transfer's stream
-            if (p.transfers[std::size_t(t)].stream != cs) streams[std::size_t(p.transfers[std::size_t(t)].stream)].synchronize();
+            if (p.transfers[std::size_t(t)].stream != cs)
+                streams[std::size_t(p.transfers[std::size_t(t)].stream)].synchronize();
     }
     for (NodeId v : c.nodes) timings.launched[v] = 1;
     timings.chain_ms[std::size_t(ci)] = ms_since(t_start);

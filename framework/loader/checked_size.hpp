@@ -56,8 +56,7 @@ constexpr std::optional<std::size_t> checked_round_up(std::size_t v, std::size_t
 /// refuses it separately.
 constexpr std::optional<std::size_t> checked_row_bytes(const pf_image& shape) {
     std::size_t ds = checked_dtype_size(shape.dtype);
-    if (shape.width < 0 || shape.height < 0 || shape.channels < 1 || shape.channels > 4 || ds == 0)
-        return std::nullopt;
+    if (shape.width < 0 || shape.height < 0 || shape.channels < 1 || shape.channels > 4 || ds == 0) return std::nullopt;
     return checked_mul(std::size_t(shape.width), std::size_t(shape.channels) * ds);
 }
 

@@ -56,11 +56,13 @@ std::string string_problem(const char* s, std::size_t bound, Text kind, bool nul
         unsigned char c = u[i];
         std::size_t step = 1;
         bool ok;
-        if (kind == Text::name) ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-        else ok = c >= 0x20 && c != 0x7F && (step = utf8_sequence(u, i, n)) != 0;
+        if (kind == Text::name)
+            ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+        else
+            ok = c >= 0x20 && c != 0x7F && (step = utf8_sequence(u, i, n)) != 0;
         if (!ok) {
-            std::string at = std::string("has the byte 0x") + hex_digit(c >> 4) + hex_digit(c) + " at offset " +
-                             std::to_string(i);
+            std::string at =
+                std::string("has the byte 0x") + hex_digit(c >> 4) + hex_digit(c) + " at offset " + std::to_string(i);
             return kind == Text::name ? at + "; names are made of A-Z a-z 0-9 _ -"
                                       : at + "; it must be one line of UTF-8 text";
         }
@@ -99,9 +101,11 @@ std::string check_port(const pf_port_desc& p, const std::string& where) {
         return where + ": " + e;
     if (auto e = string_problem(p.name, L::name_bytes, Text::name); !e.empty()) return where + ": its name " + e;
     std::string w = where + " '" + p.name + "'";
-    if (auto e = string_problem(p.doc, L::doc_bytes, Text::line, /*nullable=*/true); !e.empty()) return w + ": its doc " + e;
+    if (auto e = string_problem(p.doc, L::doc_bytes, Text::line, /*nullable=*/true); !e.empty())
+        return w + ": its doc " + e;
     if (p.dtypes == 0 || (p.dtypes & ~std::uint32_t(PF_ALL_DTYPES)))
-        return w + ": dtype mask " + dtype_mask_text(p.dtypes) + " is empty or has unknown bits (PF_ALL_DTYPES is 0x1fe)";
+        return w + ": dtype mask " + dtype_mask_text(p.dtypes) +
+               " is empty or has unknown bits (PF_ALL_DTYPES is 0x1fe)";
     if (p.channels == 0 || (p.channels & ~std::uint32_t(PF_ALL_CHANNELS)))
         return w + ": channel mask " + dtype_mask_text(p.channels) +
                " is empty or has unknown bits (PF_ALL_CHANNELS is 0x1e, 1 to 4 channels)";
@@ -146,7 +150,8 @@ std::string check_param(const pf_param_desc& p, const std::string& where) {
     switch (p.type) {
     case PF_PARAM_INT:
         if (p.has_range && (double(v.i) < p.min || double(v.i) > p.max))
-            return w + ": default " + std::to_string(v.i) + " is outside its range [" + num(p.min) + ", " + num(p.max) + "]";
+            return w + ": default " + std::to_string(v.i) + " is outside its range [" + num(p.min) + ", " + num(p.max) +
+                   "]";
         break;
     case PF_PARAM_FLOAT:
         if (std::isnan(v.f)) return w + ": default is NaN";
@@ -215,8 +220,7 @@ std::string check_fusion(const pf_fusion_desc& f, int index, const pf_plugin_des
     const pf_op_desc* fused = nullptr;
     for (int j = 0; j < d.n_ops && !fused; ++j)
         if (std::strcmp(d.ops[j].name, f.fused_op) == 0) fused = &d.ops[j];
-    if (!fused)
-        return where + " names fused operator '" + f.fused_op + "', which this plugin does not declare";
+    if (!fused) return where + " names fused operator '" + f.fused_op + "', which this plugin does not declare";
     std::string w = where + " ('" + f.fused_op + "')";
     if (auto e = count_problem(f.n_chain, L::chain, f.chain, "chain operators"); !e.empty()) return w + ": " + e;
     if (f.n_chain < 2) return w + " has a chain of fewer than 2 operators";
@@ -230,7 +234,8 @@ std::string check_fusion(const pf_fusion_desc& f, int index, const pf_plugin_des
             !string_problem(b.param, L::name_bytes, Text::name).empty() || b.node < 0 || b.node >= f.n_chain)
             return w + " binds an unknown parameter or node";
         bool known = false;
-        for (int q = 0; q < fused->n_params && !known; ++q) known = std::strcmp(fused->params[q].name, b.fused_param) == 0;
+        for (int q = 0; q < fused->n_params && !known; ++q)
+            known = std::strcmp(fused->params[q].name, b.fused_param) == 0;
         if (!known) return w + " binds an unknown parameter or node";
     }
     if (auto e = count_problem(f.n_same, L::same, f.same, "`same` constraints"); !e.empty()) return w + ": " + e;
@@ -248,8 +253,7 @@ std::string check_access(const pf_access_desc& a, int index, const pf_plugin_des
     std::string where = "access #" + std::to_string(index);
     // ABI 1.2 plugins end their pf_access_desc before whole_reason (ABI 1.3)
     const std::size_t want = d.abi_minor <= 2 ? offsetof(pf_access_desc, whole_reason) : sizeof(pf_access_desc);
-    if (auto e = struct_size_problem(a.struct_size, want, "pf_access_desc"); !e.empty())
-        return where + ": " + e;
+    if (auto e = struct_size_problem(a.struct_size, want, "pf_access_desc"); !e.empty()) return where + ": " + e;
     if (auto e = string_problem(a.op, L::name_bytes, Text::name); !e.empty()) return where + ": its operator name " + e;
     const pf_op_desc* op = nullptr;
     for (int j = 0; j < d.n_ops && !op; ++j)
@@ -266,20 +270,21 @@ std::string check_access(const pf_access_desc& a, int index, const pf_plugin_des
             return w + " sets a halo or block rows, which only stencil and blocks accesses have";
         break;
     case PF_ACCESS_STENCIL:
-        if (!in_bound(a.halo)) return w + " is a stencil with a halo of " + std::to_string(a.halo) + " rows (1 to " + bound + ")";
+        if (!in_bound(a.halo))
+            return w + " is a stencil with a halo of " + std::to_string(a.halo) + " rows (1 to " + bound + ")";
         if (a.in_rows != 0 || a.out_rows != 0) return w + " is a stencil with block rows";
         break;
     case PF_ACCESS_BLOCKS:
         if (!in_bound(a.in_rows) || !in_bound(a.out_rows))
-            return w + " has blocks of " + std::to_string(a.in_rows) + " -> " + std::to_string(a.out_rows) + " rows (1 to " +
-                   bound + " each)";
+            return w + " has blocks of " + std::to_string(a.in_rows) + " -> " + std::to_string(a.out_rows) +
+                   " rows (1 to " + bound + " each)";
         if (a.halo != 0) return w + " has blocks and a halo";
         break;
     default: return w + " has unknown kind " + std::to_string(a.kind) + " (pf_access_kind is 0 to 4)";
     }
     if ((a.kind == PF_ACCESS_CARRIED) != (a.carry_bytes != nullptr))
         return w + (a.kind == PF_ACCESS_CARRIED ? " is carried but has no carry_bytes function"
-                                                 : " has a carry_bytes function but is not carried");
+                                                : " has a carry_bytes function but is not carried");
     if (op->n_inputs == 0 && (a.kind == PF_ACCESS_STENCIL || a.kind == PF_ACCESS_BLOCKS))
         return w + ": a source (no inputs) is pointwise, carried or whole-image";
     return "";
@@ -293,13 +298,15 @@ std::string check_plugin_descriptor(const pf_plugin_desc* d) {
     if (d->struct_size < offsetof(pf_plugin_desc, name))
         return "descriptor too small (struct_size " + std::to_string(d->struct_size) + ")";
     std::string versions = "plugin ABI " + std::to_string(d->abi_major) + "." + std::to_string(d->abi_minor) +
-                           ", pixflow ABI " + std::to_string(PIXFLOW_ABI_MAJOR) + "." + std::to_string(PIXFLOW_ABI_MINOR);
+                           ", pixflow ABI " + std::to_string(PIXFLOW_ABI_MAJOR) + "." +
+                           std::to_string(PIXFLOW_ABI_MINOR);
     if (d->abi_major != PIXFLOW_ABI_MAJOR)
         return "ABI major version differs (" + versions + "); rebuild it against this SDK";
     if (d->abi_minor > PIXFLOW_ABI_MINOR) return "built for a newer ABI (" + versions + "); upgrade pixflow";
     if (d->struct_size < offsetof(pf_plugin_desc, init) + sizeof(d->init))
         return "descriptor too small (struct_size " + std::to_string(d->struct_size) + ")";
-    bool has_fusions = d->abi_minor >= 1 && d->struct_size >= offsetof(pf_plugin_desc, n_fusions) + sizeof(d->n_fusions);
+    bool has_fusions =
+        d->abi_minor >= 1 && d->struct_size >= offsetof(pf_plugin_desc, n_fusions) + sizeof(d->n_fusions);
     bool has_access = d->abi_minor >= 2 && d->struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d->n_access);
 
     // Counts and arrays before any pointer is followed, so that a garbage descriptor is named

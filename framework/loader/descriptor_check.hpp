@@ -34,19 +34,19 @@ namespace pixflow::host {
 
 /// Bounds of a sane descriptor. Real plugins are far below them (the largest, jpeg, has 5 ops).
 struct DescriptorLimits {
-    static constexpr std::size_t name_bytes = 128;      ///< op, port, parameter, plugin names
+    static constexpr std::size_t name_bytes = 128; ///< op, port, parameter, plugin names
     static constexpr std::size_t version_bytes = 64;
-    static constexpr std::size_t doc_bytes = 4096;      ///< docs and string defaults
+    static constexpr std::size_t doc_bytes = 4096; ///< docs and string defaults
     static constexpr std::size_t choice_bytes = 128;
     static constexpr int ops = 1024;
-    static constexpr int ports = 64;                    ///< inputs, and outputs, per op
+    static constexpr int ports = 64; ///< inputs, and outputs, per op
     static constexpr int params = 256;
     static constexpr int choices = 1024;
     static constexpr int fusions = 256;
     static constexpr int chain = 64;
     static constexpr int binds = 256;
     static constexpr int same = 256;
-    static constexpr int access_rows = 4096;            ///< a stencil's halo, a block's rows
+    static constexpr int access_rows = 4096; ///< a stencil's halo, a block's rows
 };
 
 /// The reason `d` must be rejected, or "" when it is valid. The reason is one line and quotes

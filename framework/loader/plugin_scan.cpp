@@ -112,8 +112,10 @@ void drain(int& fd, std::string& into, std::size_t cap, bool keep_tail) {
         if (n > 0) {
             into.append(buf, std::size_t(n));
             if (into.size() > cap) {
-                if (keep_tail) into.erase(0, into.size() - cap);
-                else into.resize(cap);
+                if (keep_tail)
+                    into.erase(0, into.size() - cap);
+                else
+                    into.resize(cap);
             }
             continue;
         }
@@ -146,16 +148,23 @@ ScanVerdict verdict_of(const Child& c, const ScanSettings& st) {
         if (in.eof()) break; // a line without its '\n': cut off by a crash
         auto sp = line.find(' ');
         std::string key = line.substr(0, sp), val = sp == std::string::npos ? "" : line.substr(sp + 1);
-        if (line == scan_protocol::hello) hello = true;
-        else if (key == "phase") phase = val;
-        else if (key == "plugin") v.name = scan_protocol::unescape(val);
-        else if (key == "version") v.version = scan_protocol::unescape(val);
-        else if (key == "abi") std::sscanf(val.c_str(), "%u %u", &v.abi_major, &v.abi_minor);
-        else if (key == "op") v.ops.push_back(scan_protocol::unescape(val));
+        if (line == scan_protocol::hello)
+            hello = true;
+        else if (key == "phase")
+            phase = val;
+        else if (key == "plugin")
+            v.name = scan_protocol::unescape(val);
+        else if (key == "version")
+            v.version = scan_protocol::unescape(val);
+        else if (key == "abi")
+            std::sscanf(val.c_str(), "%u %u", &v.abi_major, &v.abi_minor);
+        else if (key == "op")
+            v.ops.push_back(scan_protocol::unescape(val));
         else if (key == "result" && !have_result) {
             have_result = true;
             result = val;
-        } else if (key == "done") done = true;
+        } else if (key == "done")
+            done = true;
     }
     if (!hello && !c.timed_out && !(WIFSIGNALED(c.status))) {
         // The scanner itself did not start (exec failed: exit 127): nothing is known about the plugin.
@@ -235,7 +244,8 @@ bool start(Child& c, const fs::path& file, const ScanSettings& st) {
     c.err_fd = err[0];
     fcntl(c.report_fd, F_SETFL, O_NONBLOCK);
     fcntl(c.err_fd, F_SETFL, O_NONBLOCK);
-    c.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(st.timeout_s));
+    c.deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(st.timeout_s));
     return true;
 }
 
@@ -250,8 +260,10 @@ ScanSettings ScanSettings::from_environment() {
         fs::path p = !scanner.empty()
                          ? fs::path(scanner)
                          : fs::path(boost::dll::this_line_location().parent_path().string()) / PIXFLOW_SCANNER_RELPATH;
-        if (::access(p.c_str(), X_OK) == 0) s.scanner = p;
-        else s.missing = p;
+        if (::access(p.c_str(), X_OK) == 0)
+            s.scanner = p;
+        else
+            s.missing = p;
     }
     if (std::string t = env("PIXFLOW_PLUGIN_SCAN_TIMEOUT"); !t.empty()) {
         char* end = nullptr;
@@ -260,10 +272,12 @@ ScanSettings ScanSettings::from_environment() {
     }
     std::string cache = env("PIXFLOW_PLUGIN_CACHE");
     if (!is_off(cache)) {
-        if (!cache.empty()) s.cache = cache;
+        if (!cache.empty())
+            s.cache = cache;
         else if (std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/')
             s.cache = fs::path(x) / "pixflow/plugin-scan-v1.json";
-        else if (std::string h = env("HOME"); !h.empty()) s.cache = fs::path(h) / ".cache/pixflow/plugin-scan-v1.json";
+        else if (std::string h = env("HOME"); !h.empty())
+            s.cache = fs::path(h) / ".cache/pixflow/plugin-scan-v1.json";
         else if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir && *pw->pw_dir)
             s.cache = fs::path(pw->pw_dir) / ".cache/pixflow/plugin-scan-v1.json";
     }
@@ -284,7 +298,8 @@ std::vector<ScanVerdict> scan_in_child_processes(const std::vector<fs::path>& fi
             } else {
                 ScanVerdict& v = out[c.index];
                 v.cacheable = false;
-                v.reason = "the plugin scanner " + st.scanner.string() + " could not be started: " + std::strerror(errno);
+                v.reason =
+                    "the plugin scanner " + st.scanner.string() + " could not be started: " + std::strerror(errno);
             }
         }
         if (running.empty()) continue;
@@ -299,10 +314,12 @@ std::vector<ScanVerdict> scan_in_child_processes(const std::vector<fs::path>& fi
             wake = std::min(wake, c.deadline);
             if (c.report_fd < 0 && c.err_fd < 0) wake = std::min(wake, now + std::chrono::milliseconds(2));
         }
-        int ms = int(std::max<long long>(
-            0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1));
-        if (fds.empty()) ::usleep(useconds_t(std::min(ms, 2) * 1000));
-        else ::poll(fds.data(), fds.size(), ms);
+        int ms =
+            int(std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1));
+        if (fds.empty())
+            ::usleep(useconds_t(std::min(ms, 2) * 1000));
+        else
+            ::poll(fds.data(), fds.size(), ms);
 
         now = Clock::now();
         for (auto it = running.begin(); it != running.end();) {
@@ -310,7 +327,8 @@ std::vector<ScanVerdict> scan_in_child_processes(const std::vector<fs::path>& fi
             drain(c.report_fd, c.report, report_cap, false);
             drain(c.err_fd, c.err, err_cap, true);
             pid_t r = waitpid(c.pid, &c.status, WNOHANG);
-            if (r == c.pid) c.reaped = true;
+            if (r == c.pid)
+                c.reaped = true;
             else if (now >= c.deadline) {
                 kill(-c.pid, SIGKILL);
                 kill(c.pid, SIGKILL);

@@ -35,8 +35,8 @@ struct ScanSettings {
     /// executable was not found (then `missing` names where it was looked for).
     std::filesystem::path scanner;
     std::filesystem::path missing;
-    double timeout_s = 10;  ///< per plugin file: $PIXFLOW_PLUGIN_SCAN_TIMEOUT (seconds)
-    unsigned parallel = 8;  ///< scanners running at once
+    double timeout_s = 10; ///< per plugin file: $PIXFLOW_PLUGIN_SCAN_TIMEOUT (seconds)
+    unsigned parallel = 8; ///< scanners running at once
     /// The cache file; empty when caching is off ($PIXFLOW_PLUGIN_CACHE=off, or no $HOME).
     std::filesystem::path cache;
 

@@ -71,8 +71,7 @@ void Registry::load_all(const std::vector<fs::path>& dirs) {
         if (!fs::is_directory(dir, ec)) continue;
         std::vector<fs::path> in_dir;
         for (const auto& entry : fs::directory_iterator(dir, ec))
-            if (entry.is_regular_file() && entry.path().extension() == ".so")
-                in_dir.push_back(entry.path());
+            if (entry.is_regular_file() && entry.path().extension() == ".so") in_dir.push_back(entry.path());
         std::sort(in_dir.begin(), in_dir.end());
         for (const fs::path& f : in_dir)
             if (seen.insert(fs::weakly_canonical(f, ec)).second) files.push_back(f);
@@ -175,12 +174,10 @@ const PluginRecord& Registry::load_in_process(PluginRecord& rec, const fs::path&
         // (the task's epilogue, after it released the waiting thread); unmapped under it, the
         // worker jumps to nothing (seen under AddressSanitizer on a loaded machine: SEGV with
         // pc == address after a CPU run, and LeakSanitizer's tracer hitting a crashed thread).
-        lib->lib.load(boost::dll::fs::path(file.string()),
-                      boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local |
-                          static_cast<boost::dll::load_mode::type>(RTLD_NODELETE));
-    } catch (const std::exception& e) {
-        return reject(std::string("cannot be loaded: ") + e.what());
-    }
+        lib->lib.load(boost::dll::fs::path(file.string()), boost::dll::load_mode::rtld_now |
+                                                               boost::dll::load_mode::rtld_local |
+                                                               static_cast<boost::dll::load_mode::type>(RTLD_NODELETE));
+    } catch (const std::exception& e) { return reject(std::string("cannot be loaded: ") + e.what()); }
     if (!lib->lib.has(PIXFLOW_ENTRY_SYMBOL))
         return reject("not a pixflow plugin: it exports no '" PIXFLOW_ENTRY_SYMBOL "' symbol");
 
@@ -225,9 +222,7 @@ const PluginRecord& Registry::load_in_process(PluginRecord& rec, const fs::path&
             s = d->init(err, sizeof err);
         } catch (const std::exception& e) {
             return reject(std::string("its init threw an exception (") + e.what() + ")");
-        } catch (...) {
-            return reject("its init threw an exception of an unknown type");
-        }
+        } catch (...) { return reject("its init threw an exception of an unknown type"); }
         // The plugin may have left the buffer unterminated: read at most its size - 1 bytes.
         std::string msg = terminated_message(err, sizeof err);
         if (s != PF_OK) return reject("its init failed: " + (msg.empty() ? std::string("no message") : msg));
@@ -284,7 +279,8 @@ std::string Registry::rejected_reason_for(const std::string& op) const {
         if (!p.loaded && p.path.stem().string().find(op) != std::string::npos)
             return "its plugin " + p.path.string() + " was rejected: " + p.reason;
     for (const PluginRecord& p : m_plugins)
-        if (!p.loaded) return "no loaded plugin provides it, and " + p.path.string() + " was rejected (" + p.reason + ")";
+        if (!p.loaded)
+            return "no loaded plugin provides it, and " + p.path.string() + " was rejected (" + p.reason + ")";
     return {};
 }
 

@@ -56,8 +56,7 @@ class Registry {
 
     /// The search path: explicit dirs, then $PIXFLOW_PLUGIN_PATH (':'-separated), then the
     /// installation's plugin folder next to the executable (<exe>/../lib/pixflow/plugins).
-    static std::vector<std::filesystem::path> search_path(
-        const std::vector<std::filesystem::path>& explicit_dirs);
+    static std::vector<std::filesystem::path> search_path(const std::vector<std::filesystem::path>& explicit_dirs);
     /// Loads every plugin file (*.so) of every folder on the path, in order; a file can also be
     /// named directly. Files the scan cache does not know are scanned first, in parallel child
     /// processes; only those the scanner accepted are loaded into this process.

@@ -25,9 +25,7 @@ int RankBatch::command(const host::Registry& reg, const std::string& file, const
     Verdict failed;
     try {
         arena.execute([&] { report = host::run_batch(host::parse_pipeline_file(file, sets), reg, m_opt); });
-    } catch (const StoppedElsewhere&) {
-        return m_verdict;
-    } catch (const host::UserError& e) {
+    } catch (const StoppedElsewhere&) { return m_verdict; } catch (const host::UserError& e) {
         failed.status = 1;
         for (const auto& d : e.diagnostics()) failed.lines.push_back("error: " + d.str());
     } catch (const std::exception& e) {

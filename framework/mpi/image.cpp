@@ -145,14 +145,13 @@ struct CollectiveCalls {
             std::vector<double> in(values, values + n);
             {
                 std::lock_guard<std::mutex> lock(is.m_mu);
-                MPI_Iallreduce(in.data(), values, n, MPI_DOUBLE, op == PF_REDUCE_MIN ? MPI_MIN : MPI_MAX, ns.comm, &req);
+                MPI_Iallreduce(in.data(), values, n, MPI_DOUBLE, op == PF_REDUCE_MIN ? MPI_MIN : MPI_MAX, ns.comm,
+                               &req);
                 is.m_bytes += (long long)n * 8;
             }
             is.wait(req);
             return PF_OK;
-        } catch (...) {
-            return PF_ERR_RUNTIME;
-        }
+        } catch (...) { return PF_ERR_RUNTIME; }
     }
     static int32_t exchange_rows(void* self, const void* first, const void* last, void* above, void* below,
                                  std::size_t bytes) noexcept {
@@ -179,9 +178,7 @@ struct CollectiveCalls {
             for (MPI_Request& r : req)
                 if (r != MPI_REQUEST_NULL) is.wait(r);
             return PF_OK;
-        } catch (...) {
-            return PF_ERR_RUNTIME;
-        }
+        } catch (...) { return PF_ERR_RUNTIME; }
     }
 };
 
@@ -195,8 +192,7 @@ std::string thin_band(const Graph& g, const StripChain& c) {
         for (int r = 0; r < n; ++r) {
             const StripRows& me = c.strips[std::size_t(r)][i];
             const std::string id = "'" + g.nodes[c.nodes[i]].id + "'";
-            if (me.own1 <= me.own0)
-                return "rank " + std::to_string(r) + " has no rows of " + id;
+            if (me.own1 <= me.own0) return "rank " + std::to_string(r) + " has no rows of " + id;
             const bool above_ok = me.use0 >= me.own0 || (r > 0 && c.strips[std::size_t(r - 1)][i].own0 <= me.use0);
             const bool below_ok = me.use1 <= me.own1 || (r + 1 < n && c.strips[std::size_t(r + 1)][i].own1 >= me.use1);
             if (!above_ok || !below_ok) {
@@ -227,14 +223,18 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
             // CUDA nodes split as host ones do, each rank streaming its band through its own GPU
             // (the chain moves its strips' rows up and down itself); what the ranks exchange must
             // be host memory: a carried state on the device, or an output that stays there, is not
-            if (p.on_device(c.nodes[i]) && carried) sh.why_not = "carried node '" + node.id + "' runs on CUDA";
-            else if (node.is_sink()) sh.why_not = "node '" + node.id + "' writes a file";
+            if (p.on_device(c.nodes[i]) && carried)
+                sh.why_not = "carried node '" + node.id + "' runs on CUDA";
+            else if (node.is_sink())
+                sh.why_not = "node '" + node.id + "' writes a file";
             else if (carried) {
                 // integral's integer sums combine over the ranks at once (exact modulo 2^n);
                 // every other state is relayed rank to rank (the same states as one process)
                 const bool last = i + 1 == c.nodes.size(), integral = op_name(node) == "integral";
-                if (integral && last && node.outputs[0].dtype == PF_U32) sh.scan_type = MPI_UINT32_T;
-                else if (integral && last && node.outputs[0].dtype == PF_U64) sh.scan_type = MPI_UINT64_T;
+                if (integral && last && node.outputs[0].dtype == PF_U32)
+                    sh.scan_type = MPI_UINT32_T;
+                else if (integral && last && node.outputs[0].dtype == PF_U64)
+                    sh.scan_type = MPI_UINT64_T;
                 else {
                     Relay r;
                     r.node = int(i);
@@ -350,8 +350,9 @@ ImageSplit::ImageSplit(const Session& s, MPI_Comm comm, const Graph& g, Plan& p,
                                                               : Exchange::allgather);
         }
         MPI_Comm_dup(comm, &ns->comm);
-        ns->coll = pf_collective{sizeof(pf_collective), ns.get(), s.rank(), n, ns->row0, ns->row1,
-                                 &CollectiveCalls::allreduce_f64, &CollectiveCalls::exchange_rows};
+        ns->coll = pf_collective{
+            sizeof(pf_collective),          ns.get(), s.rank(), n, ns->row0, ns->row1, &CollectiveCalls::allreduce_f64,
+            &CollectiveCalls::exchange_rows};
         m_nodes.push_back(std::move(ns));
     }
     // MPI-IO only when no sink is left for rank 0 to run (the run skips every sink or none)
@@ -371,9 +372,7 @@ void ImageSplit::open_files(FileTransaction* tx) {
         std::string tmp;
         if (m_s.rank() == 0) try {
                 tmp = tx->stage(c.path);
-            } catch (const std::exception& e) {
-                tmp.clear();
-            }
+            } catch (const std::exception& e) { tmp.clear(); }
         int n = int(tmp.size());
         MPI_Bcast(&n, 1, MPI_INT, 0, c.comm);
         tmp.resize(std::size_t(n));
@@ -462,7 +461,8 @@ void ImageSplit::receive(ChainShare& c, Relay& r, void* into, bool stop) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     wait(req);
-    m_relay_wait_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    m_relay_wait_us +=
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
     if (!msg.back() && stop) {
         m_stopped = true;
         throw std::runtime_error("stopped: another rank failed (it says why)");
@@ -529,8 +529,10 @@ void ImageSplit::exchange_halo(int ci, int i, char* win, std::size_t pitch, bool
     std::vector<Msg> sends, recvs;
     // tags: 1000 + 2i the rows going up (to rank - 1), 1001 + 2i going down
     // (the rows the next node reads, [use0, use1), outside the band's own)
-    if (me > 0 && at(me - 1).use1 > at(me - 1).own1) sends.push_back({me - 1, 1000 + 2 * i, at(me - 1).own1, at(me - 1).use1, {}});
-    if (me + 1 < n && at(me + 1).use0 < at(me + 1).own0) sends.push_back({me + 1, 1001 + 2 * i, at(me + 1).use0, at(me + 1).own0, {}});
+    if (me > 0 && at(me - 1).use1 > at(me - 1).own1)
+        sends.push_back({me - 1, 1000 + 2 * i, at(me - 1).own1, at(me - 1).use1, {}});
+    if (me + 1 < n && at(me + 1).use0 < at(me + 1).own0)
+        sends.push_back({me + 1, 1001 + 2 * i, at(me + 1).use0, at(me + 1).own0, {}});
     if (mine.use0 < mine.own0) recvs.push_back({me - 1, 1001 + 2 * i, mine.use0, mine.own0, {}});
     if (mine.use1 > mine.own1) recvs.push_back({me + 1, 1000 + 2 * i, mine.own1, mine.use1, {}});
     {
@@ -543,7 +545,8 @@ void ImageSplit::exchange_halo(int ci, int i, char* win, std::size_t pitch, bool
             m.buf.assign(std::size_t(m.y1 - m.y0) * rb + 1, 0);
             if (ok && win)
                 for (int y = m.y0; y < m.y1; ++y)
-                    std::memcpy(m.buf.data() + std::size_t(y - m.y0) * rb, win + std::size_t(y - mine.win0) * pitch, rb);
+                    std::memcpy(m.buf.data() + std::size_t(y - m.y0) * rb, win + std::size_t(y - mine.win0) * pitch,
+                                rb);
             m.buf.back() = ok ? 1 : 0;
             MPI_Isend(m.buf.data(), int(m.buf.size()), MPI_BYTE, m.peer, m.tag, c.comm, &m.req);
             m_bytes += (long long)m.buf.size();
@@ -576,7 +579,8 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
             std::vector<char> held(r.bytes, 0);
             receive(c, r, held.data(), true);
             send(c, r, held.data(), true);
-        } else send(c, r, r.carry, true);
+        } else
+            send(c, r, r.carry, true);
     }
     settle(c);
     if (!agree_ok(c, true)) {
@@ -605,8 +609,10 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
         wait(req);
         if (m_s.rank() > 0 && r1 > r0) {
             char* first = base + std::size_t(r0) * pitch;
-            if (wide) add_row(first, pitch, r1 - r0, reinterpret_cast<const std::uint64_t*>(off.data()), n);
-            else add_row(first, pitch, r1 - r0, reinterpret_cast<const std::uint32_t*>(off.data()), n);
+            if (wide)
+                add_row(first, pitch, r1 - r0, reinterpret_cast<const std::uint64_t*>(off.data()), n);
+            else
+                add_row(first, pitch, r1 - r0, reinterpret_cast<const std::uint32_t*>(off.data()), n);
         }
     }
     if (c.exchange == Exchange::none) return;
@@ -619,8 +625,7 @@ void ImageSplit::done(int ci, const pf_image& out, int r0, int r1) {
             MPI_Type_contiguous(int(rb), MPI_BYTE, &row);
             MPI_Type_create_resized(row, 0, MPI_Aint(pitch), &row_pitched);
             MPI_Type_commit(&row_pitched);
-            if (m_s.rank() == 0)
-                MPI_File_iwrite_at(c.file, 0, c.header.data(), int(c.header.size()), MPI_BYTE, &hreq);
+            if (m_s.rank() == 0) MPI_File_iwrite_at(c.file, 0, c.header.data(), int(c.header.size()), MPI_BYTE, &hreq);
             const MPI_Offset at = MPI_Offset(c.header.size()) + MPI_Offset(r0) * MPI_Offset(rb);
             MPI_File_iwrite_at_all(c.file, at, base + std::size_t(r0) * pitch, r1 - r0, row_pitched, &req);
         }
@@ -649,7 +654,8 @@ void ImageSplit::complete_rows(MPI_Comm comm, Exchange how, const pf_image& out,
     }
     wait(req);
     std::vector<int> displs(static_cast<std::size_t>(size)), counts(static_cast<std::size_t>(size));
-    for (int k = 0; k < size; ++k) displs[std::size_t(k)] = all[std::size_t(2 * k)], counts[std::size_t(k)] = all[std::size_t(2 * k + 1)];
+    for (int k = 0; k < size; ++k)
+        displs[std::size_t(k)] = all[std::size_t(2 * k)], counts[std::size_t(k)] = all[std::size_t(2 * k + 1)];
     MPI_Datatype row, row_pitched;
     {
         std::lock_guard<std::mutex> lock(m_mu);
@@ -658,7 +664,8 @@ void ImageSplit::complete_rows(MPI_Comm comm, Exchange how, const pf_image& out,
         MPI_Type_commit(&row_pitched);
         if (how == Exchange::gather) {
             if (m_s.rank() == 0)
-                MPI_Igatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, 0, comm, &req);
+                MPI_Igatherv(MPI_IN_PLACE, 0, row_pitched, base, counts.data(), displs.data(), row_pitched, 0, comm,
+                             &req);
             else {
                 MPI_Igatherv(base + std::size_t(r0) * pitch, r1 - r0, row_pitched, nullptr, nullptr, nullptr,
                              row_pitched, 0, comm, &req);
@@ -690,7 +697,8 @@ void ImageSplit::node_done(NodeId v, const std::vector<pf_image>& outs, bool ok)
         if (!ok) return; // the run fails; run_image_command ends every rank (the others may wait inside)
         ns->finished = true;
         for (std::size_t k = 0; k < outs.size() && k < ns->exchange.size(); ++k)
-            if (ns->exchange[k] != Exchange::none) complete_rows(ns->comm, ns->exchange[k], outs[k], ns->row0, ns->row1);
+            if (ns->exchange[k] != Exchange::none)
+                complete_rows(ns->comm, ns->exchange[k], outs[k], ns->row0, ns->row1);
     }
 }
 
@@ -732,26 +740,29 @@ std::vector<std::string> ImageSplit::notes() const {
         }
         std::string relayed;
         for (const Relay& rl : sh.relays)
-            relayed += (relayed.empty() ? "; the state of carried '" : ", '") + m_g.nodes[c.nodes[std::size_t(rl.node)]].id + "'";
+            relayed += (relayed.empty() ? "; the state of carried '" : ", '") +
+                       m_g.nodes[c.nodes[std::size_t(rl.node)]].id + "'";
         if (!relayed.empty()) relayed += " passed from rank to rank, each after the one above";
         std::string bands;
         for (int r = 0; r < n; ++r) {
             auto [k0, k1] = band_of(c.count(), r, n);
-            int a = k0 < k1 ? c.strips[std::size_t(k0)].back().use0 : 0, b = k0 < k1 ? c.strips[std::size_t(k1 - 1)].back().use1 : 0;
+            int a = k0 < k1 ? c.strips[std::size_t(k0)].back().use0 : 0,
+                b = k0 < k1 ? c.strips[std::size_t(k1 - 1)].back().use1 : 0;
             bands += (r ? ", " : "") + std::to_string(a) + ".." + std::to_string(b);
         }
-        out.push_back("mpi: " + chain_names(m_g, c) + " runs over " + std::to_string(n) + " ranks, rows of '" +
-                      m_g.nodes[c.tail()].id + "' " + bands + " (" +
-                      (sh.halos ? std::string("one strip per rank; stencil halos exchanged with the neighbour ranks")
-                                : std::to_string(c.count()) + " strips of " + std::to_string(c.rows) + " rows" +
-                                      (sh.halo_note.empty() ? "" : "; halos recomputed: " + sh.halo_note)) +
-                      "); its output is " +
-                      (sh.exchange == Exchange::write  ? "written by every rank at its rows' offset in " + sh.path + " (MPI-IO)"
-                       : sh.exchange == Exchange::gather ? "gathered at rank 0"
-                       : sh.exchange == Exchange::allgather ? "gathered on every rank (whole-image nodes read it)"
-                                                            : "read by nothing") +
-                      (sh.scan_type != MPI_DATATYPE_NULL ? "; integral's sums of the bands above added (MPI_Exscan)" : "") +
-                      relayed);
+        out.push_back(
+            "mpi: " + chain_names(m_g, c) + " runs over " + std::to_string(n) + " ranks, rows of '" +
+            m_g.nodes[c.tail()].id + "' " + bands + " (" +
+            (sh.halos ? std::string("one strip per rank; stencil halos exchanged with the neighbour ranks")
+                      : std::to_string(c.count()) + " strips of " + std::to_string(c.rows) + " rows" +
+                            (sh.halo_note.empty() ? "" : "; halos recomputed: " + sh.halo_note)) +
+            "); its output is " +
+            (sh.exchange == Exchange::write    ? "written by every rank at its rows' offset in " + sh.path + " (MPI-IO)"
+             : sh.exchange == Exchange::gather ? "gathered at rank 0"
+             : sh.exchange == Exchange::allgather ? "gathered on every rank (whole-image nodes read it)"
+                                                  : "read by nothing") +
+            (sh.scan_type != MPI_DATATYPE_NULL ? "; integral's sums of the bands above added (MPI_Exscan)" : "") +
+            relayed);
     }
     for (const auto& ns : m_nodes) {
         const Node& node = m_g.nodes[ns->v];
@@ -767,7 +778,8 @@ std::vector<std::string> ImageSplit::notes() const {
                      : ns->exchange[k] == Exchange::allgather ? "gathered on every rank"
                                                               : "read by nothing");
         out.push_back("mpi: node '" + node.id + "' (" + op_name(node) + ") runs split over " + std::to_string(n) +
-                      " ranks, rows " + bands + ", exchanging halo rows and sums with each other; its outputs: " + outs);
+                      " ranks, rows " + bands +
+                      ", exchanging halo rows and sums with each other; its outputs: " + outs);
     }
     return out;
 }
@@ -853,7 +865,8 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
         split.close_files();
         if (!split.stopped()) {
             after.status = 2;
-            after.lines.push_back("error: " + (root ? s.who() + ": " : std::string()) + e.what() + "; stopping every rank");
+            after.lines.push_back("error: " + (root ? s.who() + ": " : std::string()) + e.what() +
+                                  "; stopping every rank");
         }
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -873,7 +886,8 @@ int run_image_command(const Session& s, const Registry& reg, const cli::RunArgs&
         try {
             nlohmann::json ranks = nlohmann::json::array();
             for (int k = 0; k < s.size(); ++k)
-                ranks.push_back({{"rank", k}, {"bytes_sent", all[std::size_t(4 * k)]},
+                ranks.push_back({{"rank", k},
+                                 {"bytes_sent", all[std::size_t(4 * k)]},
                                  {"halo_bytes_sent", all[std::size_t(4 * k + 3)]},
                                  {"ms", double(all[std::size_t(4 * k + 1)]) / 1000},
                                  {"relay_wait_ms", double(all[std::size_t(4 * k + 2)]) / 1000}});

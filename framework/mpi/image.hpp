@@ -92,11 +92,11 @@ enum class Exchange { none, gather, allgather, write };
 /// A carried node of a split chain whose state passes from rank to rank (image.hpp: carried).
 /// Each message is the state, then one byte: 1, or 0 when the sending rank failed.
 struct Relay {
-    int node = 0;              ///< its index in the chain
-    std::size_t bytes = 0;     ///< its state's size
+    int node = 0;                 ///< its index in the chain
+    std::size_t bytes = 0;        ///< its state's size
     bool in = false, out = false; ///< received from rank - 1 / sent to rank + 1
-    void* carry = nullptr;     ///< the executor's state buffer (carry_in)
-    std::vector<char> msg;     ///< what was sent, alive until the send completes
+    void* carry = nullptr;        ///< the executor's state buffer (carry_in)
+    std::vector<char> msg;        ///< what was sent, alive until the send completes
     MPI_Request req = MPI_REQUEST_NULL;
 };
 
@@ -105,31 +105,31 @@ class ImageSplit;
 /// A whole-image node run split over the ranks (image.hpp: split nodes).
 struct NodeShare {
     host::NodeId v{};
-    int row0 = 0, row1 = 0;          ///< this rank's band of its outputs' rows
+    int row0 = 0, row1 = 0; ///< this rank's band of its outputs' rows
     MPI_Comm comm = MPI_COMM_NULL;
-    pf_collective coll{};            ///< what its op gets; self points here
+    pf_collective coll{}; ///< what its op gets; self points here
     ImageSplit* owner = nullptr;
-    std::vector<Exchange> exchange;  ///< per output: none, gather or allgather
+    std::vector<Exchange> exchange; ///< per output: none, gather or allgather
     bool started = false, finished = false;
 };
 
 /// One chain's share: what the ranks agreed on before the run, and what this rank did.
 struct ChainShare {
     bool split = false;
-    std::string why_not;      ///< not split: why (for the note)
-    int k0 = 0, k1 = 0;       ///< this rank's strips
+    std::string why_not; ///< not split: why (for the note)
+    int k0 = 0, k1 = 0;  ///< this rank's strips
     Exchange exchange = Exchange::none;
     MPI_Datatype scan_type = MPI_DATATYPE_NULL; ///< integral: the output's sample type
-    std::vector<Relay> relays; ///< carried nodes relayed rank to rank, in chain order
+    std::vector<Relay> relays;                  ///< carried nodes relayed rank to rank, in chain order
     MPI_Comm comm = MPI_COMM_NULL;
     /// Halos exchanged: strip r of the chain is rank r's band (planner chain_bands), and before
     /// node i + 1 runs, node i's window gets its rows above and below the band from the
     /// neighbours (halo_done[i]: this rank took part in that exchange).
     bool halos = false;
     std::vector<char> halo_done;
-    std::string halo_note;    ///< exchange asked for but not done: why (for the note)
-    bool synced = false;      ///< this rank took part in the chain's agreement
-    int r0 = 0, r1 = 0;       ///< rows of the chain's output this rank computed
+    std::string halo_note; ///< exchange asked for but not done: why (for the note)
+    bool synced = false;   ///< this rank took part in the chain's agreement
+    int r0 = 0, r1 = 0;    ///< rows of the chain's output this rank computed
     // Exchange::write: the one `save` that reads the output, its file written with MPI-IO
     host::NodeId save{};
     std::string path, tmp, header; ///< save's path, rank 0's staged temporary, the file's header

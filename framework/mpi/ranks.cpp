@@ -22,7 +22,8 @@ RankBatch::~RankBatch() {
     MPI_Comm_free(&m_comm);
 }
 
-void RankBatch::start(const std::vector<host::BatchInput>& inputs, const std::vector<std::vector<std::string>>& out_paths) {
+void RankBatch::start(const std::vector<host::BatchInput>& inputs,
+                      const std::vector<std::vector<std::string>>& out_paths) {
     Verdict v;
     v.inputs = inputs.size();
     v.inputs_hash = hash_inputs(inputs, out_paths);
@@ -59,7 +60,8 @@ std::optional<std::size_t> RankBatch::next() {
 
 void RankBatch::record(std::size_t i, ImageResult r, int rank) {
     std::lock_guard lk(m_mu);
-    if (i >= m_n || m_owner[i] != rank) throw host::InternalError("rank " + std::to_string(rank) + " sent the result of an input it was not given");
+    if (i >= m_n || m_owner[i] != rank)
+        throw host::InternalError("rank " + std::to_string(rank) + " sent the result of an input it was not given");
     if (r.status != ImageResult::Status::skipped) {
         ++m_done;
         if (r.status == ImageResult::Status::failed) {
@@ -137,12 +139,12 @@ void RankBatch::serve() {
                 --left;
                 break;
             }
-            default: throw host::InternalError("rank " + std::to_string(src) + " sent a message of unknown tag " + std::to_string(tag));
+            default:
+                throw host::InternalError("rank " + std::to_string(src) + " sent a message of unknown tag " +
+                                          std::to_string(tag));
             }
         }
-    } catch (const std::exception& e) {
-        m_s.abort(2, std::string("serving the other ranks: ") + e.what());
-    }
+    } catch (const std::exception& e) { m_s.abort(2, std::string("serving the other ranks: ") + e.what()); }
 }
 
 // ---- the end
@@ -182,7 +184,8 @@ bool RankBatch::end(host::BatchReport& report, std::string& trace) {
     std::vector<host::RankSummary> ranks = m_summaries;
     ranks.push_back(summary(report));
     std::vector<RankTrace> traces{{0, m_s.host(), trace}};
-    for (std::size_t k = 0; k < m_summaries.size(); ++k) traces.push_back({m_summaries[k].rank, m_summaries[k].host, m_traces[k]});
+    for (std::size_t k = 0; k < m_summaries.size(); ++k)
+        traces.push_back({m_summaries[k].rank, m_summaries[k].host, m_traces[k]});
     std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
     std::sort(traces.begin(), traces.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
 
@@ -194,7 +197,8 @@ bool RankBatch::end(host::BatchReport& report, std::string& trace) {
             std::string input = im.input;
             im = m_results[i];
             im.input = input;
-        } else if (m_owner[i] == 0) im.rank = 0;
+        } else if (m_owner[i] == 0)
+            im.rank = 0;
         report.ok += im.status == ImageResult::Status::ok;
         report.failed += im.status == ImageResult::Status::failed;
         report.skipped += im.status == ImageResult::Status::skipped;
@@ -202,7 +206,8 @@ bool RankBatch::end(host::BatchReport& report, std::string& trace) {
     report.workers.clear();
     report.max_in_flight = report.max_in_flight_seen = report.isolated_workers = 0;
     for (const auto& r : ranks) {
-        for (const auto& w : r.workers) report.workers.push_back("rank " + std::to_string(r.rank) + " on " + r.host + ": " + w);
+        for (const auto& w : r.workers)
+            report.workers.push_back("rank " + std::to_string(r.rank) + " on " + r.host + ": " + w);
         report.max_in_flight += r.max_in_flight;
         report.max_in_flight_seen += r.max_in_flight_seen;
         report.isolated_workers += r.isolated_workers;
@@ -212,7 +217,8 @@ bool RankBatch::end(host::BatchReport& report, std::string& trace) {
         try {
             trace = merge_traces(traces);
         } catch (const std::exception& e) {
-            report.notes.push_back(std::string("the ranks' traces could not be merged (") + e.what() + "); --trace has rank 0's");
+            report.notes.push_back(std::string("the ranks' traces could not be merged (") + e.what() +
+                                   "); --trace has rank 0's");
         }
     }
     report.wall_s += std::chrono::duration<double>(Clock::now() - t0).count();

@@ -57,7 +57,8 @@ class RankBatch final : public host::Distribution {
                 const host::BatchOptions& opt) override;
     bool root() const override { return m_s.rank() == 0; }
     std::string name() const override { return m_s.who(); }
-    void start(const std::vector<host::BatchInput>& inputs, const std::vector<std::vector<std::string>>& out_paths) override;
+    void start(const std::vector<host::BatchInput>& inputs,
+               const std::vector<std::vector<std::string>>& out_paths) override;
     std::optional<std::size_t> next() override;
     void finished(std::size_t i, const host::ImageResult& r) override;
     void print(const std::string& line) override;
@@ -86,8 +87,8 @@ class RankBatch final : public host::Distribution {
     // rank 0
     std::mutex m_mu;
     std::size_t m_n = 0, m_next = 0;
-    bool m_stop = false;             ///< --fail-fast after a failure
-    std::vector<int> m_owner;        ///< per input: the rank it went to, -1 none
+    bool m_stop = false;                      ///< --fail-fast after a failure
+    std::vector<int> m_owner;                 ///< per input: the rank it went to, -1 none
     std::vector<host::ImageResult> m_results; ///< per input, from the other ranks
     int m_done = 0, m_failed = 0;
     std::unique_ptr<host::ProgressBar> m_bar;

@@ -64,9 +64,7 @@ std::unique_ptr<Session> Session::start_if_launched(bool allowed) {
     for (int k = 0; k < s->m_local_size; ++k) masks.push_back(all.substr(std::size_t(k) * sizeof mine, sizeof mine));
     try {
         s->m_threads = cpu_share(masks, s->m_local_rank, rank_threads_from_env(std::getenv("PIXFLOW_RANK_THREADS")));
-    } catch (const std::exception& e) {
-        s->abort(1, e.what());
-    }
+    } catch (const std::exception& e) { s->abort(1, e.what()); }
     return s;
 }
 

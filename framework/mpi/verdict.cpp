@@ -67,12 +67,14 @@ int judge(const std::vector<Verdict>& all, std::vector<std::string>& print) {
         for (std::size_t k = 1; k < v.size(); ++k) {
             Verdict& x = v[k];
             if (x.status != 0 || (x.inputs == root.inputs && x.inputs_hash == root.inputs_hash)) continue;
-            std::string what = x.inputs == root.inputs
-                                   ? "sees other inputs or output names than rank 0 (as many: " + std::to_string(x.inputs) + ")"
-                                   : "sees " + std::to_string(x.inputs) + " input(s) where rank 0 sees " + std::to_string(root.inputs);
+            std::string what =
+                x.inputs == root.inputs
+                    ? "sees other inputs or output names than rank 0 (as many: " + std::to_string(x.inputs) + ")"
+                    : "sees " + std::to_string(x.inputs) + " input(s) where rank 0 sees " + std::to_string(root.inputs);
             x.status = 1;
-            x.lines = {"error: " + what + "; every rank must see the same files: put the inputs, the pipeline and "
-                                          "--output in a folder that every machine shares, under the same path (docs/mpi.md)"};
+            x.lines = {"error: " + what +
+                       "; every rank must see the same files: put the inputs, the pipeline and "
+                       "--output in a folder that every machine shares, under the same path (docs/mpi.md)"};
             code = std::max(code, 1);
         }
     // Rank 0's own lines as a single process prints them; then each other reason once, with the
@@ -120,7 +122,8 @@ int agree(MPI_Comm comm, const Session& s, Verdict mine) {
     int code = 0;
     if (s.rank() == 0) {
         std::vector<Verdict> v;
-        for (int k = 0; k < s.size(); ++k) v.push_back(decode(all.substr(std::size_t(offsets[std::size_t(k)]), std::size_t(sizes[std::size_t(k)]))));
+        for (int k = 0; k < s.size(); ++k)
+            v.push_back(decode(all.substr(std::size_t(offsets[std::size_t(k)]), std::size_t(sizes[std::size_t(k)]))));
         std::vector<std::string> lines;
         code = judge(v, lines);
         for (const auto& l : lines) std::fprintf(stderr, "%s\n", l.c_str());

@@ -23,7 +23,8 @@ namespace {
 std::string body_of(MessageOut& m) { return m.frame().substr(4); }
 
 int checked_count(std::size_t n) {
-    if (n > std::size_t(INT_MAX)) throw host::InternalError("an MPI message of " + std::to_string(n) + " bytes is too large");
+    if (n > std::size_t(INT_MAX))
+        throw host::InternalError("an MPI message of " + std::to_string(n) + " bytes is too large");
     return int(n);
 }
 
@@ -82,7 +83,8 @@ ImageResult decode_result(const std::string& body, std::size_t& index) {
     ImageResult r;
     index = std::size_t(m.u64());
     std::uint64_t status = m.u64();
-    if (status > std::uint64_t(ImageResult::Status::skipped)) throw host::InternalError("a rank sent an unknown image status");
+    if (status > std::uint64_t(ImageResult::Status::skipped))
+        throw host::InternalError("a rank sent an unknown image status");
     r.status = ImageResult::Status(status);
     r.error = m.str();
     r.worker = m.str();

@@ -45,10 +45,8 @@ std::string num(double x) {
 std::string describe_accepted(const pf_param_desc& d) {
     switch (d.type) {
     case PF_PARAM_BOOL: return "true or false";
-    case PF_PARAM_INT:
-        return d.has_range ? "an integer in [" + num(d.min) + ", " + num(d.max) + "]" : "an integer";
-    case PF_PARAM_FLOAT:
-        return d.has_range ? "a number in [" + num(d.min) + ", " + num(d.max) + "]" : "a number";
+    case PF_PARAM_INT: return d.has_range ? "an integer in [" + num(d.min) + ", " + num(d.max) + "]" : "an integer";
+    case PF_PARAM_FLOAT: return d.has_range ? "a number in [" + num(d.min) + ", " + num(d.max) + "]" : "a number";
     case PF_PARAM_CHOICE: {
         std::string s = "one of ";
         for (int k = 0; k < d.n_choices; ++k) s += (k ? ", " : "") + std::string(d.choices[k]);
@@ -93,9 +91,8 @@ std::string describe_ports(std::uint32_t dtypes, std::uint32_t channels) {
 }
 
 std::string format_shape(const pf_image& im) {
-    return std::to_string(im.width) + "x" + std::to_string(im.height) + " " +
-           dtype_name(DType(im.dtype)) + " with " + std::to_string(im.channels) +
-           (im.channels == 1 ? " channel" : " channels");
+    return std::to_string(im.width) + "x" + std::to_string(im.height) + " " + dtype_name(DType(im.dtype)) + " with " +
+           std::to_string(im.channels) + (im.channels == 1 ? " channel" : " channels");
 }
 
 NodeId Graph::find(const std::string& id) const {

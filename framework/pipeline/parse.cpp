@@ -67,7 +67,8 @@ void parse_pipeline_section(const toml::table& root, const std::string& file, Pi
     for (auto&& [key, value] : root) {
         std::string k(key.str());
         if (k != "pipeline" && k != "nodes")
-            errs.add(loc_of(key.source(), file), "", "unknown top-level key '" + k + "'; accepted: [pipeline], [nodes.<id>]");
+            errs.add(loc_of(key.source(), file), "",
+                     "unknown top-level key '" + k + "'; accepted: [pipeline], [nodes.<id>]");
     }
     const toml::node* p = root.get("pipeline");
     if (!p) return;
@@ -79,12 +80,16 @@ void parse_pipeline_section(const toml::table& root, const std::string& file, Pi
         std::string k(key.str());
         SourceLoc l = loc_of(value.source(), file);
         if (k == "name") {
-            if (auto s = value.value<std::string>()) spec.name = *s;
-            else errs.add(l, "", "pipeline.name must be a string");
+            if (auto s = value.value<std::string>())
+                spec.name = *s;
+            else
+                errs.add(l, "", "pipeline.name must be a string");
         } else if (k == "backend") {
             spec.backend_loc = l;
-            if (auto s = value.value<std::string>()) spec.backend = *s;
-            else errs.add(l, "", "pipeline.backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
+            if (auto s = value.value<std::string>())
+                spec.backend = *s;
+            else
+                errs.add(l, "", "pipeline.backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
         } else {
             errs.add(loc_of(key.source(), file), "", "unknown key 'pipeline." + k + "'; accepted: name, backend");
         }
@@ -101,8 +106,10 @@ void parse_inputs_table(const toml::node& value, const std::string& file, NodeSp
     }
     for (auto&& [ikey, ival] : *value.as_table()) {
         SourceLoc il = loc_of(ival.source(), file);
-        if (auto s = ival.value<std::string>()) n.inputs.push_back(InputSpec{std::string(ikey.str()), *s, "", il});
-        else errs.add(il, n.id, "inputs." + std::string(ikey.str()) + " must be a string: \"node\" or \"node.port\"");
+        if (auto s = ival.value<std::string>())
+            n.inputs.push_back(InputSpec{std::string(ikey.str()), *s, "", il});
+        else
+            errs.add(il, n.id, "inputs." + std::string(ikey.str()) + " must be a string: \"node\" or \"node.port\"");
     }
 }
 
@@ -110,7 +117,8 @@ void parse_inputs_table(const toml::node& value, const std::string& file, NodeSp
 void parse_nodes(const toml::table& root, const std::string& file, PipelineSpec& spec, Errors& errs) {
     const toml::node* nodes = root.get("nodes");
     if (!nodes || !nodes->is_table() || nodes->as_table()->empty()) {
-        errs.add(SourceLoc{file, 1, 1}, "", "the pipeline has no nodes; add tables like [nodes.src] with op = \"load\"");
+        errs.add(SourceLoc{file, 1, 1}, "",
+                 "the pipeline has no nodes; add tables like [nodes.src] with op = \"load\"");
         errs.throw_if_any();
     }
     for (auto&& [key, value] : *nodes->as_table()) {
@@ -126,15 +134,21 @@ void parse_nodes(const toml::table& root, const std::string& file, PipelineSpec&
             SourceLoc l = loc_of(pval.source(), file);
             if (k == "op") {
                 n.op_loc = l;
-                if (auto s = pval.value<std::string>()) n.op = *s;
-                else errs.add(l, n.id, "op must be a string naming an operator");
+                if (auto s = pval.value<std::string>())
+                    n.op = *s;
+                else
+                    errs.add(l, n.id, "op must be a string naming an operator");
             } else if (k == "backend") {
                 n.backend_loc = l;
-                if (auto s = pval.value<std::string>()) n.backend = *s;
-                else errs.add(l, n.id, "backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
+                if (auto s = pval.value<std::string>())
+                    n.backend = *s;
+                else
+                    errs.add(l, n.id, "backend must be a string: \"auto\", \"cpu\" or \"cuda\"");
             } else if (k == "input") {
-                if (auto s = pval.value<std::string>()) n.inputs.push_back(InputSpec{"", *s, "", l});
-                else errs.add(l, n.id, "input must be a string: \"node\" or \"node.port\"");
+                if (auto s = pval.value<std::string>())
+                    n.inputs.push_back(InputSpec{"", *s, "", l});
+                else
+                    errs.add(l, n.id, "input must be a string: \"node\" or \"node.port\"");
             } else if (k == "inputs") {
                 parse_inputs_table(pval, file, n, errs);
             } else {
@@ -162,7 +176,8 @@ void apply_override(const Override& o, PipelineSpec& spec, Errors& errs) {
     auto it = std::find_if(spec.nodes.begin(), spec.nodes.end(), [&](const NodeSpec& n) { return n.id == o.node; });
     if (it == spec.nodes.end()) {
         std::string ids;
-        for (std::size_t k = 0; k < spec.nodes.size() && k < 50; ++k) ids += (ids.empty() ? "" : ", ") + spec.nodes[k].id;
+        for (std::size_t k = 0; k < spec.nodes.size() && k < 50; ++k)
+            ids += (ids.empty() ? "" : ", ") + spec.nodes[k].id;
         if (spec.nodes.size() > 50) ids += ", ... (" + std::to_string(spec.nodes.size()) + " in all)";
         errs.add(l, "", "no node '" + o.node + "'; nodes: " + ids);
         return;
@@ -193,8 +208,10 @@ void apply_override(const Override& o, PipelineSpec& spec, Errors& errs) {
     } else {
         auto& ps = it->params;
         auto p = std::find_if(ps.begin(), ps.end(), [&](auto& kv) { return kv.first == o.key; });
-        if (p != ps.end()) p->second = o.value;
-        else ps.emplace_back(o.key, o.value);
+        if (p != ps.end())
+            p->second = o.value;
+        else
+            ps.emplace_back(o.key, o.value);
     }
 }
 
@@ -208,8 +225,9 @@ void finish(PipelineSpec& spec, Errors& errs) {
             if (auto dot = in.node.find('.'); dot != std::string::npos) {
                 // "src." or ".out" would otherwise read the default port, or a node named "".
                 if (dot == 0 || dot + 1 == in.node.size())
-                    errs.add(in.loc, n.id, "input \"" + in.node + "\" names an empty " + (dot == 0 ? "node" : "port") +
-                                               "; expected \"node\" or \"node.port\"");
+                    errs.add(in.loc, n.id,
+                             "input \"" + in.node + "\" names an empty " + (dot == 0 ? "node" : "port") +
+                                 "; expected \"node\" or \"node.port\"");
                 in.out_port = in.node.substr(dot + 1);
                 in.node = in.node.substr(0, dot);
             }
@@ -227,9 +245,7 @@ PipelineSpec parse_table(const toml::table& root, const std::string& file, const
     for (const std::string& s : sets) {
         try {
             apply_override(parse_override(s), spec, errs);
-        } catch (const UserError& e) {
-            errs.add(e.diagnostics());
-        }
+        } catch (const UserError& e) { errs.add(e.diagnostics()); }
     }
     for (const Override& o : overrides) apply_override(o, spec, errs);
     finish(spec, errs);
@@ -281,8 +297,7 @@ RawValue parse_value(const std::string& text, SourceLoc loc) {
     try {
         toml::table t = parse_toml("v = " + text, "--set");
         if (const toml::node* n = t.get("v")) return from_toml(*n, loc);
-    } catch (const toml::parse_error&) {
-    }
+    } catch (const toml::parse_error&) {}
     RawValue v;
     v.kind = RawValue::Kind::string;
     v.s = text;
@@ -304,23 +319,22 @@ Override parse_override(const std::string& arg) {
     if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || dot + 1 == eq)
         refuse("expected --set node.key=value (or pipeline.key=value)");
     Override o{arg.substr(0, dot), arg.substr(dot + 1, eq - dot - 1), {}};
-    if (o.key == "inputs.")
-        refuse("the input port is empty; expected --set node.inputs.<port>=node[.port]");
+    if (o.key == "inputs.") refuse("the input port is empty; expected --set node.inputs.<port>=node[.port]");
     if (o.key.front() == '.' || o.key.back() == '.' || o.key.find("..") != std::string::npos)
-        refuse("the key '" + o.key + "' has an empty part; expected --set node.key=value, node.inputs.<port>=node[.port] "
+        refuse("the key '" + o.key +
+               "' has an empty part; expected --set node.key=value, node.inputs.<port>=node[.port] "
                "or pipeline.key=value");
     o.value = parse_value(arg.substr(eq + 1), loc);
     return o;
 }
 
-PipelineSpec parse_pipeline_text(const std::string& text, const std::string& file,
-                                 const std::vector<std::string>& sets, const std::vector<Override>& overrides) {
+PipelineSpec parse_pipeline_text(const std::string& text, const std::string& file, const std::vector<std::string>& sets,
+                                 const std::vector<Override>& overrides) {
     toml::table root;
     try {
         root = parse_toml(text, file);
     } catch (const toml::parse_error& e) {
-        throw UserError(Diagnostic{loc_of(e.source(), file), "",
-                                   "TOML syntax error: " + std::string(e.description())});
+        throw UserError(Diagnostic{loc_of(e.source(), file), "", "TOML syntax error: " + std::string(e.description())});
     }
     return parse_table(root, file, sets, overrides);
 }
@@ -334,8 +348,8 @@ PipelineSpec parse_pipeline_file(const std::filesystem::path& file, const std::v
                                    "the pipeline file is " + kind + "; expected a regular TOML file"});
     std::ifstream in(file, std::ios::binary);
     if (!in)
-        throw UserError(Diagnostic{SourceLoc{file.string(), 0, 0}, "",
-                                   "cannot open the pipeline file (does it exist?)"});
+        throw UserError(
+            Diagnostic{SourceLoc{file.string(), 0, 0}, "", "cannot open the pipeline file (does it exist?)"});
     std::stringstream ss;
     ss << in.rdbuf();
     return parse_pipeline_text(ss.str(), file.string(), sets, overrides);

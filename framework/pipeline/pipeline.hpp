@@ -27,7 +27,7 @@ struct RawValue {
     bool b = false;
     std::int64_t i = 0;
     double f = 0;
-    std::string s;       ///< the string, or for `other` the TOML type name
+    std::string s; ///< the string, or for `other` the TOML type name
     SourceLoc loc;
     std::string to_toml() const; ///< as it would be written back: 1.5, true, "zero"
 };
@@ -48,8 +48,8 @@ struct NodeSpec {
     SourceLoc backend_loc;
     std::vector<std::pair<std::string, RawValue>> params; ///< in file order
     std::vector<InputSpec> inputs;
-    bool inputs_as_table = false;          ///< `inputs = {...}` rather than `input = "..."`
-    std::optional<pf_image> external;      ///< an image handed in by the caller (tests, batch)
+    bool inputs_as_table = false;     ///< `inputs = {...}` rather than `input = "..."`
+    std::optional<pf_image> external; ///< an image handed in by the caller (tests, batch)
 };
 
 struct PipelineSpec {
@@ -69,8 +69,7 @@ struct Override {
 
 /// Parses a pipeline file and applies `--set node.key=value` overrides (a value is read as a
 /// TOML value when it parses as one, else as a string), then `overrides`. Throws UserError.
-PipelineSpec parse_pipeline_file(const std::filesystem::path& file,
-                                 const std::vector<std::string>& sets = {},
+PipelineSpec parse_pipeline_file(const std::filesystem::path& file, const std::vector<std::string>& sets = {},
                                  const std::vector<Override>& overrides = {});
 PipelineSpec parse_pipeline_text(const std::string& text, const std::string& file_name,
                                  const std::vector<std::string>& sets = {},
@@ -99,11 +98,11 @@ struct Node {
         int port = 0;
         SourceLoc loc;
     };
-    std::vector<Input> inputs;        ///< one per input port of the op
-    std::vector<pf_image> outputs;    ///< inferred shapes (data == nullptr)
-    std::string backend;              ///< "auto" | "cpu" | "cuda" as requested
+    std::vector<Input> inputs;     ///< one per input port of the op
+    std::vector<pf_image> outputs; ///< inferred shapes (data == nullptr)
+    std::string backend;           ///< "auto" | "cpu" | "cuda" as requested
     SourceLoc backend_loc;
-    bool backend_explicit = false;    ///< set on the node itself
+    bool backend_explicit = false; ///< set on the node itself
     std::map<std::string, SourceLoc> param_locs;
     std::vector<std::string> replaced; ///< a fused node: the ids of the nodes it stands for
 

@@ -31,8 +31,7 @@ bool valid_backend(const std::string& b) { return b == "auto" || b == "cpu" || b
 namespace {
 
 /// Checks one value against its declaration; returns the error text or "".
-std::string resolve_param(const pf_param_desc& d, const RawValue& v, pf_value& out,
-                          std::deque<std::string>& strings) {
+std::string resolve_param(const pf_param_desc& d, const RawValue& v, pf_value& out, std::deque<std::string>& strings) {
     out = pf_value{};
     out.type = d.type;
     std::string given = d.name + std::string(" = ") + v.to_toml();
@@ -50,9 +49,12 @@ std::string resolve_param(const pf_param_desc& d, const RawValue& v, pf_value& o
         return "";
     case PF_PARAM_FLOAT: {
         double x;
-        if (v.kind == RawValue::Kind::integer) x = double(v.i);
-        else if (v.kind == RawValue::Kind::floating) x = v.f;
-        else return given + " is not a number; expected " + want;
+        if (v.kind == RawValue::Kind::integer)
+            x = double(v.i);
+        else if (v.kind == RawValue::Kind::floating)
+            x = v.f;
+        else
+            return given + " is not a number; expected " + want;
         if (!std::isfinite(x) || (d.has_range && (x < d.min || x > d.max)))
             return given + " is out of range; expected " + want;
         out.f = x;
@@ -97,7 +99,8 @@ void resolve_node(const PipelineSpec& spec, const NodeSpec& ns, const Registry& 
             msg += "; " + why;
         } else {
             auto close = reg.closest(ns.op);
-            msg += close.empty() ? "; see `pixflow ops` for the list" : "; did you mean " + join_list(close) + "? (see `pixflow ops`)";
+            msg += close.empty() ? "; see `pixflow ops` for the list"
+                                 : "; did you mean " + join_list(close) + "? (see `pixflow ops`)";
             msg += ". Plugins are searched in " + reg.search_path_text() +
                    "; add a folder with --plugin-path DIR or $PIXFLOW_PLUGIN_PATH";
         }
@@ -110,8 +113,8 @@ void resolve_node(const PipelineSpec& spec, const NodeSpec& ns, const Registry& 
     for (const auto& [key, value] : ns.params)
         if (std::find(pnames.begin(), pnames.end(), key) == pnames.end())
             add(errs, value.loc, n.id,
-                "unknown parameter '" + key + "' for op " + d.name + did_you_mean(key, pnames) + "; accepted: " + join_list(pnames) +
-                    (d.n_inputs ? ", input/inputs, backend" : ", backend"));
+                "unknown parameter '" + key + "' for op " + d.name + did_you_mean(key, pnames) +
+                    "; accepted: " + join_list(pnames) + (d.n_inputs ? ", input/inputs, backend" : ", backend"));
     n.params.resize(std::size_t(d.n_params));
     for (int k = 0; k < d.n_params; ++k) {
         const pf_param_desc& pd = d.params[k];
@@ -119,8 +122,9 @@ void resolve_node(const PipelineSpec& spec, const NodeSpec& ns, const Registry& 
         auto it = std::find_if(ns.params.begin(), ns.params.end(), [&](auto& kv) { return kv.first == pd.name; });
         if (it == ns.params.end()) {
             if (pd.flags & PF_PARAM_REQUIRED) {
-                add(errs, ns.loc, n.id, std::string("missing parameter '") + pd.name + "' of op " + d.name + "; expected " +
-                                            describe_accepted(pd) + " (" + pd.doc + ")");
+                add(errs, ns.loc, n.id,
+                    std::string("missing parameter '") + pd.name + "' of op " + d.name + "; expected " +
+                        describe_accepted(pd) + " (" + pd.doc + ")");
                 continue;
             }
             value = pd.default_value;

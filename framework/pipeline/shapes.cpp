@@ -27,12 +27,12 @@ std::optional<std::vector<pf_image>> input_shapes(const Graph& g, const Node& n,
         const pf_port_desc& port = d.inputs[p];
         if (!(port.dtypes & PF_DTYPE_BIT(s.dtype)) || !(port.channels & PF_CHANNELS_BIT(s.channels))) {
             bool dtype_ok = port.dtypes & PF_DTYPE_BIT(s.dtype);
-            std::string hint = !dtype_ok ? " (insert a convert node)"
+            std::string hint = !dtype_ok                                                 ? " (insert a convert node)"
                                : (port.channels & PF_CHANNELS_BIT(1)) && s.channels >= 3 ? " (insert a grayscale node)"
-                                                                                           : "";
+                                                                                         : "";
             add(errs, in.loc, n.id,
-                std::string("input '") + port.name + "' gets " + format_shape(s) + " from '" + pn.id + "'; op " + d.name +
-                    " accepts " + describe_ports(port.dtypes, port.channels) + hint);
+                std::string("input '") + port.name + "' gets " + format_shape(s) + " from '" + pn.id + "'; op " +
+                    d.name + " accepts " + describe_ports(port.dtypes, port.channels) + hint);
             ok = false;
         }
         ins.push_back(s);
@@ -49,7 +49,8 @@ bool readable_kinds(const Node& n, Errors& errs) {
         if (std::string kind = non_regular_file_kind(path); !kind.empty()) {
             auto it = n.param_locs.find(key);
             add(errs, it != n.param_locs.end() ? it->second : n.loc, n.id,
-                key + " = \"" + escape_control(path) + "\" is " + kind + "; expected a regular file (or a symbolic link to one)");
+                key + " = \"" + escape_control(path) + "\" is " + kind +
+                    "; expected a regular file (or a symbolic link to one)");
             ok = false;
         }
     return ok;
@@ -78,7 +79,8 @@ void infer_shapes(Graph& g, Errors& errs) {
                 auto it = n.param_locs.find(d.params[k].name);
                 if (it == n.param_locs.end()) continue;
                 const char* val = n.params[std::size_t(k)].s;
-                if (msg.find(d.params[k].name) != std::string::npos || (val && *val && msg.find(val) != std::string::npos))
+                if (msg.find(d.params[k].name) != std::string::npos ||
+                    (val && *val && msg.find(val) != std::string::npos))
                     l = it->second;
             }
             add(errs, l, n.id, buf[0] ? buf : "shape inference failed");
@@ -89,11 +91,12 @@ void infer_shapes(Graph& g, Errors& errs) {
             if (o.width < 1 || o.height < 1 || o.channels < 1 || o.channels > 4 || o.dtype < PF_U8 || o.dtype > PF_F64)
                 throw InternalError(n.loc.str() + ": node '" + n.id + "': op " + d.name + " of plugin " + n.op->plugin +
                                     " inferred an invalid output (" + std::to_string(o.width) + "x" +
-                                    std::to_string(o.height) + ", " + std::to_string(o.channels) +
-                                    " channels, dtype " + std::to_string(o.dtype) + "): a bug in the plugin");
+                                    std::to_string(o.height) + ", " + std::to_string(o.channels) + " channels, dtype " +
+                                    std::to_string(o.dtype) + "): a bug in the plugin");
             if (!checked_image_bytes(o)) { // w * h * channels * sample size must not wrap
-                add(errs, n.loc, n.id, std::string("op ") + d.name + " inferred an output of " + shape_for_message(o) +
-                                           ", whose size in bytes overflows");
+                add(errs, n.loc, n.id,
+                    std::string("op ") + d.name + " inferred an output of " + shape_for_message(o) +
+                        ", whose size in bytes overflows");
                 n.outputs.clear();
                 break;
             }
@@ -118,8 +121,9 @@ void check_paths(const Graph& g, Errors& errs) {
             SourceLoc l = n.param_locs.count(key) ? n.param_locs.at(key) : n.loc;
             std::string c = canon(path);
             if (auto it = reads.find(c); it != reads.end())
-                add(errs, l, n.id, key + " = \"" + path + "\" would overwrite the file that node '" + it->second +
-                                       "' reads; write to another path");
+                add(errs, l, n.id,
+                    key + " = \"" + path + "\" would overwrite the file that node '" + it->second +
+                        "' reads; write to another path");
             else if (auto w = writes.find(c); w != writes.end())
                 add(errs, l, n.id, key + " = \"" + path + "\" is also written by node '" + w->second + "'");
             writes[c] = n.id;

@@ -19,7 +19,9 @@ void toml_internal_failure(const char* what, const char* file, int line) {
 bool toml_precheck(const std::string& text, TomlScanError& err) {
     enum class In { code, comment, basic, literal, ml_basic, ml_literal } in = In::code;
     int line = 1, col = 1;
-    auto starts = [&](std::size_t i, const char* s) { return text.compare(i, std::char_traits<char>::length(s), s) == 0; };
+    auto starts = [&](std::size_t i, const char* s) {
+        return text.compare(i, std::char_traits<char>::length(s), s) == 0;
+    };
     for (std::size_t i = 0; i < text.size(); ++i, ++col) {
         unsigned char c = static_cast<unsigned char>(text[i]);
         if (c == '\n') {
@@ -35,30 +37,57 @@ bool toml_precheck(const std::string& text, TomlScanError& err) {
             if (c >= 0x80) {
                 char hex[8];
                 std::snprintf(hex, sizeof hex, "0x%02X", c);
-                err = {line, col, std::string("a non-ASCII byte (") + hex +
-                                      ") outside a string or comment; TOML allows them only inside \"strings\" and # comments"};
+                err = {line, col,
+                       std::string("a non-ASCII byte (") + hex +
+                           ") outside a string or comment; TOML allows them only inside \"strings\" and # comments"};
                 return false;
             }
-            if (c == '#') in = In::comment;
-            else if (starts(i, "\"\"\"")) { in = In::ml_basic; i += 2; col += 2; }
-            else if (starts(i, "'''")) { in = In::ml_literal; i += 2; col += 2; }
-            else if (c == '"') in = In::basic;
-            else if (c == '\'') in = In::literal;
+            if (c == '#')
+                in = In::comment;
+            else if (starts(i, "\"\"\"")) {
+                in = In::ml_basic;
+                i += 2;
+                col += 2;
+            } else if (starts(i, "'''")) {
+                in = In::ml_literal;
+                i += 2;
+                col += 2;
+            } else if (c == '"')
+                in = In::basic;
+            else if (c == '\'')
+                in = In::literal;
             break;
         case In::comment: break;
         case In::basic:
-            if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') { ++i; ++col; }
-            else if (c == '"') in = In::code;
+            if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
+                ++i;
+                ++col;
+            } else if (c == '"')
+                in = In::code;
             break;
         case In::literal:
             if (c == '\'') in = In::code;
             break;
         case In::ml_basic:
-            if (c == '\\' && i + 1 < text.size()) { ++i; ++col; if (text[i] == '\n') { ++line; col = 0; } }
-            else if (starts(i, "\"\"\"")) { in = In::code; i += 2; col += 2; }
+            if (c == '\\' && i + 1 < text.size()) {
+                ++i;
+                ++col;
+                if (text[i] == '\n') {
+                    ++line;
+                    col = 0;
+                }
+            } else if (starts(i, "\"\"\"")) {
+                in = In::code;
+                i += 2;
+                col += 2;
+            }
             break;
         case In::ml_literal:
-            if (starts(i, "'''")) { in = In::code; i += 2; col += 2; }
+            if (starts(i, "'''")) {
+                in = In::code;
+                i += 2;
+                col += 2;
+            }
             break;
         }
     }
@@ -102,9 +131,12 @@ char32_t decode_utf8(const std::string& t, std::size_t i, int& len) {
 }
 
 void encode_utf8(char32_t cp, std::string& out) {
-    if (cp < 0x80) out += char(cp);
-    else if (cp < 0x800) out += {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
-    else if (cp < 0x10000) out += {char(0xE0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
+    if (cp < 0x80)
+        out += char(cp);
+    else if (cp < 0x800)
+        out += {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+    else if (cp < 0x10000)
+        out += {char(0xE0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
     else
         out += {char(0xF0 | (cp >> 18)), char(0x80 | ((cp >> 12) & 0x3F)), char(0x80 | ((cp >> 6) & 0x3F)),
                 char(0x80 | (cp & 0x3F))};
@@ -125,12 +157,16 @@ bool remap(const std::string& in, std::string& out, bool to_safe, TomlScanError*
             continue;
         }
         char32_t now = cp;
-        if (to_safe && trips_whitespace_table(cp)) now = cp + kShift;
+        if (to_safe && trips_whitespace_table(cp))
+            now = cp + kShift;
         else if (cp >= kShift && trips_whitespace_table(cp - kShift)) {
             if (to_safe) {
                 char hex[16];
                 std::snprintf(hex, sizeof hex, "U+%05X", unsigned(cp));
-                if (err) *err = {line, col, std::string("the private-use character ") + hex + " is not accepted (pixflow's TOML reader uses it itself)"};
+                if (err)
+                    *err = {line, col,
+                            std::string("the private-use character ") + hex +
+                                " is not accepted (pixflow's TOML reader uses it itself)"};
                 return false;
             }
             now = cp - kShift;
@@ -152,7 +188,8 @@ void restore(toml::node& node) {
         std::vector<std::pair<std::string, toml::key>> renamed; // old key, restored key
         for (auto&& [key, value] : *t) {
             restore(value);
-            if (remap(std::string(key.str()), back, false)) renamed.emplace_back(std::string(key.str()), toml::key(back, key.source()));
+            if (remap(std::string(key.str()), back, false))
+                renamed.emplace_back(std::string(key.str()), toml::key(back, key.source()));
         }
         for (auto& [old, restored] : renamed) {
             auto it = t->find(old);
@@ -170,13 +207,15 @@ toml::table parse_toml(const std::string& text, const std::string& source_path) 
     auto path = std::make_shared<const std::string>(source_path);
     TomlScanError scan;
     if (!toml_precheck(text, scan)) {
-        toml::source_position p{static_cast<toml::source_index>(scan.line), static_cast<toml::source_index>(scan.column)};
+        toml::source_position p{static_cast<toml::source_index>(scan.line),
+                                static_cast<toml::source_index>(scan.column)};
         throw toml::parse_error(scan.message.c_str(), p, path);
     }
     std::string safe;
     const bool mapped = remap(text, safe, true, &scan);
     if (!scan.message.empty()) {
-        toml::source_position p{static_cast<toml::source_index>(scan.line), static_cast<toml::source_index>(scan.column)};
+        toml::source_position p{static_cast<toml::source_index>(scan.line),
+                                static_cast<toml::source_index>(scan.column)};
         throw toml::parse_error(scan.message.c_str(), p, path);
     }
     try {
@@ -193,9 +232,12 @@ toml::table parse_toml(const std::string& text, const std::string& source_path) 
         return t;
     } catch (const detail::TomlInternalError& e) {
         // The input is malformed in a way toml++ 3.3.0 does not diagnose itself.
-        throw toml::parse_error(("malformed TOML that the parser could not place; look for an empty or badly quoted key or "
-                                 "table header (" + std::string(e.what()) + ")").c_str(),
-                                toml::source_position{1, 1}, path);
+        throw toml::parse_error(
+            ("malformed TOML that the parser could not place; look for an empty or badly quoted key or "
+             "table header (" +
+             std::string(e.what()) + ")")
+                .c_str(),
+            toml::source_position{1, 1}, path);
     }
 }
 

@@ -22,7 +22,7 @@ struct TomlInternalError : std::logic_error {
 
 #include <toml++/impl/preprocessor.h> // defines the macros first; #pragma once keeps our overrides
 #undef TOML_ASSERT
-#define TOML_ASSERT(expr) \
+#define TOML_ASSERT(expr)                                                                                              \
     ((expr) ? static_cast<void>(0) : ::pixflow::host::detail::toml_internal_failure(#expr, __FILE__, __LINE__))
 #undef TOML_ASSERT_ASSUME
 #define TOML_ASSERT_ASSUME(expr) TOML_ASSERT(expr)

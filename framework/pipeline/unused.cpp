@@ -19,11 +19,14 @@ std::vector<Diagnostic> unread_outputs(const Graph& g, const std::set<std::strin
         if (n.is_external()) continue; // an image the caller handed in
         for (std::size_t p = 0; p < n.outputs.size(); ++p) {
             std::string port = n.op->desc->outputs[p].name;
-            if (read[v][p] || read_by_caller.count(n.id + "." + port) || (p == 0 && read_by_caller.count(n.id))) continue;
-            out.push_back(Diagnostic{n.loc, n.id,
-                                     "output '" + port + "' (" + n.op->desc->name + ") is read by no node, so it is computed "
-                                     "for nothing; read it from another node (input = \"" + n.id +
-                                         (p ? "." + port : std::string()) + "\") or remove the node",
+            if (read[v][p] || read_by_caller.count(n.id + "." + port) || (p == 0 && read_by_caller.count(n.id)))
+                continue;
+            out.push_back(Diagnostic{n.loc,
+                                     n.id,
+                                     "output '" + port + "' (" + n.op->desc->name +
+                                         ") is read by no node, so it is computed "
+                                         "for nothing; read it from another node (input = \"" +
+                                         n.id + (p ? "." + port : std::string()) + "\") or remove the node",
                                      {}});
         }
     }

@@ -24,7 +24,8 @@ int producer_port(const InputSpec& in, const Node& consumer, const Node& pn, Err
     auto it = std::find(outs.begin(), outs.end(), in.out_port);
     if (it != outs.end()) return int(it - outs.begin());
     add(errs, in.loc, consumer.id,
-        "node '" + in.node + "' has no output '" + in.out_port + "'" + did_you_mean(in.out_port, outs) + "; outputs: " + join_list(outs));
+        "node '" + in.node + "' has no output '" + in.out_port + "'" + did_you_mean(in.out_port, outs) +
+            "; outputs: " + join_list(outs));
     return -1;
 }
 
@@ -44,7 +45,8 @@ void wire_inputs(const NodeSpec& ns, NodeId v, Graph& g, const std::vector<std::
     }
     if (d.n_inputs > 1 && !ns.inputs_as_table && !ns.inputs.empty()) {
         add(errs, ns.inputs[0].loc, n.id,
-            std::string("op ") + d.name + " has several inputs; write inputs = { " + join_list(ports) + " = \"node\" } instead of input");
+            std::string("op ") + d.name + " has several inputs; write inputs = { " + join_list(ports) +
+                " = \"node\" } instead of input");
         return;
     }
     for (const InputSpec& in : ns.inputs) {
@@ -53,14 +55,16 @@ void wire_inputs(const NodeSpec& ns, NodeId v, Graph& g, const std::vector<std::
             auto it = std::find(ports.begin(), ports.end(), in.port);
             if (it == ports.end()) {
                 add(errs, in.loc, n.id,
-                    "op " + std::string(d.name) + " has no input '" + in.port + "'" + did_you_mean(in.port, ports) + "; inputs: " + join_list(ports));
+                    "op " + std::string(d.name) + " has no input '" + in.port + "'" + did_you_mean(in.port, ports) +
+                        "; inputs: " + join_list(ports));
                 continue;
             }
             port = int(it - ports.begin());
         }
         NodeId producer = g.find(in.node);
         if (!producer.valid()) {
-            add(errs, in.loc, n.id, "input '" + in.node + "' is not a node" + did_you_mean(in.node, ids) + "; nodes: " + join_list(ids));
+            add(errs, in.loc, n.id,
+                "input '" + in.node + "' is not a node" + did_you_mean(in.node, ids) + "; nodes: " + join_list(ids));
             continue;
         }
         if (producer == v) {
@@ -76,7 +80,8 @@ void wire_inputs(const NodeSpec& ns, NodeId v, Graph& g, const std::vector<std::
             }))
             add(errs, ns.loc, n.id,
                 std::string("input '") + d.inputs[p].name + "' of op " + d.name + " is not connected; add " +
-                    (d.n_inputs == 1 ? "input = \"<node>\"" : "inputs = { " + std::string(d.inputs[p].name) + " = \"<node>\" }"));
+                    (d.n_inputs == 1 ? "input = \"<node>\""
+                                     : "inputs = { " + std::string(d.inputs[p].name) + " = \"<node>\" }"));
 }
 
 /// 3. Kahn's algorithm: g.order, or a UserError naming a cycle (what is left over lies on or
@@ -122,7 +127,8 @@ void order_nodes(Graph& g) {
     std::string s;
     for (const auto& c : cycle) s += c + " -> ";
     s += cycle.front();
-    throw UserError(Diagnostic{g.nodes[v].loc, g.nodes[v].id, "the graph has a cycle: " + s + "; a pipeline must be acyclic", {}});
+    throw UserError(
+        Diagnostic{g.nodes[v].loc, g.nodes[v].id, "the graph has a cycle: " + s + "; a pipeline must be acyclic", {}});
 }
 
 } // namespace pixflow::host::validate

@@ -53,8 +53,8 @@ std::vector<NodeId> match(const Graph& g, const Plan& p, const FusionInfo& f, No
 }
 
 /// The fused node for `chain`, or nullopt (with `why`) when parameters or shapes do not allow it.
-std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& f,
-                               const std::vector<NodeId>& chain, std::string& why) {
+std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& f, const std::vector<NodeId>& chain,
+                               std::string& why) {
     const pf_fusion_desc& fd = *f.desc;
     const pf_op_desc& op = *f.fused->desc;
     auto node = [&](int k) -> const Node& { return g.nodes[chain[std::size_t(k)]]; };
@@ -107,8 +107,8 @@ std::optional<Node> fused_node(const Graph& g, const Plan& p, const FusionInfo& 
     std::vector<pf_image> out(std::size_t(op.n_outputs));
     char err[512] = {0};
     if (int(in.size()) != op.n_inputs || op.n_outputs != int(last.outputs.size()) ||
-        op.infer(n.params.data(), op.n_params, in.data(), int32_t(in.size()), out.data(),
-                 int32_t(out.size()), err, sizeof err) != PF_OK) {
+        op.infer(n.params.data(), op.n_params, in.data(), int32_t(in.size()), out.data(), int32_t(out.size()), err,
+                 sizeof err) != PF_OK) {
         err[sizeof err - 1] = '\0'; // the plugin may have left it unterminated
         why = "fusion " + std::string(fd.fused_op) + " refused the chain ending at '" + last.id + "'" +
               (err[0] ? std::string(": ") + err : std::string());
@@ -163,7 +163,8 @@ std::vector<Diagnostic> fusion_disagreements(const Graph& g, const Registry& reg
             for (const auto& c : found)
                 for (int j = 0; j < fd.n_same; ++j) {
                     const pf_fusion_same& s = fd.same[j];
-                    if (s.node_a < 0 || s.node_b < 0 || std::size_t(s.node_a) >= c.size() || std::size_t(s.node_b) >= c.size())
+                    if (s.node_a < 0 || s.node_b < 0 || std::size_t(s.node_a) >= c.size() ||
+                        std::size_t(s.node_b) >= c.size())
                         continue;
                     const Node& a = g.nodes[c[std::size_t(s.node_a)]];
                     const Node& b = g.nodes[c[std::size_t(s.node_b)]];
@@ -171,18 +172,21 @@ std::vector<Diagnostic> fusion_disagreements(const Graph& g, const Registry& reg
                     if (ia < 0 || ib < 0) continue; // a bad declaration: fuse() says so
                     const pf_value& va = a.params[std::size_t(ia)];
                     const pf_value& vb = b.params[std::size_t(ib)];
-                    if (same_value(va, vb) || !reported.emplace(c[std::size_t(s.node_a)], s.param_a,
-                                                                c[std::size_t(s.node_b)], s.param_b).second)
+                    if (same_value(va, vb) ||
+                        !reported.emplace(c[std::size_t(s.node_a)], s.param_a, c[std::size_t(s.node_b)], s.param_b)
+                             .second)
                         continue;
                     SourceLoc la, lb;
                     std::string wa = value_where(a, s.param_a, va, la), wb = value_where(b, s.param_b, vb, lb);
-                    out.push_back(Diagnostic{
-                        lb, b.id,
-                        wb + " but node '" + a.id + "' (" + la.str() + ") has " + wa + "; " + a.op->desc->name + " and " +
-                            b.op->desc->name + " belong together: plugin " + f.fused->plugin + " fuses " + f.text() +
-                            " into " + fd.fused_op + " only when they agree, so these nodes run one by one and the "
-                            "result is most likely not the one meant; set both to the same value",
-                        {}});
+                    out.push_back(Diagnostic{lb,
+                                             b.id,
+                                             wb + " but node '" + a.id + "' (" + la.str() + ") has " + wa + "; " +
+                                                 a.op->desc->name + " and " + b.op->desc->name +
+                                                 " belong together: plugin " + f.fused->plugin + " fuses " + f.text() +
+                                                 " into " + fd.fused_op +
+                                                 " only when they agree, so these nodes run one by one and the "
+                                                 "result is most likely not the one meant; set both to the same value",
+                                             {}});
                 }
         }
     }
@@ -190,8 +194,8 @@ std::vector<Diagnostic> fusion_disagreements(const Graph& g, const Registry& reg
 }
 
 int fuse(Graph& g, Plan& p, const PlanOptions& opt, const Registry& reg) {
-    std::set<NodeId> taken;              // nodes already in a fused chain
-    std::map<NodeId, Node> fused_at;     // last node of a chain -> its fused node
+    std::set<NodeId> taken;          // nodes already in a fused chain
+    std::map<NodeId, Node> fused_at; // last node of a chain -> its fused node
     std::vector<std::string> notes;
     for (const FusionInfo& f : reg.fusions())
         for (NodeId v : g.order) {

@@ -76,7 +76,8 @@ Plan make_plan(const Graph& g, const PlanOptions& opt) {
             else
                 p.backend[k] = Backend::cuda;
         } else if (want == "auto") {
-            if (has_cuda && opt.cuda_usable) p.backend[k] = Backend::cuda;
+            if (has_cuda && opt.cuda_usable)
+                p.backend[k] = Backend::cuda;
             else if ((has_cuda || !kHostHasCuda) && !noted_fallback) {
                 p.notes.push_back("backend auto: " + opt.cuda_why + "; running on the CPU");
                 noted_fallback = true;
@@ -147,14 +148,18 @@ std::string dot_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
         unsigned char u = static_cast<unsigned char>(c);
-        if (c == '"') out += "\\\"";
-        else if (c == '\\') out += "\\\\";
-        else if (c == '\n') out += "\\n";
+        if (c == '"')
+            out += "\\\"";
+        else if (c == '\\')
+            out += "\\\\";
+        else if (c == '\n')
+            out += "\\n";
         else if (u < 0x20 || u == 0x7f) {
             char hex[8];
             std::snprintf(hex, sizeof hex, "\\x%02X", unsigned(u));
             out += hex;
-        } else out += c;
+        } else
+            out += c;
     }
     return out;
 }
@@ -169,8 +174,10 @@ std::string plan_to_dot(const Graph& g, const Plan& p) {
         double b = double(im.width) * im.height * im.channels * double(dtype_size(DType(im.dtype)));
         std::ostringstream s;
         s.precision(3);
-        if (b >= 1e6) s << b / 1e6 << " MB";
-        else s << b / 1e3 << " kB";
+        if (b >= 1e6)
+            s << b / 1e6 << " MB";
+        else
+            s << b / 1e3 << " kB";
         return s.str();
     };
     o << "digraph " << dot_quoted(g.name.empty() ? "pipeline" : g.name) << " {\n"
@@ -186,15 +193,16 @@ std::string plan_to_dot(const Graph& g, const Plan& p) {
         std::string shape = n.outputs.empty() ? "" : "\\n" + format_shape(n.outputs[0]);
         std::string fused;
         for (const std::string& r : n.replaced) fused += (fused.empty() ? "\\nfused: " : " + ") + dot_escape(r);
-        o << "  " << dot_quoted(n.id) << " [label=\"" << dot_escape(n.id) << "\\n" << dot_escape(op) << " ("
-          << (dev ? "cuda" : "cpu") << ")" << shape << fused << "\", fillcolor=\"" << (dev ? "#c7f0c2" : "#cfe2ff") << "\""
-          << (fused.empty() ? "" : ", peripheries=2") << "];\n";
+        o << "  " << dot_quoted(n.id) << " [label=\"" << dot_escape(n.id) << "\\n"
+          << dot_escape(op) << " (" << (dev ? "cuda" : "cpu") << ")" << shape << fused << "\", fillcolor=\""
+          << (dev ? "#c7f0c2" : "#cfe2ff") << "\"" << (fused.empty() ? "" : ", peripheries=2") << "];\n";
     }
     // Streamed chains: a dashed box around their nodes, saying how many strips of how many rows.
     for (std::size_t c = 0; c < p.strips.chains.size(); ++c) {
         const StripChain& ch = p.strips.chains[c];
-        o << "  subgraph cluster_strips_" << c << " { label=\"streamed: " << ch.count() << (ch.count() == 1 ? " strip" : " strips")
-          << " of " << ch.rows << " rows\"; style=dashed; color=\"#9467bd\"; fontcolor=\"#9467bd\"; fontsize=10;";
+        o << "  subgraph cluster_strips_" << c << " { label=\"streamed: " << ch.count()
+          << (ch.count() == 1 ? " strip" : " strips") << " of " << ch.rows
+          << " rows\"; style=dashed; color=\"#9467bd\"; fontcolor=\"#9467bd\"; fontsize=10;";
         for (NodeId v : ch.nodes) o << " " << dot_quoted(g.nodes[v].id) << ";";
         o << " }\n";
     }
@@ -205,8 +213,8 @@ std::string plan_to_dot(const Graph& g, const Plan& p) {
             int t = p.input_transfer[k][i];
             std::string port = n.op ? n.op->desc->inputs[i].name : "in";
             if (t < 0) {
-                o << "  " << dot_quoted(g.nodes[in.node].id) << " -> " << dot_quoted(n.id) << " [label=" << dot_quoted(port)
-                  << "];\n";
+                o << "  " << dot_quoted(g.nodes[in.node].id) << " -> " << dot_quoted(n.id)
+                  << " [label=" << dot_quoted(port) << "];\n";
             } else {
                 const Transfer& tr = p.transfers[std::size_t(t)];
                 const pf_image& im = g.nodes[in.node].outputs[std::size_t(in.port)];

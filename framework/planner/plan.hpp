@@ -27,28 +27,28 @@ inline const char* backend_name(Backend b) { return b == Backend::cuda ? "cuda" 
 struct PlanOptions {
     std::string backend_override; ///< replaces the pipeline's default backend ("" = keep)
     bool cuda_usable = false;
-    std::string cuda_why;         ///< why CUDA is not usable
+    std::string cuda_why; ///< why CUDA is not usable
     int device = 0;
 };
 
 struct Transfer {
-    NodeId node;             ///< the producer ...
-    int port = 0;            ///< ... and its output
-    bool to_device = true;   ///< upload (host -> device) or download
+    NodeId node;           ///< the producer ...
+    int port = 0;          ///< ... and its output
+    bool to_device = true; ///< upload (host -> device) or download
     int device = 0;
-    int stream = -1;         ///< stream the copy is ordered on
+    int stream = -1;                               ///< stream the copy is ordered on
     std::vector<std::pair<NodeId, int>> consumers; ///< (node, input index)
 };
 
 struct Plan {
-    NodeMap<Backend> backend;        ///< per node
-    NodeMap<int> stream;             ///< per node: stream index, -1 on the CPU
+    NodeMap<Backend> backend; ///< per node
+    NodeMap<int> stream;      ///< per node: stream index, -1 on the CPU
     int n_streams = 0;
     int device = 0;
     std::vector<Transfer> transfers;
     /// per node, per input: index into transfers, or -1 when read in place
     NodeMap<std::vector<int>> input_transfer;
-    std::vector<std::string> notes;  ///< e.g. "auto: no usable CUDA device (...); running on CPU"
+    std::vector<std::string> notes; ///< e.g. "auto: no usable CUDA device (...); running on CPU"
     /// What is valid but most likely not meant (nodes a fusion pairs that disagree); the CLI
     /// prints them as `warning: <file:line:col>: node 'x': ...`. Set by compile().
     std::vector<Diagnostic> warnings;

@@ -53,10 +53,14 @@ std::string access_text(const pf_access_desc* a) {
 
 std::string bytes_text(double b) {
     char buf[64];
-    if (b >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
-    else if (b >= double(1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1 << 20));
-    else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
-    else std::snprintf(buf, sizeof buf, "%.0f B", b);
+    if (b >= double(1ull << 30))
+        std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+    else if (b >= double(1 << 20))
+        std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1 << 20));
+    else if (b >= 1024)
+        std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+    else
+        std::snprintf(buf, sizeof buf, "%.0f B", b);
     return buf;
 }
 
@@ -107,7 +111,8 @@ std::string not_streamable(const Graph& g, const Node& n, int& last_block) {
             return "op " + op + " " + (why[0] ? std::string(why) : std::string("runs on whole images here"));
     }
     if (n.inputs.size() > 1) return "op " + op + " has " + std::to_string(n.inputs.size()) + " inputs; strips take one";
-    if (n.outputs.size() > 1) return "op " + op + " has " + std::to_string(n.outputs.size()) + " outputs; strips take one";
+    if (n.outputs.size() > 1)
+        return "op " + op + " has " + std::to_string(n.outputs.size()) + " outputs; strips take one";
     if (n.inputs.empty() && n.outputs.empty()) return "op " + op + " has no images";
     const int hin = input_height(g, n), hout = output_height(g, n);
     if (a.kind != PF_ACCESS_BLOCKS) {
@@ -157,7 +162,7 @@ std::size_t buffer_bytes(const pf_image& im, bool device, std::size_t rows) {
 
 /// One step of the estimate that went over a budget: what was in memory.
 struct Overrun {
-    NodeId node;          ///< the node that ran (a chain: its last node)
+    NodeId node; ///< the node that ran (a chain: its last node)
     bool device = false;
     std::size_t total = 0, strips = 0;
     struct Image {
@@ -219,8 +224,10 @@ class Estimate {
             if (!n.op) continue;
             int c = m_sp.in_chain(v) ? m_sp.chain_of[v] : -1;
             if (c >= 0 && m_sp.chains[std::size_t(c)].tail() != v) continue; // the chain runs at its last node
-            if (c >= 0) run_chain(std::size_t(c), budget);
-            else run_node(v, budget);
+            if (c >= 0)
+                run_chain(std::size_t(c), budget);
+            else
+                run_node(v, budget);
             for (int t : m_from[v.index()]) run_transfer(t, budget);
         }
     }
@@ -325,8 +332,10 @@ class Estimate {
         const Node& hn = m_g.nodes[head];
         if (!hn.inputs.empty()) {
             int t = m_p.input_transfer[head][0];
-            if (t >= 0 && m_sp.is_into(t)) consumed(out(hn.inputs[0].node, hn.inputs[0].port));
-            else consumed(input(head, 0));
+            if (t >= 0 && m_sp.is_into(t))
+                consumed(out(hn.inputs[0].node, hn.inputs[0].port));
+            else
+                consumed(input(head, 0));
         }
         release_unread(tail);
     }
@@ -361,7 +370,8 @@ void strip_bytes(const Graph& g, const Plan& p, StripChain& c) {
             bool src_dev = i > 0 ? p.on_device(c.nodes[i - 1]) : p.on_device(n.inputs[0].node);
             if (i == 0 && p.input_transfer[c.nodes[0]][0] >= 0) src_dev = !dev; // whole input across
             if (src_dev != dev)
-                side += buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i])) * n_sets;
+                side +=
+                    buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i])) * n_sets;
         }
         side += c.carry_bytes[i];
     }
@@ -403,7 +413,8 @@ std::string chain_text(const Graph& g, const StripChain& c) {
     std::string images;
     for (std::size_t k = 0; k < o.live.size() && k < 4; ++k) {
         const Node& m = g.nodes[o.live[k].node];
-        std::string port = m.op && o.live[k].port > 0 ? std::string(".") + m.op->desc->outputs[o.live[k].port].name : "";
+        std::string port =
+            m.op && o.live[k].port > 0 ? std::string(".") + m.op->desc->outputs[o.live[k].port].name : "";
         images += (k ? ", " : "") + ("'" + m.id + port + "' " + format_shape(m.outputs[std::size_t(o.live[k].port)]) +
                                      " " + bytes_text(double(o.live[k].bytes)));
     }
@@ -412,13 +423,12 @@ std::string chain_text(const Graph& g, const StripChain& c) {
     const char* side = o.device ? "device" : "host";
     std::string budget = bytes_text(double(o.device ? opt.device_budget : opt.host_budget));
     std::string from = o.device ? opt.device_from : opt.host_from;
-    std::string msg = (why.empty() ? std::string("cannot run in strips within the budget")
-                                   : "needs whole images in memory: " + why) +
-                      "; the run would need " + bytes_text(double(o.total)) + " of " + side +
-                      " memory at once here (" + images + ") but the " + side + " memory budget is " + budget +
-                      (from.empty() ? "" : " (" + from + ")") + "; raise " +
-                      (o.device ? "--device-memory-limit" : "--memory-limit") +
-                      ", or use operators that run in strips (pixflow describe shows each one's access)";
+    std::string msg =
+        (why.empty() ? std::string("cannot run in strips within the budget") : "needs whole images in memory: " + why) +
+        "; the run would need " + bytes_text(double(o.total)) + " of " + side + " memory at once here (" + images +
+        ") but the " + side + " memory budget is " + budget + (from.empty() ? "" : " (" + from + ")") + "; raise " +
+        (o.device ? "--device-memory-limit" : "--memory-limit") +
+        ", or use operators that run in strips (pixflow describe shows each one's access)";
     (void)p;
     throw UserError(std::vector<Diagnostic>{{n.loc, n.id, msg, {}}});
 }
@@ -429,8 +439,8 @@ void refuse_or_note(const Graph& g, Plan& p, const StripPlan& sp, const Overrun&
     const std::size_t limit = o.device ? opt.device_limit : opt.host_limit;
     const std::size_t peak = o.device ? sp.device_peak : sp.host_peak;
     if (limit == 0 || std::max(o.total, peak) > limit) overrun_error(g, p, sp, o, opt);
-    p.notes.push_back(std::string("memory: the run needs about ") + bytes_text(double(std::max(o.total, peak))) + " of " +
-                      (o.device ? "device" : "host") + " memory, over its default budget of " +
+    p.notes.push_back(std::string("memory: the run needs about ") + bytes_text(double(std::max(o.total, peak))) +
+                      " of " + (o.device ? "device" : "host") + " memory, over its default budget of " +
                       bytes_text(double(o.device ? opt.device_budget : opt.host_budget)) + " (" +
                       (o.device ? opt.device_from : opt.host_from) + "); running anyway");
 }
@@ -445,8 +455,10 @@ void whole_blocks(const RowAccess& acc, int last, int a, int b, int hin, int hou
     const int kin = acc.in_rows, kout = acc.out_rows;
     const int ja = std::min(a / kout, last), jb = (b - 1) / kout + 1;
     out0 = ja * kout, in0 = ja * kin;
-    if (jb > last) out1 = hout, in1 = hin;
-    else out1 = jb * kout, in1 = jb * kin;
+    if (jb > last)
+        out1 = hout, in1 = hin;
+    else
+        out1 = jb * kout, in1 = jb * kin;
 }
 } // namespace
 
@@ -587,7 +599,8 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     NodeMap<int> last_block(N, 0);
     NodeMap<char> streamable(N, 0);
     for (NodeId v : g.nodes.ids())
-        streamable[v] = not_streamable(g, g.nodes[v], last_block[v]).empty() && (opt.stream_sinks || !g.nodes[v].is_sink());
+        streamable[v] =
+            not_streamable(g, g.nodes[v], last_block[v]).empty() && (opt.stream_sinks || !g.nodes[v].is_sink());
     auto caller_reads = [&](NodeId v) {
         return std::find(opt.read_by_caller.begin(), opt.read_by_caller.end(), v) != opt.read_by_caller.end();
     };
@@ -598,8 +611,8 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
         bool extend = false;
         if (!n.inputs.empty() && n.inputs[0].port == 0) {
             NodeId u = n.inputs[0].node;
-            extend = chain_of[u] >= 0 && chains[std::size_t(chain_of[u])].tail() == u && g.consumers(u, 0).size() == 1 &&
-                     !caller_reads(u) && !g.nodes[u].is_sink();
+            extend = chain_of[u] >= 0 && chains[std::size_t(chain_of[u])].tail() == u &&
+                     g.consumers(u, 0).size() == 1 && !caller_reads(u) && !g.nodes[u].is_sink();
         }
         if (!extend) {
             chain_of[v] = int(chains.size());
@@ -652,18 +665,21 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
                 c.ordered = true;
                 std::vector<pf_image> ins;
                 for (const auto& in : n.inputs) ins.push_back(g.nodes[in.node].outputs[std::size_t(in.port)]);
-                c.carry_bytes[i] = n.op->access->carry_bytes(n.params.data(), n.op->desc->n_params, ins.data(),
-                                                             int32_t(ins.size()), n.outputs.data(),
-                                                             int32_t(n.outputs.size()));
+                c.carry_bytes[i] =
+                    n.op->access->carry_bytes(n.params.data(), n.op->desc->n_params, ins.data(), int32_t(ins.size()),
+                                              n.outputs.data(), int32_t(n.outputs.size()));
             }
-            if (p.on_device(c.nodes[i])) last_cuda = int(i);
-            else all_cuda = false;
+            if (p.on_device(c.nodes[i]))
+                last_cuda = int(i);
+            else
+                all_cuda = false;
         }
         if (last_cuda >= 0) c.streams[0] = p.stream[c.nodes[std::size_t(last_cuda)]];
         // stages and buffer sets (before the rows: the sets count against the budget)
         c.stage.assign(c.nodes.size(), 0);
         for (std::size_t i = 1; i < c.nodes.size(); ++i)
-            c.stage[i] = c.stage[i - 1] + (opt.stage_per_node || p.on_device(c.nodes[i]) != p.on_device(c.nodes[i - 1]));
+            c.stage[i] =
+                c.stage[i - 1] + (opt.stage_per_node || p.on_device(c.nodes[i]) != p.on_device(c.nodes[i - 1]));
         c.n_stages = c.stage.back() + 1;
         // 3 sets where the host and the device take part: one strip on its way up, one in the
         // kernels, one on its way down (and read by the host)
@@ -693,15 +709,17 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
             // (an error, unless the budget is a default one), strips of a quarter of it
             std::size_t left[2];
             for (int d = 0; d < 2; ++d)
-                left[d] = budget[d] > around.around_chain[ci][std::size_t(d)] ? budget[d] - around.around_chain[ci][std::size_t(d)]
-                                                                           : budget[d] / 4;
+                left[d] = budget[d] > around.around_chain[ci][std::size_t(d)]
+                              ? budget[d] - around.around_chain[ci][std::size_t(d)]
+                              : budget[d] / 4;
             auto fits = [&](int rows) {
                 chain_strips(g, c, rows);
                 strip_bytes(g, p, c);
                 return (!budget[0] || c.host_bytes <= left[0]) && (!budget[1] || c.device_bytes <= left[1]);
             };
             int lo = 1, hi = height; // the largest that fits in [1, height]
-            if (fits(hi)) lo = hi;
+            if (fits(hi))
+                lo = hi;
             else
                 while (hi - lo > 1) {
                     int mid = lo + (hi - lo) / 2;
@@ -723,7 +741,8 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
             strip_bytes(g, p, c);
         }
         bool carried_on_device = false;
-        for (NodeId v : c.nodes) carried_on_device |= p.on_device(v) && row_access(g.nodes[v]).kind == PF_ACCESS_CARRIED;
+        for (NodeId v : c.nodes)
+            carried_on_device |= p.on_device(v) && row_access(g.nodes[v]).kind == PF_ACCESS_CARRIED;
         if (c.sets > 1 && c.streams[0] >= 0 && !carried_on_device)
             c.streams[1] = p.n_streams++; // strips alternate: strip k+1's upload overlaps strip k's kernels
     }
@@ -735,14 +754,12 @@ void plan_strips(const Graph& g, Plan& p, const StripOptions& opt) {
     sp.device_peak = planned.peak[1];
     if (planned.over) refuse_or_note(g, p, sp, *planned.over, opt);
     for (const StripChain& c : sp.chains) {
-        std::string why = opt.strip_rows > 0 ? "--strip-rows " + std::to_string(opt.strip_rows)
-                                             : "the whole-image run would need " +
-                                                   bytes_text(double(whole.over->device ? sp.whole_device_peak
-                                                                                        : sp.whole_host_peak)) +
-                                                   " of " + (whole.over->device ? "device" : "host") +
-                                                   " memory; the budget is " +
-                                                   bytes_text(double(whole.over->device ? opt.device_budget
-                                                                                        : opt.host_budget));
+        std::string why = opt.strip_rows > 0
+                              ? "--strip-rows " + std::to_string(opt.strip_rows)
+                              : "the whole-image run would need " +
+                                    bytes_text(double(whole.over->device ? sp.whole_device_peak : sp.whole_host_peak)) +
+                                    " of " + (whole.over->device ? "device" : "host") + " memory; the budget is " +
+                                    bytes_text(double(whole.over->device ? opt.device_budget : opt.host_budget));
         if (opt.strip_rows <= 0 && !whole.over) why = "spread over " + std::to_string(opt.devices.size()) + " GPUs";
         std::string gpus;
         for (int d : c.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(d);

@@ -87,15 +87,15 @@ struct StripRows {
 };
 
 struct StripChain {
-    std::vector<NodeId> nodes; ///< data-flow order
-    int rows = 0;              ///< rows of the last node's output per strip (the last strip: fewer)
-    int height = 0;            ///< rows of the last node's output (its input's, for a sink)
+    std::vector<NodeId> nodes;                  ///< data-flow order
+    int rows = 0;                               ///< rows of the last node's output per strip (the last strip: fewer)
+    int height = 0;                             ///< rows of the last node's output (its input's, for a sink)
     std::vector<std::vector<StripRows>> strips; ///< [strip][node of the chain]
     std::vector<int> max_window, max_input;     ///< per node: most rows of its buffer, of its input
     std::vector<std::size_t> carry_bytes;       ///< per node: carried state (0: none)
-    std::vector<int> last_block; ///< per node: blocks: index of its last block (see strips.cpp)
-    bool ordered = false;       ///< a carried node: strips one after the other, on one stream
-    int streams[2] = {-1, -1};  ///< CUDA: the stream(s) its strips alternate on
+    std::vector<int> last_block;                ///< per node: blocks: index of its last block (see strips.cpp)
+    bool ordered = false;                       ///< a carried node: strips one after the other, on one stream
+    int streams[2] = {-1, -1};                  ///< CUDA: the stream(s) its strips alternate on
     /// Stages: runs of consecutive nodes on the same side of the bus (per node: its stage). With
     /// more than one, the strips flow through the stages as a pipeline: the host reads strip k+2
     /// while the device computes strip k+1 and the host writes strip k (executor/strips.cpp).

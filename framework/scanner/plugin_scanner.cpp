@@ -70,15 +70,19 @@ void say(const std::string& line) {
 // instead of ASan turning it into exit status 1; leaks of a plugin are not the scan's business,
 // also when $ASAN_OPTIONS turns leak detection on (a plugin calling exit() must end with its own
 // status, not LeakSanitizer's 23).
-extern "C" const char* __asan_default_options() { return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=0"; }
+extern "C" const char* __asan_default_options() {
+    return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=0";
+}
 extern "C" __attribute__((weak)) void __lsan_disable();
 
 int main(int argc, char** argv) {
     const char* file = nullptr;
     long parent = 0;
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--parent") == 0 && i + 1 < argc) parent = std::strtol(argv[++i], nullptr, 10);
-        else file = argv[i];
+        if (std::strcmp(argv[i], "--parent") == 0 && i + 1 < argc)
+            parent = std::strtol(argv[++i], nullptr, 10);
+        else
+            file = argv[i];
     }
     if (__lsan_disable) __lsan_disable();
     if (fcntl(proto::report_fd, F_GETFD) == -1) out_fd = STDOUT_FILENO; // run by hand
@@ -136,9 +140,7 @@ int main(int argc, char** argv) {
             s = d->init(err, sizeof err);
         } catch (const std::exception& e) {
             reject(std::string("its init threw an exception (") + e.what() + ")", lib);
-        } catch (...) {
-            reject("its init threw an exception of an unknown type", lib);
-        }
+        } catch (...) { reject("its init threw an exception of an unknown type", lib); }
         std::string msg = pixflow::host::terminated_message(err, sizeof err);
         if (s != PF_OK) reject("its init failed: " + (msg.empty() ? std::string("no message") : msg), lib);
     }

@@ -59,7 +59,7 @@ struct OperatorInfo {
     };
     struct Param {
         std::string name;
-        std::string type;          ///< bool, int, float, choice or string
+        std::string type; ///< bool, int, float, choice or string
         bool required = false;
         std::string default_value; ///< as TOML ("1.5", "\"zero\""); empty when required
         std::string accepted;      ///< the range or the choices, or what a path names; may be empty
@@ -155,11 +155,15 @@ class Pipeline {
     /// set("blur.sigma", 2.0), set("blur.border", "zero"), set("src.width", 640), set("x.y", true).
     template <class T> Pipeline& set(std::string_view key, const T& value) {
         using U = std::decay_t<T>;
-        if constexpr (std::is_same_v<U, bool>) return set_value(key, 'b', value ? 1 : 0, 0, {});
-        else if constexpr (std::is_integral_v<U>) return set_value(key, 'i', static_cast<long long>(value), 0, {});
-        else if constexpr (std::is_floating_point_v<U>) return set_value(key, 'f', 0, static_cast<double>(value), {});
+        if constexpr (std::is_same_v<U, bool>)
+            return set_value(key, 'b', value ? 1 : 0, 0, {});
+        else if constexpr (std::is_integral_v<U>)
+            return set_value(key, 'i', static_cast<long long>(value), 0, {});
+        else if constexpr (std::is_floating_point_v<U>)
+            return set_value(key, 'f', 0, static_cast<double>(value), {});
         else {
-            static_assert(std::is_convertible_v<const T&, std::string_view>, "set(): a bool, an integer, a number or a string");
+            static_assert(std::is_convertible_v<const T&, std::string_view>,
+                          "set(): a bool, an integer, a number or a string");
             return set_value(key, 's', 0, 0, std::string_view(value));
         }
     }

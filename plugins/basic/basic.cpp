@@ -74,9 +74,7 @@ struct Convert {
         out[0].dtype = p.dtype;
     }
 
-    static void run_cpu(Context& ctx, const Params& p) {
-        convert_cpu(ctx.input(), ctx.output(), p.scale, p.offset);
-    }
+    static void run_cpu(Context& ctx, const Params& p) { convert_cpu(ctx.input(), ctx.output(), p.scale, p.offset); }
 #ifdef PIXFLOW_WITH_CUDA
     static void run_cuda(Context& ctx, const Params& p) {
         convert_cuda(ctx.input(), ctx.output(), p.scale, p.offset, ctx.stream());

@@ -47,8 +47,9 @@ struct FloydSteinberg {
             return;
         }
         const int workers = tbb::this_task_arena::max_concurrency();
-        if (!dither_wavefront(in, out, workers, ctx.alloc(wavefront_scratch_bytes(in, workers)),
-                              [&] { return ctx.cancelled(); }, above, last))
+        if (!dither_wavefront(
+                in, out, workers, ctx.alloc(wavefront_scratch_bytes(in, workers)), [&] { return ctx.cancelled(); },
+                above, last))
             throw Error("floyd_steinberg: cancelled", PF_ERR_CANCELLED);
     }
 

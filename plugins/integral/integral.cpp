@@ -40,12 +40,11 @@ struct Integral {
     };
 
     static Schema schema() {
-        return Schema("integral",
-                      "inclusive integral image per channel, same size: out(x,y) = sum of in(i,j) over "
-                      "i <= x, j <= y. An explicit u32 output wraps modulo 2^32 on large images; box "
-                      "sums taken from it in u32 arithmetic stay exact while the true box sum is below "
-                      "2^32. f64: each row summed left to right, then each column top to bottom, the "
-                      "same additions on every backend")
+        return Schema("integral", "inclusive integral image per channel, same size: out(x,y) = sum of in(i,j) over "
+                                  "i <= x, j <= y. An explicit u32 output wraps modulo 2^32 on large images; box "
+                                  "sums taken from it in u32 arithmetic stay exact while the true box sum is below "
+                                  "2^32. f64: each row summed left to right, then each column top to bottom, the "
+                                  "same additions on every backend")
             .access(carried())
             .input("in", dtypes({DType::u8, DType::u16, DType::u32, DType::f32}), channels(1, 4))
             .output("out", dtypes({DType::u32, DType::u64, DType::f64}), channels(1, 4),

@@ -33,8 +33,10 @@ struct Load {
     using Params = LoadParams;
 
     static Schema schema() {
-        return Schema("load", "read an image file: .pgm .ppm .pfm .npy .png .jpg built in (PNG and JPEG on libpng "
-                              "and libjpeg), others via OpenImageIO; in strips, .npy .pgm .ppm .pfm .tif .png (not interlaced) are read by rows, the others whole")
+        return Schema(
+                   "load",
+                   "read an image file: .pgm .ppm .pfm .npy .png .jpg built in (PNG and JPEG on libpng "
+                   "and libjpeg), others via OpenImageIO; in strips, .npy .pgm .ppm .pfm .tif .png (not interlaced) are read by rows, the others whole")
             .flags(PF_OP_SOURCE)
             .access(pixflow::pointwise())
             .output("out", all_dtypes(), channels(1, 4),
@@ -48,12 +50,13 @@ struct Load {
                    "refuse a file whose header claims more than this many pixels (width x height), "
                    "before anything is allocated or decoded; 268435456 = 16384 x 16384; 0: no limit. "
                    "The CLI's --max-pixels sets it on every load")
-            .param(&Params::fail_on, "fail_on",
-                   "which decoder complaints fail the load (PNG, JPEG and OpenImageIO formats; the "
-                   "other built-in ones fail on any problem): warning (any, such as a corrupt or truncated JPEG or TIFF), "
-                   "error (only where the decoder gives up, as on a truncated PNG; warnings are "
-                   "printed), none (nothing: the complaint is printed, and what could not be decoded "
-                   "is 0 or the decoder's fill)");
+            .param(
+                &Params::fail_on, "fail_on",
+                "which decoder complaints fail the load (PNG, JPEG and OpenImageIO formats; the "
+                "other built-in ones fail on any problem): warning (any, such as a corrupt or truncated JPEG or TIFF), "
+                "error (only where the decoder gives up, as on a truncated PNG; warnings are "
+                "printed), none (nothing: the complaint is printed, and what could not be decoded "
+                "is 0 or the decoder's fill)");
     }
 
     static void infer(const Params& p, const Shapes&, Shapes& out) {
@@ -69,8 +72,10 @@ struct Load {
     static void run_cpu(Context& ctx, const Params& p) {
         const ReadOptions options{p.max_pixels, p.fail_on, [&ctx](const std::string& msg) { ctx.warn(msg); }};
         const Strip s = ctx.strip();
-        if (s.out_row0 == 0 && ctx.output().height == s.out_height) read_image(p.path, ctx.output(), options);
-        else read_rows(p.path, s.out_height, s.out_row0, ctx.output(), options);
+        if (s.out_row0 == 0 && ctx.output().height == s.out_height)
+            read_image(p.path, ctx.output(), options);
+        else
+            read_rows(p.path, s.out_height, s.out_row0, ctx.output(), options);
     }
 };
 
@@ -84,8 +89,10 @@ struct Save {
     using Params = SaveParams;
 
     static Schema schema() {
-        return Schema("save", "write an image file: .pgm .ppm .pfm .npy .png .jpg built in (PNG and JPEG on "
-                              "libpng and libjpeg), others via OpenImageIO; in strips, .npy .pgm .ppm .pfm .tif .png are written by rows, the others whole")
+        return Schema(
+                   "save",
+                   "write an image file: .pgm .ppm .pfm .npy .png .jpg built in (PNG and JPEG on "
+                   "libpng and libjpeg), others via OpenImageIO; in strips, .npy .pgm .ppm .pfm .tif .png are written by rows, the others whole")
             .flags(PF_OP_SINK)
             .access(pixflow::carried())
             .input("in", all_dtypes(), channels(1, 4), "the image to write, stored without conversion")
@@ -99,7 +106,9 @@ struct Save {
         check_can_save(p.path, in[0].dtype, in[0].channels);
     }
 
-    static std::string whole_reason(const Params& p, const Shapes&, const Shapes&) { return whole_write_reason(p.path); }
+    static std::string whole_reason(const Params& p, const Shapes&, const Shapes&) {
+        return whole_write_reason(p.path);
+    }
 
     /// The state between strips: the rows written so far, which the next band must start at.
     static std::size_t carry_bytes(const Params&, const Shapes&, const Shapes&) { return sizeof(std::uint64_t); }
@@ -108,9 +117,9 @@ struct Save {
         const Strip s = ctx.strip();
         if (!s.carry) return write_image(p.path, ctx.input());
         auto* written = s.carry_as<std::uint64_t>();
-        PIXFLOW_INTERNAL_CHECK(std::uint64_t(s.in_row0) == *written,
-                               "save: a band of rows out of order (rows " + std::to_string(s.in_row0) +
-                                   ".. after " + std::to_string(*written) + ")");
+        PIXFLOW_INTERNAL_CHECK(std::uint64_t(s.in_row0) == *written, "save: a band of rows out of order (rows " +
+                                                                         std::to_string(s.in_row0) + ".. after " +
+                                                                         std::to_string(*written) + ")");
         write_rows(p.path, s.in_height, s.in_row0, ctx.input());
         *written += std::uint64_t(ctx.input().height);
     }

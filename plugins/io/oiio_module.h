@@ -71,8 +71,8 @@ typedef struct pf_io_oiio_module {
     const char* (*version_text)(void);
     int (*read_header)(const char* path, const pf_io_oiio_options* options, pf_io_oiio_header* out,
                        const pf_io_oiio_sink* err);
-    int (*read)(const char* path, const pf_io_oiio_header* want, const pf_image* dst,
-                const pf_io_oiio_options* options, const pf_io_oiio_sink* err);
+    int (*read)(const char* path, const pf_io_oiio_header* want, const pf_image* dst, const pf_io_oiio_options* options,
+                const pf_io_oiio_sink* err);
     int (*write)(const char* path, const pf_image* src, const pf_io_oiio_sink* err);
     int (*writes)(const char* path, int* yes, const pf_io_oiio_sink* err);
     int (*read_rows)(const char* path, const pf_io_oiio_header* want, int row0, const pf_image* dst,

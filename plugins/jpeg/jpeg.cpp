@@ -68,9 +68,8 @@ void require_whole_block(const char* op, const ImageView& in) {
 class Dct8x8 {
   public:
     static Schema schema() {
-        return Schema("dct8x8",
-                      "orthonormal 2D DCT-II of every 8x8 block, each channel on its own; u8 is "
-                      "level-shifted by -128 first")
+        return Schema("dct8x8", "orthonormal 2D DCT-II of every 8x8 block, each channel on its own; u8 is "
+                                "level-shifted by -128 first")
             .access(blocks(8, 8))
             .input("in", kImageDtypes, channels(1, 4), "image; u8 samples are shifted by -128, f32 taken as they are")
             .output("out", dtypes({DType::f32}), channels(1, 4),
@@ -95,11 +94,11 @@ class Quantize {
   public:
     using Params = TableParams;
     static Schema schema() {
-        Schema s("quantize",
-                 "DCT coefficients to i16: q = round(F / Q), halves away from zero, saturated; Q "
-                 "the JPEG table for quality/table/baseline");
+        Schema s("quantize", "DCT coefficients to i16: q = round(F / Q), halves away from zero, saturated; Q "
+                             "the JPEG table for quality/table/baseline");
         s.access(blocks(8, 8))
-            .input("in", dtypes({DType::f32}), channels(1, 4), "coefficients from dct8x8 (at least 8x8: one whole block)")
+            .input("in", dtypes({DType::f32}), channels(1, 4),
+                   "coefficients from dct8x8 (at least 8x8: one whole block)")
             .output("out", dtypes({DType::i16}), channels(1, 4),
                     "quantised coefficients, same size; the marker columns/rows of a padded "
                     "image (see dct8x8) are 0");
@@ -122,9 +121,8 @@ class Dequantize {
   public:
     using Params = TableParams;
     static Schema schema() {
-        Schema s("dequantize",
-                 "quantised i16 coefficients back to f32: F = q * Q, Q the JPEG table for "
-                 "quality/table/baseline (set them as on quantize)");
+        Schema s("dequantize", "quantised i16 coefficients back to f32: F = q * Q, Q the JPEG table for "
+                               "quality/table/baseline (set them as on quantize)");
         s.access(blocks(8, 8))
             .input("in", dtypes({DType::i16}), channels(1, 4), "quantised coefficients, from quantize (at least 8x8)")
             .output("out", dtypes({DType::f32}), channels(1, 4), "coefficients, same size; marker columns/rows are 0");
@@ -147,12 +145,12 @@ class Idct8x8 {
   public:
     using Params = PixelParams;
     static Schema schema() {
-        Schema s("idct8x8",
-                 "inverse of dct8x8: every 8x8 block back to pixels, at the size of the image "
-                 "the coefficients came from");
-        s.access(blocks(8, 8)).input("in", dtypes({DType::f32}), channels(1, 4),
-                "coefficients as dct8x8 makes them: w x h holds floor(w/8) x floor(h/8) blocks "
-                "of an image of 8*floor(w/8) - (w mod 8) x 8*floor(h/8) - (h mod 8) pixels")
+        Schema s("idct8x8", "inverse of dct8x8: every 8x8 block back to pixels, at the size of the image "
+                            "the coefficients came from");
+        s.access(blocks(8, 8))
+            .input("in", dtypes({DType::f32}), channels(1, 4),
+                   "coefficients as dct8x8 makes them: w x h holds floor(w/8) x floor(h/8) blocks "
+                   "of an image of 8*floor(w/8) - (w mod 8) x 8*floor(h/8) - (h mod 8) pixels")
             .output("out", kImageDtypes, channels(1, 4), "image, cropped to its original size");
         return pixel_params<Params>(s);
     }
@@ -177,10 +175,10 @@ class JpegRoundtrip8x8 {
   public:
     struct Params : TableParams, PixelParams {};
     static Schema schema() {
-        Schema s("jpeg_roundtrip8x8",
-                 "dct8x8, quantize, dequantize and idct8x8 in one pass (the JPEG loss without "
-                 "entropy coding), bit for bit equal to the four nodes");
-        s.access(blocks(8, 8)).input("in", kImageDtypes, channels(1, 4), "image, as dct8x8 takes it")
+        Schema s("jpeg_roundtrip8x8", "dct8x8, quantize, dequantize and idct8x8 in one pass (the JPEG loss without "
+                                      "entropy coding), bit for bit equal to the four nodes");
+        s.access(blocks(8, 8))
+            .input("in", kImageDtypes, channels(1, 4), "image, as dct8x8 takes it")
             .output("out", kImageDtypes, channels(1, 4), "image, same size, as idct8x8 gives it");
         table_params<Params>(s);
         return pixel_params<Params>(s);

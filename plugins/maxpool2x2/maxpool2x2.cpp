@@ -10,9 +10,8 @@ namespace pixflow::maxpool2x2 {
 
 struct Maxpool2x2 {
     static Schema schema() {
-        return Schema("maxpool2x2",
-                      "2x2 max pooling, stride 2, per channel; output floor(W/2) x floor(H/2) (an odd "
-                      "last row or column is dropped); a NaN in a window gives NaN")
+        return Schema("maxpool2x2", "2x2 max pooling, stride 2, per channel; output floor(W/2) x floor(H/2) (an odd "
+                                    "last row or column is dropped); a NaN in a window gives NaN")
             .access(blocks(2, 1))
             .input("in", all_dtypes(), channels(1, 4), "at least 2x2 pixels")
             .output("out", all_dtypes(), channels(1, 4),

@@ -18,8 +18,8 @@ namespace {
 void check(cudaError_t e, const char* expr, int line) {
     if (e == cudaSuccess) return;
     cudaGetLastError(); // clear it, so the next call does not report it again
-    throw InternalError(std::string(expr) + " failed: " + cudaGetErrorString(e) + " (python/src/device.cpp:" +
-                        std::to_string(line) + ")");
+    throw InternalError(std::string(expr) + " failed: " + cudaGetErrorString(e) +
+                        " (python/src/device.cpp:" + std::to_string(line) + ")");
 }
 #define PF_CUDA(expr) check((expr), #expr, __LINE__)
 

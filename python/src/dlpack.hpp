@@ -28,7 +28,7 @@ struct PackVersion {
 enum DeviceType : std::int32_t { // DLDeviceType: the values this module meets
     kDLCPU = 1,
     kDLCUDA = 2,
-    kDLCUDAHost = 3,    // pinned host memory
+    kDLCUDAHost = 3, // pinned host memory
     kDLCUDAManaged = 13,
 };
 

@@ -111,8 +111,10 @@ class Memory {
         }
     }
     ~Memory() {
-        if (m_device == PF_HOST) std::free(m_data);
-        else pixflow::pydevice::release(m_data, m_device);
+        if (m_device == PF_HOST)
+            std::free(m_data);
+        else
+            pixflow::pydevice::release(m_data, m_device);
     }
     Memory(const Memory&) = delete;
     Memory& operator=(const Memory&) = delete;
@@ -219,16 +221,21 @@ void capsule_destructor(PyObject* cap) {
 py::object export_dlpack(const Array& a, py::object stream, py::object max_version, py::object dl_device,
                          py::object copy) {
     if (!copy.is_none() && copy.cast<bool>())
-        throw py::buffer_error("pixflow.Array.__dlpack__(copy=True): pixflow hands over its buffer and makes no copies");
+        throw py::buffer_error(
+            "pixflow.Array.__dlpack__(copy=True): pixflow hands over its buffer and makes no copies");
     if (!dl_device.is_none()) {
         auto want = dl_device.cast<std::pair<int, int>>();
-        bool same = a.device() == PF_HOST ? want.first == dl::kDLCPU : (want.first == dl::kDLCUDA && want.second == a.device());
-        if (!same) throw py::buffer_error("pixflow.Array.__dlpack__: dl_device differs from the array's device and "
-                                          "pixflow makes no copies");
+        bool same =
+            a.device() == PF_HOST ? want.first == dl::kDLCPU : (want.first == dl::kDLCUDA && want.second == a.device());
+        if (!same)
+            throw py::buffer_error("pixflow.Array.__dlpack__: dl_device differs from the array's device and "
+                                   "pixflow makes no copies");
     }
     if (a.device() != PF_HOST && a.stream != 0) {
         std::intptr_t consumer = stream.is_none() ? 1 : stream.cast<std::intptr_t>();
-        if (consumer == 0) throw py::value_error("__dlpack__(stream=0) is ambiguous for CUDA (DLPack); pass 1 for the legacy default stream");
+        if (consumer == 0)
+            throw py::value_error(
+                "__dlpack__(stream=0) is ambiguous for CUDA (DLPack); pass 1 for the legacy default stream");
         if (consumer != -1) pixflow::pydevice::order_after(std::uintptr_t(consumer), a.stream, a.device());
     }
     bool versioned = false;
@@ -408,9 +415,7 @@ PYBIND11_MODULE(_pixflow, m) {
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
-        } catch (const pixflow::UserError& e) {
-            raise_user_error(e);
-        } catch (const pixflow::InternalError& e) {
+        } catch (const pixflow::UserError& e) { raise_user_error(e); } catch (const pixflow::InternalError& e) {
             PyErr_SetString(g_internal_error, e.what());
         }
     });
@@ -431,12 +436,15 @@ PYBIND11_MODULE(_pixflow, m) {
         .def_readonly("width", &pixflow::ImageView::width)
         .def_readonly("height", &pixflow::ImageView::height)
         .def_readonly("channels", &pixflow::ImageView::channels)
-        .def_property_readonly("dtype", [](const pixflow::ImageView& v) { return std::string(pixflow::dtype_name(v.dtype)); })
+        .def_property_readonly("dtype",
+                               [](const pixflow::ImageView& v) { return std::string(pixflow::dtype_name(v.dtype)); })
         .def_readonly("device", &pixflow::ImageView::device)
         .def_readonly("pitch", &pixflow::ImageView::pitch)
-        .def_property_readonly("data", [](const pixflow::ImageView& v) { return reinterpret_cast<std::uintptr_t>(v.data); });
+        .def_property_readonly("data",
+                               [](const pixflow::ImageView& v) { return reinterpret_cast<std::uintptr_t>(v.data); });
 
-    py::class_<Array, std::shared_ptr<Array>>(m, "Array", R"(An image in memory pixflow allocated for an output: host memory (64-byte
+    py::class_<Array, std::shared_ptr<Array>>(
+        m, "Array", R"(An image in memory pixflow allocated for an output: host memory (64-byte
 aligned, packed rows) or device memory (rows 256-byte aligned). It is shared without a copy through
 __array_interface__ (host), __cuda_array_interface__ (device) and __dlpack__ (both), so that
 numpy.asarray, torch.from_dlpack and cupy.from_dlpack take it as it is; the memory lives as long
@@ -444,114 +452,144 @@ as any of them uses it. Shape (H, W) for one channel, else (H, W, C).)")
         .def(py::init(&make_array), py::arg("width"), py::arg("height"), py::arg("channels"), py::arg("dtype"),
              py::arg("device") = PF_HOST)
         .def_property_readonly("shape", [](const Array& a) { return to_tuple(a.shape()); })
-        .def_property_readonly("strides", [](const Array& a) { return to_tuple(a.strides(true)); }, "in bytes")
+        .def_property_readonly(
+            "strides", [](const Array& a) { return to_tuple(a.strides(true)); }, "in bytes")
         .def_property_readonly("dtype", [](const Array& a) { return std::string(pixflow::dtype_name(a.dtype)); })
         .def_property_readonly("typestr", [](const Array& a) { return typestr(a.dtype); })
         .def_property_readonly("device", &Array::device, "-1 (PF_HOST) for host memory, else the CUDA device ordinal")
         .def_property_readonly("pitch", [](const Array& a) { return a.pitch; })
-        .def_property_readonly("data_ptr", [](const Array& a) { return reinterpret_cast<std::uintptr_t>(a.mem->data()); })
-        .def_property_readonly("stream", [](const Array& a) { return a.stream; },
-                               "the CUDA stream the data is ready on (0: ready now)")
+        .def_property_readonly("data_ptr",
+                               [](const Array& a) { return reinterpret_cast<std::uintptr_t>(a.mem->data()); })
+        .def_property_readonly(
+            "stream", [](const Array& a) { return a.stream; }, "the CUDA stream the data is ready on (0: ready now)")
         .def("_set_stream", [](Array& a, std::uintptr_t s) { a.stream = s; })
         .def("_view", &Array::view)
-        .def_property_readonly("__array_interface__", [](const Array& a) {
-            if (a.device() != PF_HOST)
-                throw py::attribute_error("device memory has no __array_interface__; use __dlpack__ or "
-                                          "__cuda_array_interface__, or .numpy() for a host copy");
-            py::dict d;
-            d["shape"] = to_tuple(a.shape());
-            d["typestr"] = typestr(a.dtype);
-            d["data"] = py::make_tuple(reinterpret_cast<std::uintptr_t>(a.mem->data()), false);
-            d["strides"] = to_tuple(a.strides(true));
-            d["version"] = 3;
-            return d;
-        })
-        .def_property_readonly("__cuda_array_interface__", [](const Array& a) {
-            if (a.device() == PF_HOST) throw py::attribute_error("host memory has no __cuda_array_interface__");
-            py::dict d;
-            d["shape"] = to_tuple(a.shape());
-            d["typestr"] = typestr(a.dtype);
-            d["data"] = py::make_tuple(reinterpret_cast<std::uintptr_t>(a.mem->data()), false);
-            d["strides"] = to_tuple(a.strides(true));
-            d["version"] = 3;
-            d["stream"] = a.stream ? py::object(py::int_(a.stream)) : py::object(py::none());
-            return d;
-        })
+        .def_property_readonly("__array_interface__",
+                               [](const Array& a) {
+                                   if (a.device() != PF_HOST)
+                                       throw py::attribute_error(
+                                           "device memory has no __array_interface__; use __dlpack__ or "
+                                           "__cuda_array_interface__, or .numpy() for a host copy");
+                                   py::dict d;
+                                   d["shape"] = to_tuple(a.shape());
+                                   d["typestr"] = typestr(a.dtype);
+                                   d["data"] = py::make_tuple(reinterpret_cast<std::uintptr_t>(a.mem->data()), false);
+                                   d["strides"] = to_tuple(a.strides(true));
+                                   d["version"] = 3;
+                                   return d;
+                               })
+        .def_property_readonly("__cuda_array_interface__",
+                               [](const Array& a) {
+                                   if (a.device() == PF_HOST)
+                                       throw py::attribute_error("host memory has no __cuda_array_interface__");
+                                   py::dict d;
+                                   d["shape"] = to_tuple(a.shape());
+                                   d["typestr"] = typestr(a.dtype);
+                                   d["data"] = py::make_tuple(reinterpret_cast<std::uintptr_t>(a.mem->data()), false);
+                                   d["strides"] = to_tuple(a.strides(true));
+                                   d["version"] = 3;
+                                   d["stream"] = a.stream ? py::object(py::int_(a.stream)) : py::object(py::none());
+                                   return d;
+                               })
         .def("__dlpack__", &export_dlpack, py::kw_only(), py::arg("stream") = py::none(),
              py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
-        .def("__dlpack_device__", [](const Array& a) {
-            return a.device() == PF_HOST ? py::make_tuple(int(dl::kDLCPU), 0) : py::make_tuple(int(dl::kDLCUDA), a.device());
-        })
+        .def("__dlpack_device__",
+             [](const Array& a) {
+                 return a.device() == PF_HOST ? py::make_tuple(int(dl::kDLCPU), 0)
+                                              : py::make_tuple(int(dl::kDLCUDA), a.device());
+             })
         .def("_copy_to_host", [](const Array& a, std::uintptr_t dst, std::int64_t dst_pitch) {
             py::gil_scoped_release nogil;
             std::size_t rb = a.view().row_bytes();
-            pixflow::pydevice::copy_to_host(reinterpret_cast<void*>(dst), dst_pitch, a.mem->data(), a.pitch, rb, a.height,
-                                            a.stream, a.device());
+            pixflow::pydevice::copy_to_host(reinterpret_cast<void*>(dst), dst_pitch, a.mem->data(), a.pitch, rb,
+                                            a.height, a.stream, a.device());
         });
 
     py::class_<Imported, std::shared_ptr<Imported>>(m, "Imported", "A tensor taken from a DLPack capsule.")
         .def(py::init([](py::handle capsule) { return std::make_shared<Imported>(capsule); }))
-        .def_property_readonly("data", [](const Imported& t) {
-            return reinterpret_cast<std::uintptr_t>(t.tensor().data) + t.tensor().byte_offset;
-        })
+        .def_property_readonly("data",
+                               [](const Imported& t) {
+                                   return reinterpret_cast<std::uintptr_t>(t.tensor().data) + t.tensor().byte_offset;
+                               })
         .def_property_readonly("device_type", [](const Imported& t) { return t.tensor().device.device_type; })
         .def_property_readonly("device_id", [](const Imported& t) { return t.tensor().device.device_id; })
-        .def_property_readonly("shape", [](const Imported& t) {
-            const dl::Tensor& x = t.tensor();
-            return to_tuple(std::vector<std::int64_t>(x.shape, x.shape + x.ndim));
-        })
-        .def_property_readonly("strides", [](const Imported& t) -> py::object {
-            const dl::Tensor& x = t.tensor();
-            if (!x.strides) return py::none(); // compact row-major
-            return to_tuple(std::vector<std::int64_t>(x.strides, x.strides + x.ndim));
-        }, "in elements; None when compact row-major")
-        .def_property_readonly("dtype", [](const Imported& t) { return dtype_name_of(t.tensor().dtype); },
-                               "the pixflow dtype, or '' when pixflow has none")
-        .def_property_readonly("dtype_text", [](const Imported& t) {
-            const dl::DataType& d = t.tensor().dtype;
-            const char* code = d.code == dl::kDLInt ? "int" : d.code == dl::kDLUInt ? "uint" : d.code == dl::kDLFloat ? "float" : "code ";
-            return std::string(code) + (d.code > dl::kDLFloat ? std::to_string(d.code) + "/" : "") + std::to_string(d.bits) +
-                   (d.lanes != 1 ? "x" + std::to_string(d.lanes) : "");
-        })
+        .def_property_readonly("shape",
+                               [](const Imported& t) {
+                                   const dl::Tensor& x = t.tensor();
+                                   return to_tuple(std::vector<std::int64_t>(x.shape, x.shape + x.ndim));
+                               })
+        .def_property_readonly(
+            "strides",
+            [](const Imported& t) -> py::object {
+                const dl::Tensor& x = t.tensor();
+                if (!x.strides) return py::none(); // compact row-major
+                return to_tuple(std::vector<std::int64_t>(x.strides, x.strides + x.ndim));
+            },
+            "in elements; None when compact row-major")
+        .def_property_readonly(
+            "dtype", [](const Imported& t) { return dtype_name_of(t.tensor().dtype); },
+            "the pixflow dtype, or '' when pixflow has none")
+        .def_property_readonly("dtype_text",
+                               [](const Imported& t) {
+                                   const dl::DataType& d = t.tensor().dtype;
+                                   const char* code = d.code == dl::kDLInt     ? "int"
+                                                      : d.code == dl::kDLUInt  ? "uint"
+                                                      : d.code == dl::kDLFloat ? "float"
+                                                                               : "code ";
+                                   return std::string(code) +
+                                          (d.code > dl::kDLFloat ? std::to_string(d.code) + "/" : "") +
+                                          std::to_string(d.bits) + (d.lanes != 1 ? "x" + std::to_string(d.lanes) : "");
+                               })
         .def_property_readonly("itemsize", [](const Imported& t) { return t.tensor().dtype.bits / 8; })
         .def_property_readonly("read_only", &Imported::read_only)
         .def("release", &Imported::release);
 
     py::class_<pixflow::Pipeline>(m, "Pipeline")
         .def("set", [](pixflow::Pipeline& p, const std::string& a) { p.set(a); })
-        .def("set_value", [](pixflow::Pipeline& p, const std::string& key, py::object v) {
-            if (py::isinstance<py::bool_>(v)) p.set(key, v.cast<bool>());
-            else if (py::isinstance<py::int_>(v)) p.set(key, v.cast<long long>());
-            else if (py::isinstance<py::float_>(v)) p.set(key, v.cast<double>());
-            else if (py::isinstance<py::str>(v)) p.set(key, v.cast<std::string>());
-            else
-                throw py::type_error("set(\"" + key + "\", value): value is a bool, an int, a float or a str, not " +
-                                     std::string(py::str(py::type::handle_of(v).attr("__name__"))));
-        })
+        .def("set_value",
+             [](pixflow::Pipeline& p, const std::string& key, py::object v) {
+                 if (py::isinstance<py::bool_>(v))
+                     p.set(key, v.cast<bool>());
+                 else if (py::isinstance<py::int_>(v))
+                     p.set(key, v.cast<long long>());
+                 else if (py::isinstance<py::float_>(v))
+                     p.set(key, v.cast<double>());
+                 else if (py::isinstance<py::str>(v))
+                     p.set(key, v.cast<std::string>());
+                 else
+                     throw py::type_error("set(\"" + key +
+                                          "\", value): value is a bool, an int, a float or a str, not " +
+                                          std::string(py::str(py::type::handle_of(v).attr("__name__"))));
+             })
         .def("backend", [](pixflow::Pipeline& p, const std::string& b) { p.backend(b); })
         .def("fuse", [](pixflow::Pipeline& p, bool on) { p.fuse(on); })
-        .def("input", [](pixflow::Pipeline& p, const std::string& node, const pixflow::ImageView& v) { p.input(node, v); })
+        .def("input",
+             [](pixflow::Pipeline& p, const std::string& node, const pixflow::ImageView& v) { p.input(node, v); })
         .def("output", [](pixflow::Pipeline& p, const std::string& name) { p.output(name); })
-        .def("output_into", [](pixflow::Pipeline& p, const std::string& name, const pixflow::ImageView& v) { p.output(name, v); })
+        .def("output_into",
+             [](pixflow::Pipeline& p, const std::string& name, const pixflow::ImageView& v) { p.output(name, v); })
         .def("stream", [](pixflow::Pipeline& p, std::uintptr_t s) { p.stream(reinterpret_cast<CUstream_st*>(s)); })
         .def("compile", &pixflow::Pipeline::compile, py::call_guard<py::gil_scoped_release>())
-        .def("run", [](pixflow::Pipeline& p) {
-            py::gil_scoped_release nogil; // other Python threads run while pixflow does
-            p.run();                      // the report is made into JSON only when asked for (report())
-        })
-        .def("report", [](pixflow::Pipeline& p) {
-            pixflow::RunReport r;
-            {
-                py::gil_scoped_release nogil; // it may wait for the device
-                r = p.report();
-            }
-            return report_json(r);
-        })
+        .def("run",
+             [](pixflow::Pipeline& p) {
+                 py::gil_scoped_release nogil; // other Python threads run while pixflow does
+                 p.run();                      // the report is made into JSON only when asked for (report())
+             })
+        .def("report",
+             [](pixflow::Pipeline& p) {
+                 pixflow::RunReport r;
+                 {
+                     py::gil_scoped_release nogil; // it may wait for the device
+                     r = p.report();
+                 }
+                 return report_json(r);
+             })
         .def("results", &pixflow::Pipeline::results, py::call_guard<py::gil_scoped_release>())
-        .def("shape", [](const pixflow::Pipeline& p, const std::string& name) {
-            py::gil_scoped_release nogil; // it may compile
-            return p.shape(name);
-        })
+        .def("shape",
+             [](const pixflow::Pipeline& p, const std::string& name) {
+                 py::gil_scoped_release nogil; // it may compile
+                 return p.shape(name);
+             })
         .def("view", [](const pixflow::Pipeline& p, const std::string& name) { return p.view(name); })
         .def("notes", &pixflow::Pipeline::notes, py::call_guard<py::gil_scoped_release>())
         .def("warnings",
@@ -574,14 +612,16 @@ as any of them uses it. Shape (H, W) for one channel, else (H, W, C).)")
                  return pixflow::Engine(ps);
              }),
              py::arg("plugin_paths") = std::vector<std::string>{})
-        .def("load_file", [](const pixflow::Engine& e, const std::string& path) {
-            py::gil_scoped_release nogil;
-            return e.load_file(path);
-        })
-        .def("load_string", [](const pixflow::Engine& e, const std::string& toml, const std::string& name) {
-            py::gil_scoped_release nogil;
-            return e.load_string(toml, name);
-        })
+        .def("load_file",
+             [](const pixflow::Engine& e, const std::string& path) {
+                 py::gil_scoped_release nogil;
+                 return e.load_file(path);
+             })
+        .def("load_string",
+             [](const pixflow::Engine& e, const std::string& toml, const std::string& name) {
+                 py::gil_scoped_release nogil;
+                 return e.load_string(toml, name);
+             })
         .def("operators", &pixflow::Engine::operators)
         .def("describe", [](const pixflow::Engine& e, const std::string& op) { return operator_dict(e.describe(op)); })
         .def("rejected_plugins", &pixflow::Engine::rejected_plugins)

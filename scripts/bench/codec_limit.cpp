@@ -146,17 +146,28 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) usage(a + " needs a value");
             return argv[++i];
         };
-        if (a == "--input") in_dir = value();
-        else if (a == "--output") out_dir = value();
-        else if (a == "--ext") ext = value();
-        else if (a == "--out-ext") out_ext = value();
-        else if (a == "--threads") threads = std::atoi(value().c_str());
-        else if (a == "--repeat") repeat = std::max(1, std::atoi(value().c_str()));
-        else if (a == "--half") half = true;
-        else if (a == "--no-parts") parts = false;
-        else if (a == "--fresh") fresh = true;
-        else if (a == "--encode-from") encode_from = value();
-        else usage("unknown argument '" + a + "'");
+        if (a == "--input")
+            in_dir = value();
+        else if (a == "--output")
+            out_dir = value();
+        else if (a == "--ext")
+            ext = value();
+        else if (a == "--out-ext")
+            out_ext = value();
+        else if (a == "--threads")
+            threads = std::atoi(value().c_str());
+        else if (a == "--repeat")
+            repeat = std::max(1, std::atoi(value().c_str()));
+        else if (a == "--half")
+            half = true;
+        else if (a == "--no-parts")
+            parts = false;
+        else if (a == "--fresh")
+            fresh = true;
+        else if (a == "--encode-from")
+            encode_from = value();
+        else
+            usage("unknown argument '" + a + "'");
     }
     if (in_dir.empty() || out_dir.empty()) usage("--input and --output are required");
     if (out_ext.empty()) out_ext = ext;
@@ -193,7 +204,7 @@ int main(int argc, char** argv) {
         tbb::parallel_for(std::size_t(0), n, [&](std::size_t i) {
             const std::string in = inputs[i].string();
             io::Header h = io::read_header(in); // shape inference does the same, once per image
-            if (fresh) { // as the batch's Executor does: a buffer of its own per image
+            if (fresh) {                        // as the batch's Executor does: a buffer of its own per image
                 ImageView v = Slot::shape(h);
                 const std::size_t bytes = std::size_t(v.pitch) * std::size_t(h.height);
                 v.data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);

@@ -91,8 +91,10 @@ void report(const char* name, double samples, int repeat, const std::function<vo
 int main(int argc, char** argv) {
     int repeat = 5, threads = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (std::string(argv[i]) == "--repeat") repeat = std::atoi(argv[i + 1]);
-        else if (std::string(argv[i]) == "--threads") threads = std::atoi(argv[i + 1]);
+        if (std::string(argv[i]) == "--repeat")
+            repeat = std::atoi(argv[i + 1]);
+        else if (std::string(argv[i]) == "--threads")
+            threads = std::atoi(argv[i + 1]);
     }
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism, std::size_t(threads));
     const int w = 8192, h = 2048;
@@ -105,9 +107,8 @@ int main(int argc, char** argv) {
     std::printf("one process, %d thread(s), %d x %d, best of %d\n", threads, w, h, repeat);
 
     const auto taps = gauss5x5::gauss5x5_taps(1.5);
-    report("gauss5x5 RGB u8", rgb, repeat, [&] {
-        gauss5x5::gauss5x5_cpu(src, view(out3.p, w, h, 3, DType::u8), taps, gauss5x5::Border::reflect101);
-    });
+    report("gauss5x5 RGB u8", rgb, repeat,
+           [&] { gauss5x5::gauss5x5_cpu(src, view(out3.p, w, h, 3, DType::u8), taps, gauss5x5::Border::reflect101); });
     report("grayscale RGB u8", rgb, repeat, [&] { basic::grayscale_cpu(src, view(out1.p, w, h, 1, DType::u8)); });
     const ImageView sat = view(out32.p, w, h, 3, DType::u32);
     std::vector<char> scratch(integral::integral_cpu_scratch_bytes(src, sat));

@@ -54,10 +54,16 @@ int main(int argc, char** argv) {
     int count = 16, rounds = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
-        if (a == "--bytes") bytes = std::strtoull(argv[i + 1], nullptr, 10);
-        else if (a == "--count") count = std::atoi(argv[i + 1]);
-        else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
-        else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+        if (a == "--bytes")
+            bytes = std::strtoull(argv[i + 1], nullptr, 10);
+        else if (a == "--count")
+            count = std::atoi(argv[i + 1]);
+        else if (a == "--rounds")
+            rounds = std::atoi(argv[i + 1]);
+        else {
+            std::fprintf(stderr, "unknown option %s\n", a.c_str());
+            return 2;
+        }
     }
     CK(cudaFree(nullptr)); // the context, outside the timings
     std::string thp;
@@ -131,9 +137,10 @@ int main(int argc, char** argv) {
             threaded.push_back(ms_since(t0));
             for (int i = 0; i < count; ++i) w.put(ps[i], bytes);
         }
-        std::printf("%-13s %d one after another %7.1f ms (%.2f ms each, freed in %.1f ms) | %d threads at once %7.1f ms | upload %.1f GB/s\n",
-                    w.name, count, median(serial), median(serial) / count, median(serial_free), count, median(threaded),
-                    median(gbs));
+        std::printf(
+            "%-13s %d one after another %7.1f ms (%.2f ms each, freed in %.1f ms) | %d threads at once %7.1f ms | upload %.1f GB/s\n",
+            w.name, count, median(serial), median(serial) / count, median(serial_free), count, median(threaded),
+            median(gbs));
         std::fflush(stdout);
     }
     // one slab for all the buffers
@@ -146,8 +153,8 @@ int main(int argc, char** argv) {
             gbs.push_back(upload_gbs(static_cast<char*>(p) + bytes * (count - 1)));
             w.put(p, bytes * count);
         }
-        std::printf("slab %-13s one buffer of %.0f MB %7.1f ms | upload %.1f GB/s\n", w.name, bytes * count / 1e6, median(v),
-                    median(gbs));
+        std::printf("slab %-13s one buffer of %.0f MB %7.1f ms | upload %.1f GB/s\n", w.name, bytes * count / 1e6,
+                    median(v), median(gbs));
     }
     // pageable, for scale
     {

@@ -47,12 +47,12 @@
 #include <vector>
 
 #define CK(x) PIXFLOW_CUDA_CHECK(x) // throws pixflow::Error, naming the call
-#define SYS(x)                                                                   \
-    do {                                                                         \
-        if ((x) < 0) {                                                           \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, std::strerror(errno)); \
-            std::exit(2);                                                        \
-        }                                                                        \
+#define SYS(x)                                                                                                         \
+    do {                                                                                                               \
+        if ((x) < 0) {                                                                                                 \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, std::strerror(errno));                     \
+            std::exit(2);                                                                                              \
+        }                                                                                                              \
     } while (0)
 
 namespace {
@@ -76,7 +76,10 @@ void read_all(int fd, unsigned char* dst, std::size_t n, off_t off) {
     while (n) {
         const ssize_t r = pread(fd, dst, n, off);
         SYS(r);
-        if (r == 0) { std::fprintf(stderr, "short file\n"); std::exit(2); }
+        if (r == 0) {
+            std::fprintf(stderr, "short file\n");
+            std::exit(2);
+        }
         dst += r, n -= std::size_t(r), off += r;
     }
 }
@@ -94,13 +97,22 @@ int main(int argc, char** argv) {
     Opts o;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
-        if (a == "--dir") o.dir = argv[i + 1];
-        else if (a == "--out") o.out = argv[i + 1];
-        else if (a == "--images") o.images = std::atoi(argv[i + 1]);
-        else if (a == "--size") o.size = std::atoi(argv[i + 1]);
-        else if (a == "--threads") o.threads = std::atoi(argv[i + 1]);
-        else if (a == "--rounds") o.rounds = std::atoi(argv[i + 1]);
-        else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+        if (a == "--dir")
+            o.dir = argv[i + 1];
+        else if (a == "--out")
+            o.out = argv[i + 1];
+        else if (a == "--images")
+            o.images = std::atoi(argv[i + 1]);
+        else if (a == "--size")
+            o.size = std::atoi(argv[i + 1]);
+        else if (a == "--threads")
+            o.threads = std::atoi(argv[i + 1]);
+        else if (a == "--rounds")
+            o.rounds = std::atoi(argv[i + 1]);
+        else {
+            std::fprintf(stderr, "unknown option %s\n", a.c_str());
+            return 2;
+        }
     }
     const std::string hdr = header(o.size);
     const std::size_t pix = std::size_t(o.size) * o.size * 3, out_pix = pix / 4;
@@ -154,11 +166,17 @@ int main(int argc, char** argv) {
     auto in_mmap = [&](Worker& w, int i, bool reg) {
         const int fd = open(files[i].c_str(), O_RDONLY);
         SYS(fd);
-        struct stat st{};
+        struct stat st {};
         SYS(fstat(fd, &st));
-        if (std::size_t(st.st_size) < hdr.size() + pix) { std::fprintf(stderr, "short file\n"); std::exit(2); }
+        if (std::size_t(st.st_size) < hdr.size() + pix) {
+            std::fprintf(stderr, "short file\n");
+            std::exit(2);
+        }
         void* m = mmap(nullptr, std::size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
-        if (m == MAP_FAILED) { std::perror("mmap"); std::exit(2); }
+        if (m == MAP_FAILED) {
+            std::perror("mmap");
+            std::exit(2);
+        }
         SYS(close(fd));
         if (reg) {
             const auto t0 = std::chrono::steady_clock::now();
@@ -191,11 +209,15 @@ int main(int argc, char** argv) {
         const std::size_t n = out_hdr.size() + out_pix;
         SYS(ftruncate(fd, off_t(n)));
         void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m == MAP_FAILED) { std::perror("mmap"); std::exit(2); }
+        if (m == MAP_FAILED) {
+            std::perror("mmap");
+            std::exit(2);
+        }
         SYS(close(fd));
         std::memcpy(m, out_hdr.data(), out_hdr.size());
         CK(cudaHostRegister(m, n, cudaHostRegisterDefault));
-        CK(cudaMemcpyAsync(static_cast<unsigned char*>(m) + out_hdr.size(), w.dev, out_pix, cudaMemcpyDeviceToHost, w.stream));
+        CK(cudaMemcpyAsync(static_cast<unsigned char*>(m) + out_hdr.size(), w.dev, out_pix, cudaMemcpyDeviceToHost,
+                           w.stream));
         CK(cudaStreamSynchronize(w.stream));
         CK(cudaHostUnregister(m));
         SYS(munmap(m, n));
@@ -209,16 +231,32 @@ int main(int argc, char** argv) {
     const double in_mb = pix / 1e6, out_mb = out_pix / 1e6;
     std::vector<Way> ways = {
         {"read", 2 * in_mb, [&](Worker& w, int i) { in_read(w, i, false, false); }},
-        {"read+write", 2 * in_mb + 2 * out_mb, [&](Worker& w, int i) { in_read(w, i, false, false); out_pinned(w, i, false); }},
+        {"read+write", 2 * in_mb + 2 * out_mb,
+         [&](Worker& w, int i) {
+             in_read(w, i, false, false);
+             out_pinned(w, i, false);
+         }},
         {"pinned", 3 * in_mb, [&](Worker& w, int i) { in_read(w, i, true, true); }},
         {"pageable", 5 * in_mb, [&](Worker& w, int i) { in_read(w, i, true, false); }},
         {"mmap-copy", 3 * in_mb, [&](Worker& w, int i) { in_mmap(w, i, false); }},
         {"mmap-register", 1 * in_mb, [&](Worker& w, int i) { in_mmap(w, i, true); }},
         {"out-pinned", 3 * out_mb, [&](Worker& w, int i) { out_pinned(w, i, true); }},
         {"out-register", 1 * out_mb, [&](Worker& w, int i) { out_register(w, i); }},
-        {"batch-now", 3 * in_mb + 3 * out_mb, [&](Worker& w, int i) { in_read(w, i, true, true); out_pinned(w, i, true); }},
-        {"batch-register", 1 * in_mb + 3 * out_mb, [&](Worker& w, int i) { in_mmap(w, i, true); out_pinned(w, i, true); }},
-        {"batch-register2", 1 * in_mb + 1 * out_mb, [&](Worker& w, int i) { in_mmap(w, i, true); out_register(w, i); }},
+        {"batch-now", 3 * in_mb + 3 * out_mb,
+         [&](Worker& w, int i) {
+             in_read(w, i, true, true);
+             out_pinned(w, i, true);
+         }},
+        {"batch-register", 1 * in_mb + 3 * out_mb,
+         [&](Worker& w, int i) {
+             in_mmap(w, i, true);
+             out_pinned(w, i, true);
+         }},
+        {"batch-register2", 1 * in_mb + 1 * out_mb,
+         [&](Worker& w, int i) {
+             in_mmap(w, i, true);
+             out_register(w, i);
+         }},
     };
 
     for (const Way& way : ways) {
@@ -243,8 +281,9 @@ int main(int argc, char** argv) {
     }
     if (!reg_ms.empty()) {
         std::sort(reg_ms.begin(), reg_ms.end());
-        std::printf("cudaHostRegister of one %.1f MB file mapping: median %.3f ms, p90 %.3f ms (%zu calls, 16 threads)\n",
-                    (hdr.size() + pix) / 1e6, reg_ms[reg_ms.size() / 2], reg_ms[reg_ms.size() * 9 / 10], reg_ms.size());
+        std::printf(
+            "cudaHostRegister of one %.1f MB file mapping: median %.3f ms, p90 %.3f ms (%zu calls, 16 threads)\n",
+            (hdr.size() + pix) / 1e6, reg_ms[reg_ms.size() / 2], reg_ms[reg_ms.size() * 9 / 10], reg_ms.size());
     }
     // Check: the device holds each image's pixels after mmap-register (the last way that filled it).
     {
@@ -257,14 +296,20 @@ int main(int argc, char** argv) {
             SYS(fd);
             read_all(fd, b.data(), pix, off_t(hdr.size()));
             SYS(close(fd));
-            if (a != b) { std::fprintf(stderr, "image %d: device bytes differ from the file\n", i); return 1; }
+            if (a != b) {
+                std::fprintf(stderr, "image %d: device bytes differ from the file\n", i);
+                return 1;
+            }
             out_register(w, i);
             const int fo = open(out_name(i).c_str(), O_RDONLY);
             SYS(fo);
             std::vector<unsigned char> c(out_pix);
             read_all(fo, c.data(), out_pix, off_t(out_hdr.size()));
             SYS(close(fo));
-            if (std::memcmp(c.data(), a.data(), out_pix) != 0) { std::fprintf(stderr, "image %d: output differs\n", i); return 1; }
+            if (std::memcmp(c.data(), a.data(), out_pix) != 0) {
+                std::fprintf(stderr, "image %d: output differs\n", i);
+                return 1;
+            }
         }
         std::printf("check: device bytes equal the files (mmap-register), outputs equal the device (out-register)\n");
     }

@@ -51,9 +51,7 @@ struct Typed {
             .param(&Params::invert, "invert", "i")
             .param(&Params::dtype, "dtype", "d");
     }
-    static void run_cpu(Context&, const Params& p) {
-        g_seen = {p.gain, p.mode, p.path, p.count, p.invert, p.dtype};
-    }
+    static void run_cpu(Context&, const Params& p) { g_seen = {p.gain, p.mode, p.path, p.count, p.invert, p.dtype}; }
 };
 
 /// A parameter struct shared through a base, bound with param<Params>.
@@ -120,12 +118,17 @@ struct OutOfRange {
         double sigma = 200.0;
     };
     static Schema schema() {
-        return Schema("out_of_range", "x").input("in", 2, 2).output("out", 2, 2).param(&Params::sigma, "sigma", range(0.1, 100.0), "s");
+        return Schema("out_of_range", "x")
+            .input("in", 2, 2)
+            .output("out", 2, 2)
+            .param(&Params::sigma, "sigma", range(0.1, 100.0), "s");
     }
     static void run_cpu(Context&, const Params&) {}
 };
 struct BadFusion {
-    static Schema schema() { return Schema("bad_fusion", "x").input("in", 2, 2).output("out", 2, 2).param_int("k", 1, 0, 9, "k"); }
+    static Schema schema() {
+        return Schema("bad_fusion", "x").input("in", 2, 2).output("out", 2, 2).param_int("k", 1, 0, 9, "k");
+    }
     static Fusion fusion() { return Fusion({"typed", "typed"}).bind("k", 0, "no_such_param"); }
     static void run_cpu(Context&) {}
 };
@@ -223,14 +226,15 @@ TEST(TypedParams, DescriptorsComeFromTheFieldsAndTheirInitializers) {
 }
 
 TEST(TypedParams, TheRunFunctionReceivesTheFilledStruct) {
-    ASSERT_EQ(run_with_defaults(op("typed"), [](std::vector<pf_value>& v) {
-                  v[0].f = 2.25;
-                  v[1].s = "mirror";
-                  v[2].s = "x.npy";
-                  v[3].i = 7;
-                  v[4].b = 0;
-                  v[5].s = "u16";
-              }),
+    ASSERT_EQ(run_with_defaults(op("typed"),
+                                [](std::vector<pf_value>& v) {
+                                    v[0].f = 2.25;
+                                    v[1].s = "mirror";
+                                    v[2].s = "x.npy";
+                                    v[3].i = 7;
+                                    v[4].b = 0;
+                                    v[5].s = "u16";
+                                }),
               PF_OK);
     EXPECT_EQ(g_seen.gain, 2.25);
     EXPECT_EQ(g_seen.mode, demo::Mode::mirror);
@@ -250,15 +254,19 @@ TEST(TypedParams, AFieldOfABaseIsBoundThroughTheDerivedStruct) {
 
 TEST(TypedParams, AChoiceTheHostDidNotCheckIsAUserError) {
     std::string error;
-    EXPECT_EQ(run_with_defaults(op("typed"), [](std::vector<pf_value>& v) { v[1].s = "bounce"; }, &error), PF_ERR_INVALID);
+    EXPECT_EQ(run_with_defaults(
+                  op("typed"), [](std::vector<pf_value>& v) { v[1].s = "bounce"; }, &error),
+              PF_ERR_INVALID);
     EXPECT_EQ(error, "typed: mode = \"bounce\" is not one of clamp, wrap, mirror");
 }
 
 TEST(TypedParams, MistakesInTheDeclarationRejectThePluginWhenLoaded) {
     EXPECT_EQ((load_error<Typed, Derived, Named>()), "");
-    EXPECT_EQ(load_error<Unbound>(), "operator 'unbound': its Params has 2 fields and the schema binds 1; bind every field exactly once");
+    EXPECT_EQ(load_error<Unbound>(),
+              "operator 'unbound': its Params has 2 fields and the schema binds 1; bind every field exactly once");
     EXPECT_EQ(load_error<Twice>(), "operator 'twice': parameter 'b' binds the same field as 'a'");
-    EXPECT_EQ(load_error<OutOfRange>(), "operator 'out_of_range': parameter 'sigma': its default lies outside its range");
+    EXPECT_EQ(load_error<OutOfRange>(),
+              "operator 'out_of_range': parameter 'sigma': its default lies outside its range");
     EXPECT_EQ((load_error<Typed, BadFusion>()),
               "fusion 'bad_fusion': operator 'typed' has no parameter 'no_such_param'");
 }
@@ -316,13 +324,16 @@ TEST(Access, MistakesInTheDeclarationRejectThePluginWhenLoaded) {
     EXPECT_EQ(load_error<StateWithoutCarried>(),
               "operator 'stray_state': it defines carry_bytes but its access is not carried(); declare "
               ".access(pixflow::carried())");
-    EXPECT_EQ(load_error<NoHalo>(),
-              "operator 'no_halo': its access pattern is out of range (a stencil's halo and a block's rows are 1 to 4096)");
+    EXPECT_EQ(
+        load_error<NoHalo>(),
+        "operator 'no_halo': its access pattern is out of range (a stencil's halo and a block's rows are 1 to 4096)");
 }
 
 TEST(DeprecatedAccessors, ThrowAnInternalErrorOnATypeMismatch) {
     std::string error;
-    EXPECT_EQ(run_with_defaults(op("named"), [](std::vector<pf_value>&) {}, &error), PF_ERR_RUNTIME);
+    EXPECT_EQ(run_with_defaults(
+                  op("named"), [](std::vector<pf_value>&) {}, &error),
+              PF_ERR_RUNTIME);
     EXPECT_NE(error.find("parameter 'invert' is declared bool; Params::i does not read a bool (internal error at "),
               std::string::npos)
         << error;

@@ -98,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         read_image(in_path, image->view);
     } catch (const pixflow::Error& e) {
         if (!e.is_user_error()) finding("not a user error", e.what());
-        if (std::string(e.what()).find(in_path) == std::string::npos) finding("an error without the file name", e.what());
+        if (std::string(e.what()).find(in_path) == std::string::npos)
+            finding("an error without the file name", e.what());
         return 0;
     }
 
@@ -118,8 +119,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         read_image(out_path, back.view);
         // JPEG is lossy: its round trip must keep the shape and decode, not the bytes.
         if (!kLossy && back.bytes != image->bytes) finding("the round trip changed the samples", out_path);
-    } catch (const pixflow::Error& e) {
-        finding("the round trip of a decoded image failed", e.what());
-    }
+    } catch (const pixflow::Error& e) { finding("the round trip of a decoded image failed", e.what()); }
     return 0;
 }

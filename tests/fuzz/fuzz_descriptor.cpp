@@ -99,7 +99,7 @@ struct Builder {
             break;
         }
         case 5: { // terminated, at a bound or one past it
-            static const std::size_t lens[] = {63,  64,  65,  127, 128, 129, DescriptorLimits::choice_bytes + 1,
+            static const std::size_t lens[] = {63,   64,   65,  127, 128, 129, DescriptorLimits::choice_bytes + 1,
                                                4095, 4096, 4097};
             std::size_t len = lens[u8() % (sizeof lens / sizeof *lens)];
             char* b = bytes(len + 1);
@@ -132,11 +132,13 @@ struct Builder {
     std::pair<int32_t, std::size_t> count(int limit) {
         uint8_t sel = u8();
         int32_t c;
-        if (sel < 200) c = sel % 5;
+        if (sel < 200)
+            c = sel % 5;
         else if (sel < 250) {
             const int32_t edge[] = {limit, limit + 1, -1, INT32_MIN, INT32_MAX};
             c = edge[sel % 5];
-        } else c = i32();
+        } else
+            c = i32();
         std::size_t n_alloc = c >= 0 && c <= limit ? std::size_t(c) : std::size_t(u8() % 2);
         return {c, n_alloc};
     }
@@ -177,7 +179,8 @@ struct Builder {
         d.name = string();
         if (d.name && op_names.size() < 16) {
             // only names the validator reads within bounds may be shared as fusion targets
-            if (strnlen(d.name, DescriptorLimits::name_bytes + 1) <= DescriptorLimits::name_bytes) op_names.push_back(d.name);
+            if (strnlen(d.name, DescriptorLimits::name_bytes + 1) <= DescriptorLimits::name_bytes)
+                op_names.push_back(d.name);
         }
         d.doc = string();
         d.flags = u8() % 4 == 0 ? u32() : u8() % 8;
@@ -216,7 +219,8 @@ struct Builder {
         d.n_binds = cb;
         auto [cs, ns] = count(DescriptorLimits::same);
         auto* same = alloc<pf_fusion_same>(ns);
-        for (std::size_t k = 0; k < ns; ++k) same[k] = {int32_t(int8_t(u8())), string(), int32_t(int8_t(u8())), string()};
+        for (std::size_t k = 0; k < ns; ++k)
+            same[k] = {int32_t(int8_t(u8())), string(), int32_t(int8_t(u8())), string()};
         d.same = array(same, cs);
         d.n_same = cs;
     }
@@ -257,8 +261,10 @@ std::size_t read_like_the_host(const pf_plugin_desc& d) {
     for (int k = 0; k < d.n_ops; ++k) {
         const pf_op_desc& op = d.ops[k];
         sum += std::strlen(op.name) + std::strlen(op.doc);
-        for (int j = 0; j < op.n_inputs; ++j) sum += std::strlen(op.inputs[j].name) + (op.inputs[j].doc ? std::strlen(op.inputs[j].doc) : 0);
-        for (int j = 0; j < op.n_outputs; ++j) sum += std::strlen(op.outputs[j].name) + (op.outputs[j].doc ? std::strlen(op.outputs[j].doc) : 0);
+        for (int j = 0; j < op.n_inputs; ++j)
+            sum += std::strlen(op.inputs[j].name) + (op.inputs[j].doc ? std::strlen(op.inputs[j].doc) : 0);
+        for (int j = 0; j < op.n_outputs; ++j)
+            sum += std::strlen(op.outputs[j].name) + (op.outputs[j].doc ? std::strlen(op.outputs[j].doc) : 0);
         for (int j = 0; j < op.n_params; ++j) {
             const pf_param_desc& p = op.params[j];
             sum += std::strlen(p.name) + std::strlen(p.doc);
@@ -273,7 +279,8 @@ std::size_t read_like_the_host(const pf_plugin_desc& d) {
             const pf_fusion_desc& f = d.fusions[k];
             sum += std::strlen(f.fused_op);
             for (int j = 0; j < f.n_chain; ++j) sum += std::strlen(f.chain[j]);
-            for (int j = 0; j < f.n_binds; ++j) sum += std::strlen(f.binds[j].fused_param) + std::strlen(f.binds[j].param);
+            for (int j = 0; j < f.n_binds; ++j)
+                sum += std::strlen(f.binds[j].fused_param) + std::strlen(f.binds[j].param);
             for (int j = 0; j < f.n_same; ++j) sum += std::strlen(f.same[j].param_a) + std::strlen(f.same[j].param_b);
         }
     return sum;
@@ -285,7 +292,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Builder b{data, size, {}, {}, {}};
     const pf_plugin_desc* d = b.plugin();
     std::string reason = pixflow::host::check_plugin_descriptor(d);
-    if (std::getenv("PIXFLOW_FUZZ_PRINT")) std::fprintf(stderr, "verdict: %s\n", reason.empty() ? "ok" : reason.c_str());
+    if (std::getenv("PIXFLOW_FUZZ_PRINT"))
+        std::fprintf(stderr, "verdict: %s\n", reason.empty() ? "ok" : reason.c_str());
     if (reason.empty()) {
         volatile std::size_t sink = read_like_the_host(*d);
         (void)sink;

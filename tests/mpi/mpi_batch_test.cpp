@@ -135,7 +135,8 @@ TEST_P(MpiRanks, ReportListsEveryImageOnceWithTheRankThatRanIt) {
         ASSERT_LT(rank, GetParam());
         ++per_rank[std::size_t(rank)];
         ASSERT_EQ(m["outputs"].size(), 1u);
-        EXPECT_EQ(fs::path(m["outputs"][0].get<std::string>()).filename(), fs::path(a["outputs"][0].get<std::string>()).filename());
+        EXPECT_EQ(fs::path(m["outputs"][0].get<std::string>()).filename(),
+                  fs::path(a["outputs"][0].get<std::string>()).filename());
     }
     for (int k = 0; k < GetParam(); ++k) {
         EXPECT_EQ(many["ranks"][std::size_t(k)]["rank"], k);
@@ -178,7 +179,8 @@ TEST(MpiBatch, InvalidPipelineIsReportedOnceWithTheExitCodeOfOneProcess) {
     EXPECT_EQ(one.exit_code, 1);
     EXPECT_EQ(many.exit_code, 1) << many.err;
     EXPECT_EQ(count(many.err, "sigma = -3 is out of range"), 1u) << many.err;
-    EXPECT_NE(many.err.find(one.err.substr(0, one.err.find('\n'))), std::string::npos) << "the same words:\n" << many.err;
+    EXPECT_NE(many.err.find(one.err.substr(0, one.err.find('\n'))), std::string::npos) << "the same words:\n"
+                                                                                       << many.err;
     EXPECT_FALSE(fs::exists(b.t.path / "many")) << "nothing created";
 }
 
@@ -189,10 +191,9 @@ TEST(MpiBatch, RanksThatSeeOtherInputsAreRefusedBeforeAnythingRuns) {
     fs::copy(b.t.path / "in", b.t.path / "in0", fs::copy_options::recursive);
     fs::copy(b.t.path / "in", b.t.path / "in1", fs::copy_options::recursive);
     fs::remove(b.t.path / "in1/imga.ppm");
-    std::string each = "sh -c " +
-                       q("exec " + pixflow::testing::pixflow_exe().string() +
-                         " run pipelines/batch-blur-pool.toml --set out.path=x.ppm --input " + (b.t / "in") +
-                         "$OMPI_COMM_WORLD_RANK --output " + (b.t / "many"));
+    std::string each = "sh -c " + q("exec " + pixflow::testing::pixflow_exe().string() +
+                                    " run pipelines/batch-blur-pool.toml --set out.path=x.ppm --input " + (b.t / "in") +
+                                    "$OMPI_COMM_WORLD_RANK --output " + (b.t / "many"));
     auto r = run_mpi(2, each);
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_NE(r.err.find("error: rank 1 on "), std::string::npos) << r.err;
@@ -216,8 +217,10 @@ TEST(MpiBatch, OperatorCrashUnderIsolationFailsOnlyItsImage) {
     ::setenv("ASAN_OPTIONS", (before + (before.empty() ? "" : ":") + "handle_segv=0").c_str(), 1);
     auto one = run_pixflow(args + q(b.t / "one"));
     auto many = run_mpi(2, pixflow_cmd() + " " + args + q(b.t / "many"));
-    if (asan) ::setenv("ASAN_OPTIONS", before.c_str(), 1);
-    else ::unsetenv("ASAN_OPTIONS");
+    if (asan)
+        ::setenv("ASAN_OPTIONS", before.c_str(), 1);
+    else
+        ::unsetenv("ASAN_OPTIONS");
     EXPECT_EQ(one.exit_code, 2) << one.err;
     EXPECT_EQ(many.exit_code, 2) << many.err;
     EXPECT_TRUE(b.same_files("one", "many"));
@@ -245,7 +248,8 @@ TEST(MpiBatch, RankEndedByAnOperatorStopsEveryRankCleanly) {
     for (const auto& f : files_below(b.t.path / "many")) {
         EXPECT_EQ(f.find("pixflow-tmp"), std::string::npos) << "a temporary was left: " << f;
         EXPECT_NE(f, "imgb.ppm");
-        EXPECT_TRUE(slurp(b.t.path / "many" / f) == slurp(b.t.path / "whole" / f)) << f << ": committed images are whole";
+        EXPECT_TRUE(slurp(b.t.path / "many" / f) == slurp(b.t.path / "whole" / f))
+            << f << ": committed images are whole";
     }
 }
 
@@ -271,7 +275,8 @@ TEST(MpiBatch, TraceHoldsEveryImageOfEveryRank) {
     for (const auto& e : j["traceEvents"]) {
         int pid = e.value("pid", 0);
         EXPECT_LT(pid, 200) << "ranks 0 and 1 only: " << e.dump();
-        if (e.value("ph", "") == "X" && pid % 100 == 0) images.insert(e["args"]["image"].get<std::string>()); // an image's span
+        if (e.value("ph", "") == "X" && pid % 100 == 0)
+            images.insert(e["args"]["image"].get<std::string>()); // an image's span
     }
     EXPECT_EQ(images.size(), std::size_t(Batch::n));
     EXPECT_EQ(std::set<std::string>(images.begin(), images.end()).size(), std::size_t(Batch::n)) << "each image once";

@@ -75,7 +75,7 @@ struct Case {
     std::string name, nodes, last, ext;
     /// How the last chain's output is completed, as the note says; empty: not split.
     std::string how = k_written;
-    std::string extra; ///< more run arguments (--no-fuse)
+    std::string extra;   ///< more run arguments (--no-fuse)
     std::string relayed; ///< the carried nodes whose state passes rank to rank, as the note names them
     static constexpr const char* k_written = "written by every rank at its rows' offset";
     static constexpr const char* k_gathered = "gathered at rank 0";
@@ -94,8 +94,8 @@ const std::vector<Case>& cases() {
          node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1", "sigma = 2.0\nborder = \"replicate\"\n") +
              node("b3", "gauss5x5", "b2"),
          "b3", "npy"},
-        {"GrayGaussPool", node("g", "grayscale", "src") + node("b", "gauss5x5", "g") + node("p", "maxpool2x2", "b"), "p",
-         "pgm"},
+        {"GrayGaussPool", node("g", "grayscale", "src") + node("b", "gauss5x5", "g") + node("p", "maxpool2x2", "b"),
+         "p", "pgm"},
         {"PoolTwice", node("p1", "maxpool2x2", "src") + node("p2", "maxpool2x2", "p1"), "p2", "npy"},
         {"JpegFused",
          node("g", "grayscale", "src") + node("dct", "dct8x8", "g") + node("qz", "quantize", "dct", "quality = 50\n") +
@@ -105,7 +105,8 @@ const std::vector<Case>& cases() {
          node("g", "grayscale", "src") + node("dct", "dct8x8", "g") + node("qz", "quantize", "dct", "quality = 30\n") +
              node("dq", "dequantize", "qz", "quality = 30\n") + node("idct", "idct8x8", "dq", "dtype = \"f32\"\n"),
          "idct", "npy", Case::k_written, "--no-fuse"},
-        {"IntegralU32", node("g", "grayscale", "src") + node("sat", "integral", "g", "dtype = \"u32\"\n"), "sat", "npy"},
+        {"IntegralU32", node("g", "grayscale", "src") + node("sat", "integral", "g", "dtype = \"u32\"\n"), "sat",
+         "npy"},
         {"IntegralU64", node("sat", "integral", "src", "dtype = \"u64\"\n"), "sat", "npy"},
         {"IntegralAfterBlur", node("b", "gauss5x5", "src") + node("sat", "integral", "b", "dtype = \"u32\"\n"), "sat",
          "npy"},
@@ -116,15 +117,18 @@ const std::vector<Case>& cases() {
         {"IntegralF64ThenPool", node("sat", "integral", "src", "dtype = \"f64\"\n") + node("p", "maxpool2x2", "sat"),
          "p", "npy", Case::k_written, "", "'sat'"},
         {"IntegralU32ThenPool",
-         node("g", "grayscale", "src") + node("sat", "integral", "g", "dtype = \"u32\"\n") + node("p", "maxpool2x2", "sat"),
+         node("g", "grayscale", "src") + node("sat", "integral", "g", "dtype = \"u32\"\n") +
+             node("p", "maxpool2x2", "sat"),
          "p", "npy", Case::k_written, "", "'sat'"},
         // formats MPI-IO does not write (PFM stores its rows bottom up; PGM u16 big-endian):
         // gathered at rank 0, which runs save
         {"GaussToPfm",
          node("g", "grayscale", "src") + node("b", "gauss5x5", "g") + node("f", "convert", "b", "dtype = \"f32\"\n"),
          "f", "pfm", Case::k_gathered},
-        {"GaussToPgm16", node("g", "grayscale", "src") + node("w", "convert", "g", "dtype = \"u16\"\nscale = 200\n") +
-                            node("b", "gauss5x5", "w"), "b", "pgm", Case::k_gathered},
+        {"GaussToPgm16",
+         node("g", "grayscale", "src") + node("w", "convert", "g", "dtype = \"u16\"\nscale = 200\n") +
+             node("b", "gauss5x5", "w"),
+         "b", "pgm", Case::k_gathered},
         // whole-image operators after a chain read its output gathered on every rank
         // (chan_vese after a chain runs split, to a tolerance: MpiChanVese below)
         // floyd_steinberg is carried: its error row passes from rank to rank, each rank after
@@ -141,11 +145,13 @@ const std::vector<Case>& cases() {
          Case::k_written, "", "'d'"},
         // two carried nodes: floyd_steinberg relayed, integral (u32, last) scanned
         {"FloydSteinbergThenIntegral",
-         node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g") + node("sat", "integral", "d", "dtype = \"u32\"\n"),
+         node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g") +
+             node("sat", "integral", "d", "dtype = \"u32\"\n"),
          "sat", "npy", Case::k_written, "", "'d'"},
         // a stencil after it would read the rank above's rows (its halo): runs whole on every rank
         {"FloydSteinbergThenBlur",
-         node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g") + node("b", "gauss5x5", "d"), "b", "pgm", ""},
+         node("g", "grayscale", "src") + node("d", "floyd_steinberg", "g") + node("b", "gauss5x5", "d"), "b", "pgm",
+         ""},
         // a second sink (compare) reads the blur: rank 0 runs both, after a gather
         {"BlurComparedWithItsSource",
          node("g", "grayscale", "src") + node("b", "gauss5x5", "g") +
@@ -159,9 +165,9 @@ const std::vector<Case>& cases() {
 /// is a chain's first node): with halos exchanged (the default), its halo rows come from the
 /// neighbour ranks.
 bool exchanges_halos(const std::string& name) {
-    static const std::set<std::string> k{"Gauss",        "GaussThreeTimes",        "GrayGaussPool",
-                                         "GaussToPfm",   "GaussToPgm16",           "FloydSteinbergThenBlur",
-                                         "IntegralAfterBlur", "FloydSteinbergRgbAfterBlur"};
+    static const std::set<std::string> k{
+        "Gauss",        "GaussThreeTimes",        "GrayGaussPool",     "GaussToPfm",
+        "GaussToPgm16", "FloydSteinbergThenBlur", "IntegralAfterBlur", "FloydSteinbergRgbAfterBlur"};
     return k.count(name) > 0;
 }
 
@@ -182,12 +188,13 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
         c.how = Case::k_written, c.relayed = "'d'";
     TempDir t;
     write_ppm(t / "in.ppm", 77, 53, 7);
-    std::string toml = "[pipeline]\nname = \"" + c.name + "\"\nbackend = \"cpu\"\n[nodes.src]\nop = \"load\"\npath = \"" +
-                       (t / "in.ppm") + "\"\n" + c.nodes + "[nodes.out]\nop = \"save\"\ninput = \"" + c.last +
-                       "\"\npath = \"x\"\n";
+    std::string toml = "[pipeline]\nname = \"" + c.name +
+                       "\"\nbackend = \"cpu\"\n[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" +
+                       c.nodes + "[nodes.out]\nop = \"save\"\ninput = \"" + c.last + "\"\npath = \"x\"\n";
     write_text(t / "p.toml", toml);
     const std::string one = (t / ("one." + c.ext)), many = (t / ("many." + c.ext));
-    auto a = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(one) + " " + cases()[std::size_t(std::get<1>(GetParam()))].extra);
+    auto a = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(one) + " " +
+                         cases()[std::size_t(std::get<1>(GetParam()))].extra);
     ASSERT_EQ(a.exit_code, 0) << a.err;
     auto b = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
                      " --set out.path=" + q(many) + " --report " + q(t / "r.json") + " " + c.extra);
@@ -213,8 +220,7 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     EXPECT_EQ(metrics(a.out), metrics(b.out));
     EXPECT_NE(b.out.find("wrote " + many), std::string::npos) << b.out;
     const std::set<std::string> expected{"many." + c.ext, "in.ppm", "p.toml", "one." + c.ext, "r.json"};
-    EXPECT_EQ(expected, files_below(t.path))
-        << "no temporary left";
+    EXPECT_EQ(expected, files_below(t.path)) << "no temporary left";
     auto j = nlohmann::json::parse(slurp(t / "r.json"));
     ASSERT_EQ(j["ranks"].size(), std::size_t(np));
     // only a rank below another waits for a relayed state
@@ -223,14 +229,18 @@ TEST_P(MpiImage, WritesTheSameFileBitForBitAsOneProcess) {
     // halo rows exchanged exactly where a stencil reads rows of the rank above or below
     EXPECT_EQ(b.err.find("stencil halos exchanged with the neighbour ranks") != std::string::npos, halos) << b.err;
     const long long halo_sent = j["ranks"][1]["halo_bytes_sent"].get<long long>();
-    if (halos) EXPECT_GT(halo_sent, 0);
-    else EXPECT_EQ(halo_sent, 0);
+    if (halos)
+        EXPECT_GT(halo_sent, 0);
+    else
+        EXPECT_EQ(halo_sent, 0);
     // rank 1 sent its rows, unless it wrote them itself
     const long long sent = j["ranks"][1]["bytes_sent"].get<long long>() - halo_sent;
     // (written: the agreement flags, and integral's one row of sums or a relayed state: 77 x 3 x 8
     // bytes at most)
-    if (c.how == Case::k_written) EXPECT_LT(sent, 2048) << "rank 1 wrote its rows itself";
-    else if (!c.how.empty()) EXPECT_GT(sent, 1024) << "rank 1 sent its rows";
+    if (c.how == Case::k_written)
+        EXPECT_LT(sent, 2048) << "rank 1 wrote its rows itself";
+    else if (!c.how.empty())
+        EXPECT_GT(sent, 1024) << "rank 1 sent its rows";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, MpiImage,
@@ -275,8 +285,8 @@ const std::vector<HaloCase>& halo_cases() {
     static const std::vector<HaloCase> c = {
         // rows halve in maxpool: the second gauss's band edges map through the pooling
         {"SynthGaussPoolGauss",
-         synth(53, 3) + node("b1", "gauss5x5", "src") + node("p", "maxpool2x2", "b1") + node("b2", "gauss5x5", "p"), "npy",
-         "", yes},
+         synth(53, 3) + node("b1", "gauss5x5", "src") + node("p", "maxpool2x2", "b1") + node("b2", "gauss5x5", "p"),
+         "npy", "", yes},
         // load reads a PPM by rows, in the chain: each rank its band and the rows gauss reads
         // around it, from its neighbours
         {"LoadGaussNpy", "LOAD" + node("b", "gauss5x5", "src"), "npy", "", yes},
@@ -317,13 +327,14 @@ TEST_P(MpiHalo, ExchangedOrRecomputedGiveTheBitsOfOneProcess) {
     if (nodes.rfind("LOAD", 0) == 0)
         nodes = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + nodes.substr(4);
     const std::string last = nodes.substr(nodes.rfind("[nodes.") + 7, nodes.rfind("]") - nodes.rfind("[nodes.") - 7);
-    write_text(t / "p.toml", "[pipeline]\nbackend = \"cpu\"\n" + nodes + "[nodes.out]\nop = \"save\"\ninput = \"" + last +
-                                 "\"\npath = \"x\"\n");
+    write_text(t / "p.toml", "[pipeline]\nbackend = \"cpu\"\n" + nodes + "[nodes.out]\nop = \"save\"\ninput = \"" +
+                                 last + "\"\npath = \"x\"\n");
     const std::string one = t / ("one." + c.ext), many = t / ("many." + c.ext);
     auto a = run_pixflow("run " + q(t / "p.toml") + " --set out.path=" + q(one) + " " + c.extra);
     ASSERT_EQ(a.exit_code, 0) << a.err;
-    auto b = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") + " --set out.path=" +
-                     q(many) + " --report " + q(t / "r.json") + " " + c.extra + halo_option(recompute));
+    auto b =
+        run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
+                " --set out.path=" + q(many) + " --report " + q(t / "r.json") + " " + c.extra + halo_option(recompute));
     ASSERT_EQ(b.exit_code, 0) << b.err;
     ASSERT_FALSE(slurp(one).empty());
     EXPECT_TRUE(slurp(one) == slurp(many)) << c.name << ": the file differs from one process's\n" << b.err;
@@ -355,8 +366,8 @@ TEST(MpiHaloBytes, ReportCountsTheHaloRowsEachRankSent) {
     write_ppm(t / "in.ppm", 77, 53, 3);
     write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" +
                                  node("b1", "gauss5x5", "src") + node("b2", "gauss5x5", "b1") +
-                                 node("b3", "gauss5x5", "b2") + "[nodes.out]\nop = \"save\"\ninput = \"b3\"\npath = \"" +
-                                 (t / "x.npy") + "\"\n");
+                                 node("b3", "gauss5x5", "b2") +
+                                 "[nodes.out]\nop = \"save\"\ninput = \"b3\"\npath = \"" + (t / "x.npy") + "\"\n");
     const long long msg = 2 * 231 + 1;
     for (int np : {2, 4}) {
         auto ex = run_mpi("-np " + std::to_string(np) + " " + pixflow_cmd() + " run " + q(t / "p.toml") +
@@ -434,7 +445,8 @@ TEST_P(MpiChanVese, SegmentsAsOneProcessWithinTheCpuVsCudaTolerance) {
                              "[nodes.outphi]\nop = \"save\"\ninput = \"seg.phi\"\npath = \"x.npy\"\n";
     write_text(t / "p.toml", toml);
     auto sets = [&](const std::string& stem) {
-        return " --backend cpu --set out.path=" + q(t / (stem + ".pgm")) + " --set outphi.path=" + q(t / (stem + ".npy"));
+        return " --backend cpu --set out.path=" + q(t / (stem + ".pgm")) +
+               " --set outphi.path=" + q(t / (stem + ".npy"));
     };
     auto a = run_pixflow("run " + q(t / "p.toml") + sets("one"));
     ASSERT_EQ(a.exit_code, 0) << a.err;
@@ -491,8 +503,7 @@ CommandResult run_failing_rank(TempDir& t, const std::string& nodes, const std::
                                const std::string& fault = "throw") {
     write_ppm(t / "in.ppm", 77, 53, 9);
     std::string toml = "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + nodes +
-                       "[nodes.out]\nop = \"save\"\ninput = \"" + last + "\"\npath = \"" + (t / "out/x.npy") +
-                       "\"\n";
+                       "[nodes.out]\nop = \"save\"\ninput = \"" + last + "\"\npath = \"" + (t / "out/x.npy") + "\"\n";
     write_text(t / "p.toml", toml);
     const std::string run = pixflow_cmd() + " --plugin-path " + q(pixflow::testing::test_plugin("faults").string()) +
                             " run " + q(t / "p.toml") + " --backend cpu";
@@ -557,7 +568,8 @@ TEST(MpiImageFaults, RankFailingInItsBandAfterARelayedNodeStopsEveryRankAndWrite
 TEST(MpiImageFaults, OperatorEndingItsRankInARelayedChainStopsEveryRankAndWritesNothing) {
     TempDir t;
     // exit() on rank 1 while rank 2 waits for its error row: mpirun stops the others
-    auto r = run_failing_rank(t, node("bad", "tp_fault_rows", "src") + node("d", "floyd_steinberg", "bad"), "d", "exit");
+    auto r =
+        run_failing_rank(t, node("bad", "tp_fault_rows", "src") + node("d", "floyd_steinberg", "bad"), "d", "exit");
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("an operator called exit() on rank 1 on "), std::string::npos) << r.err;
     EXPECT_EQ(listing(files_below(t / "out")), "") << "no file, no temporary";
@@ -567,9 +579,8 @@ TEST(MpiImageFaults, RankFailingBeforeAHaloExchangeStopsItsNeighboursAndWritesNo
     TempDir t;
     // rank 1 fails in its band before gauss: ranks 0 and 2, waiting for its rows of 'bad' (the
     // gauss's halo), get "failed" instead and stop
-    auto r = run_failing_rank(t, node("g", "grayscale", "src") + node("bad", "tp_fault_rows", "g") +
-                                     node("b", "gauss5x5", "bad"),
-                              "b");
+    auto r = run_failing_rank(
+        t, node("g", "grayscale", "src") + node("bad", "tp_fault_rows", "g") + node("b", "gauss5x5", "bad"), "b");
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("stencil halos exchanged"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
@@ -582,8 +593,9 @@ TEST(MpiImageFaults, RankFailingWhileTheOthersRunASplitNodeEndsTheRunAndWritesNo
     TempDir t;
     // ranks 0 and 2 enter chan_vese and wait in its first sum for rank 1, which failed before
     // it: rank 1 ends the run (MPI_Abort); no agreement could reach them there
-    auto r = run_failing_rank(t, node("g", "grayscale", "src") + node("bad", "tp_fault", "g") +
-                                     node("seg", "chan_vese", "bad", "max_iter = 5\n"),
+    auto r = run_failing_rank(t,
+                              node("g", "grayscale", "src") + node("bad", "tp_fault", "g") +
+                                  node("seg", "chan_vese", "bad", "max_iter = 5\n"),
                               "seg");
     EXPECT_NE(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("rank 1 on "), std::string::npos) << r.err;
@@ -613,11 +625,12 @@ TEST(MpiImageFaults, InvalidPipelineIsReportedOnceWithTheExitCodeOfOneProcess) {
 TEST(MpiImageOneRank, RunsAsOneProcess) {
     TempDir t;
     write_ppm(t / "in.ppm", 77, 53, 11);
-    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" + node("b", "gauss5x5", "src") +
+    write_text(t / "p.toml", "[nodes.src]\nop = \"load\"\npath = \"" + (t / "in.ppm") + "\"\n" +
+                                 node("b", "gauss5x5", "src") +
                                  "[nodes.out]\nop = \"save\"\ninput = \"b\"\npath = \"x\"\n");
     auto one = run_pixflow("run " + q(t / "p.toml") + " --backend cpu --set out.path=" + q(t / "one.npy"));
-    auto mpi = run_mpi("-np 1 " + pixflow_cmd() + " run " + q(t / "p.toml") + " --backend cpu --set out.path=" +
-                       q(t / "mpi.npy"));
+    auto mpi = run_mpi("-np 1 " + pixflow_cmd() + " run " + q(t / "p.toml") +
+                       " --backend cpu --set out.path=" + q(t / "mpi.npy"));
     ASSERT_EQ(one.exit_code, 0) << one.err;
     ASSERT_EQ(mpi.exit_code, 0) << mpi.err;
     EXPECT_EQ(mpi.err, one.err) << "no note of ranks: the plain run";
@@ -653,7 +666,8 @@ class MpiImageCuda : public ::testing::TestWithParam<int> {
   protected:
     void SetUp() override {
         std::string why;
-        if (!pixflow::host::cuda_usable(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): the GPU split is not run";
+        if (!pixflow::host::cuda_usable(&why))
+            GTEST_SKIP() << "no usable CUDA device (" << why << "): the GPU split is not run";
     }
 };
 
@@ -671,7 +685,8 @@ TEST_P(MpiImageCuda, AGpuChainSplitsOverTheRanksBitForBit) {
         ASSERT_EQ(r.cpu.exit_code, 0) << r.cpu.err;
         ASSERT_EQ(r.many.exit_code, 0) << r.many.err;
         EXPECT_NE(r.many.err.find("runs over " + std::to_string(np) + " ranks"), std::string::npos)
-            << "the CUDA chain was split:\n" << r.many.err;
+            << "the CUDA chain was split:\n"
+            << r.many.err;
         EXPECT_EQ(r.many.err.find("runs whole on every rank"), std::string::npos) << r.many.err;
         ASSERT_FALSE(r.one_bytes.empty());
         EXPECT_TRUE(r.many_bytes == r.one_bytes) << ext << ": the ranks' file differs from one process's";

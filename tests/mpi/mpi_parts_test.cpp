@@ -88,7 +88,8 @@ TEST(MpiPlacement, TheThreadsVariableWins) {
             rank_threads_from_env(bad);
             ADD_FAILURE() << bad << " was accepted";
         } catch (const std::runtime_error& e) {
-            EXPECT_NE(std::string(e.what()).find(std::string("PIXFLOW_RANK_THREADS=") + bad), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(std::string("PIXFLOW_RANK_THREADS=") + bad), std::string::npos)
+                << e.what();
             EXPECT_NE(std::string(e.what()).find("expected 1 to 4096"), std::string::npos) << e.what();
         }
     }
@@ -129,16 +130,19 @@ TEST(MpiVerdict, AnErrorOfSomeRanksNamesThem) {
 
 TEST(MpiVerdict, AFailureThatIsNotTheUsersExitsTwo) {
     std::vector<std::string> print;
-    EXPECT_EQ(judge({passed(0, 4, 1), failed(1, 2, {"error: cudaSetDevice: no device"}), failed(2, 1, {"error: x"})}, print),
-              2);
-    EXPECT_EQ(print, (std::vector<std::string>{"error: rank 1 on node0: cudaSetDevice: no device", "error: rank 2 on node1: x"}));
+    EXPECT_EQ(
+        judge({passed(0, 4, 1), failed(1, 2, {"error: cudaSetDevice: no device"}), failed(2, 1, {"error: x"})}, print),
+        2);
+    EXPECT_EQ(print, (std::vector<std::string>{"error: rank 1 on node0: cudaSetDevice: no device",
+                                               "error: rank 2 on node1: x"}));
 }
 
 TEST(MpiVerdict, ARankThatSeesOtherInputsIsRefused) {
     std::vector<std::string> print;
     EXPECT_EQ(judge({passed(0, 64, 7), passed(1, 63, 9), passed(2, 64, 8)}, print), 1);
     ASSERT_EQ(print.size(), 2u);
-    EXPECT_NE(print[0].find("error: rank 1 on node0: sees 63 input(s) where rank 0 sees 64"), std::string::npos) << print[0];
+    EXPECT_NE(print[0].find("error: rank 1 on node0: sees 63 input(s) where rank 0 sees 64"), std::string::npos)
+        << print[0];
     EXPECT_NE(print[0].find("a folder that every machine shares"), std::string::npos) << print[0];
     EXPECT_NE(print[1].find("error: rank 2 on node1: sees other inputs or output names than rank 0 (as many: 64)"),
               std::string::npos)
@@ -147,7 +151,8 @@ TEST(MpiVerdict, ARankThatSeesOtherInputsIsRefused) {
 
 TEST(MpiVerdict, TheInputsHashSeesOrderFoldersAndOutputNames) {
     using pixflow::host::BatchInput;
-    std::vector<BatchInput> ab{{"a.png", ""}, {"b.png", ""}}, ba{{"b.png", ""}, {"a.png", ""}}, sub{{"a.png", "x"}, {"b.png", ""}};
+    std::vector<BatchInput> ab{{"a.png", ""}, {"b.png", ""}}, ba{{"b.png", ""}, {"a.png", ""}},
+        sub{{"a.png", "x"}, {"b.png", ""}};
     std::vector<std::vector<std::string>> out{{"o/a.png"}, {"o/b.png"}}, out2{{"p/a.png"}, {"o/b.png"}};
     std::uint64_t h = hash_inputs(ab, out);
     EXPECT_EQ(h, hash_inputs(ab, out));
@@ -162,7 +167,12 @@ TEST(MpiTrace, EachRanksLanesBecomeProcessesOfTheirOwn) {
     auto trace = [](const std::string& image) {
         nlohmann::json j{{"traceEvents",
                           {{{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", "cpu"}}}},
-                           {{"ph", "X"}, {"name", "blur"}, {"pid", 1}, {"tid", 0}, {"ts", 5.0}, {"dur", 2.0},
+                           {{"ph", "X"},
+                            {"name", "blur"},
+                            {"pid", 1},
+                            {"tid", 0},
+                            {"ts", 5.0},
+                            {"dur", 2.0},
                             {"args", {{"image", image}}}}}},
                          {"displayTimeUnit", "ms"}};
         return j.dump();

@@ -54,8 +54,8 @@ struct CommandResult {
 /// Runs the pixflow executable with `args` (shell words), from the source dir.
 inline CommandResult run_pixflow(const std::string& args) {
     TempDir t;
-    std::string cmd = "cd '" + source_dir().string() + "' && PIXFLOW_PLUGIN_PATH= '" + pixflow_exe().string() +
-                      "' " + args + " >'" + (t / "out") + "' 2>'" + (t / "err") + "'";
+    std::string cmd = "cd '" + source_dir().string() + "' && PIXFLOW_PLUGIN_PATH= '" + pixflow_exe().string() + "' " +
+                      args + " >'" + (t / "out") + "' 2>'" + (t / "err") + "'";
     int status = std::system(cmd.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -39,8 +39,19 @@ int32_t run(const pf_run_args* a) {
 
 const pf_port_desc in_port{sizeof(pf_port_desc), "in", "", PF_DTYPE_BIT(PF_U8), PF_ALL_CHANNELS};
 const pf_port_desc out_port{sizeof(pf_port_desc), "out", "", PF_DTYPE_BIT(PF_U8), PF_ALL_CHANNELS};
-const pf_op_desc op{sizeof(pf_op_desc), "tp_v10_invert", "test op from an ABI 1.0 plugin: 255 - v",
-                    0, &in_port, 1, &out_port, 1, nullptr, 0, &infer, &run, nullptr};
+const pf_op_desc op{sizeof(pf_op_desc),
+                    "tp_v10_invert",
+                    "test op from an ABI 1.0 plugin: 255 - v",
+                    0,
+                    &in_port,
+                    1,
+                    &out_port,
+                    1,
+                    nullptr,
+                    0,
+                    &infer,
+                    &run,
+                    nullptr};
 
 struct Poisoned {
     plugin_desc_1_0 desc;

@@ -3,7 +3,8 @@
 #include <pixflow/operator.hpp>
 struct FakeSynth {
     static pixflow::Schema schema() {
-        return pixflow::Schema("tp_src", "a second tp_src").flags(PF_OP_SOURCE)
+        return pixflow::Schema("tp_src", "a second tp_src")
+            .flags(PF_OP_SOURCE)
             .output("out", pixflow::dtypes({pixflow::DType::u8}), pixflow::channels(1, 1));
     }
     static void infer(const pixflow::Params&, const pixflow::Shapes&, pixflow::Shapes& out) {

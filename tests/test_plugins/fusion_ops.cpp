@@ -9,7 +9,8 @@ namespace {
 template <class F> void per_sample(Context& ctx, F f) {
     ImageView in = ctx.input(0), out = ctx.output(0);
     for (int y = 0; y < in.height; ++y)
-        for (std::size_t x = 0; x < in.row_samples(); ++x) out.row<std::uint8_t>(y)[x] = std::uint8_t(f(in.row<std::uint8_t>(y)[x]));
+        for (std::size_t x = 0; x < in.row_samples(); ++x)
+            out.row<std::uint8_t>(y)[x] = std::uint8_t(f(in.row<std::uint8_t>(y)[x]));
 }
 int apply(int v, bool wrap) { return wrap ? v & 255 : std::min(v, 255); }
 } // namespace

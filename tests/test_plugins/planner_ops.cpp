@@ -11,7 +11,8 @@ namespace {
 void copy_plus(Context& ctx, int add) {
     ImageView in = ctx.input(0), out = ctx.output(0);
     for (int y = 0; y < in.height; ++y)
-        for (std::size_t x = 0; x < in.row_samples(); ++x) out.row<std::uint8_t>(y)[x] = std::uint8_t(in.row<std::uint8_t>(y)[x] + add);
+        for (std::size_t x = 0; x < in.row_samples(); ++x)
+            out.row<std::uint8_t>(y)[x] = std::uint8_t(in.row<std::uint8_t>(y)[x] + add);
 }
 } // namespace
 

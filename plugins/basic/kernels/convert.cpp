@@ -17,8 +17,7 @@ void convert_rows(const ImageView& in, const ImageView& out, const ConvertRule& 
             const Ti* src = in.row<Ti>(y);
             To* dst = out.row<To>(y);
 #pragma omp simd
-            for (std::size_t i = 0; i < n; ++i)
-                dst[i] = convert_sample<To, Ti, P>(src[i], rule);
+            for (std::size_t i = 0; i < n; ++i) dst[i] = convert_sample<To, Ti, P>(src[i], rule);
         }
     });
 }

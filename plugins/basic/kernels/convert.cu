@@ -21,8 +21,8 @@ constexpr int block_threads = 256;
 constexpr int items_per_thread = 4;
 constexpr int tile = block_threads * items_per_thread; // samples per block and row step
 
-template <class Ti, class To, ConvertPath P> __global__ void __launch_bounds__(block_threads)
-    convert_kernel(ImageView in, ImageView out, ConvertRule rule) {
+template <class Ti, class To, ConvertPath P>
+__global__ void __launch_bounds__(block_threads) convert_kernel(ImageView in, ImageView out, ConvertRule rule) {
     const std::size_t n = in.row_samples();
     const int y = int(cuda::block_row());
     if (y >= in.height) return;
@@ -47,8 +47,7 @@ template <class Ti, class To, ConvertPath P> __global__ void __launch_bounds__(b
 
 } // namespace
 
-void convert_cuda(const ImageView& in, const ImageView& out, double scale, double offset,
-                  void* stream) {
+void convert_cuda(const ImageView& in, const ImageView& out, double scale, double offset, void* stream) {
     if (in.width <= 0 || in.height <= 0) return;
     const dim3 block(block_threads);
     const dim3 grid = cuda::grid_rows(cuda::div_up((long long)in.row_samples(), tile), in.height);

@@ -16,7 +16,6 @@ namespace pixflow::basic {
 void convert_cpu(const ImageView& in, const ImageView& out, double scale, double offset);
 
 /// Same on device memory, launched on `stream` (a cudaStream_t); does not synchronise.
-void convert_cuda(const ImageView& in, const ImageView& out, double scale, double offset,
-                  void* stream);
+void convert_cuda(const ImageView& in, const ImageView& out, double scale, double offset, void* stream);
 
 } // namespace pixflow::basic

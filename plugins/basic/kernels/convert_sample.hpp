@@ -60,8 +60,7 @@ template <class To, class Ti> PIXFLOW_HD inline To integral_affine(Ti v, const C
     return To(x);
 }
 
-template <class To, class Ti, ConvertPath P>
-PIXFLOW_HD inline To convert_sample(Ti v, const ConvertRule& r) {
+template <class To, class Ti, ConvertPath P> PIXFLOW_HD inline To convert_sample(Ti v, const ConvertRule& r) {
     constexpr bool ints = !is_float_sample<Ti> && !is_float_sample<To>;
     if constexpr (P == ConvertPath::identity && ints)
         return saturate_int<To>(v);

@@ -55,8 +55,7 @@ __attribute__((target("avx2"))) inline __m256i weigh(__m256i rg, __m256i b1) {
 
 /// 32 bytes of luma from four vectors of 8 sums x (pixels 0-3|4-7, 8-11|12-15, 16-19|20-23,
 /// 24-27|28-31, a | being the 128-bit halves).
-__attribute__((target("avx2"))) inline void store_luma(std::uint8_t* dst, __m256i a, __m256i b, __m256i c,
-                                                       __m256i d) {
+__attribute__((target("avx2"))) inline void store_luma(std::uint8_t* dst, __m256i a, __m256i b, __m256i c, __m256i d) {
     const __m256i m = _mm256_set1_epi16(33555);
     // (x >> 3) in 16-bit lanes, then / 125; halves: [0-3 8-11 | 4-7 12-15], [16-19 24-27 | 20-23 28-31]
     const __m256i lo = _mm256_srli_epi16(
@@ -64,17 +63,16 @@ __attribute__((target("avx2"))) inline void store_luma(std::uint8_t* dst, __m256
     const __m256i hi = _mm256_srli_epi16(
         _mm256_mulhi_epu16(_mm256_packus_epi32(_mm256_srli_epi32(c, 3), _mm256_srli_epi32(d, 3)), m), 6);
     // bytes, in groups of 4 pixels: [0 2 4 6 | 1 3 5 7]; put them in order
-    const __m256i y = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(lo, hi),
-                                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i y =
+        _mm256_permutevar8x32_epi32(_mm256_packus_epi16(lo, hi), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), y);
 }
 
 /// The sums of the 8 RGB pixels at p (reads p[0..27]).
-__attribute__((target("avx2"))) inline __m256i rgb_sums(const std::uint8_t* p, __m256i rg, __m256i bb,
-                                                        __m256i one) {
-    const __m256i v = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 12)), 1);
+__attribute__((target("avx2"))) inline __m256i rgb_sums(const std::uint8_t* p, __m256i rg, __m256i bb, __m256i one) {
+    const __m256i v =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 12)), 1);
     return weigh(_mm256_shuffle_epi8(v, rg), _mm256_or_si256(_mm256_shuffle_epi8(v, bb), one));
 }
 
@@ -83,16 +81,16 @@ __attribute__((target("avx2"))) inline __m256i rgb_sums(const std::uint8_t* p, _
 __attribute__((target("avx2"))) void luma_rgb_avx2(const std::uint8_t* src, std::uint8_t* dst, int n) {
     // each 128-bit half holds 4 pixels in its bytes 0..11: (R, G) word pairs, and (B, 1) where
     // the 1 is ORed in after the shuffle (0x80 selects zero)
-    const __m256i rg = _mm256_setr_epi8(0, -128, 1, -128, 3, -128, 4, -128, 6, -128, 7, -128, 9, -128, 10, -128,
-                                        0, -128, 1, -128, 3, -128, 4, -128, 6, -128, 7, -128, 9, -128, 10, -128);
-    const __m256i bb = _mm256_setr_epi8(2, -128, -128, -128, 5, -128, -128, -128, 8, -128, -128, -128, 11, -128,
-                                        -128, -128, 2, -128, -128, -128, 5, -128, -128, -128, 8, -128, -128, -128,
-                                        11, -128, -128, -128);
+    const __m256i rg = _mm256_setr_epi8(0, -128, 1, -128, 3, -128, 4, -128, 6, -128, 7, -128, 9, -128, 10, -128, 0,
+                                        -128, 1, -128, 3, -128, 4, -128, 6, -128, 7, -128, 9, -128, 10, -128);
+    const __m256i bb =
+        _mm256_setr_epi8(2, -128, -128, -128, 5, -128, -128, -128, 8, -128, -128, -128, 11, -128, -128, -128, 2, -128,
+                         -128, -128, 5, -128, -128, -128, 8, -128, -128, -128, 11, -128, -128, -128);
     const __m256i one = _mm256_set1_epi32(1 << 16);
     for (int x = 0; x < n; x += 32) {
         const std::uint8_t* p = src + 3 * x;
-        store_luma(dst + x, rgb_sums(p, rg, bb, one), rgb_sums(p + 24, rg, bb, one),
-                   rgb_sums(p + 48, rg, bb, one), rgb_sums(p + 72, rg, bb, one));
+        store_luma(dst + x, rgb_sums(p, rg, bb, one), rgb_sums(p + 24, rg, bb, one), rgb_sums(p + 48, rg, bb, one),
+                   rgb_sums(p + 72, rg, bb, one));
     }
 }
 
@@ -136,8 +134,10 @@ template <class T, int C> void grayscale_rows(const ImageView& in, const ImageVi
 #ifdef GRAYSCALE_X86
             if constexpr (std::is_same_v<T, std::uint8_t>)
                 if (vec > 0) {
-                    if constexpr (C == 3) luma_rgb_avx2(src, dst, vec);
-                    else luma_rgba_avx2(src, dst, vec);
+                    if constexpr (C == 3)
+                        luma_rgb_avx2(src, dst, vec);
+                    else
+                        luma_rgba_avx2(src, dst, vec);
                 }
 #endif
             luma_row<T, C>(src, dst, vec, w);

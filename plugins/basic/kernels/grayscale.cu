@@ -30,8 +30,7 @@ constexpr int block_threads = 256;
 constexpr int items_per_thread = 4;
 constexpr int tile = block_threads * items_per_thread; // pixels per block and row step
 
-template <class T> __global__ void __launch_bounds__(block_threads)
-    grayscale_kernel(ImageView in, ImageView out) {
+template <class T> __global__ void __launch_bounds__(block_threads) grayscale_kernel(ImageView in, ImageView out) {
     const int c = in.channels;
     const unsigned w = unsigned(in.width);
     const int y = int(cuda::block_row());
@@ -91,10 +90,10 @@ template <int C> __global__ void __launch_bounds__(vec_threads) grayscale_u8_vec
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
                 const int p = 4 * w + k;
-                const unsigned l = C == 1 ? byte_of(v, p)
-                                          : luma<std::uint8_t>(std::uint8_t(byte_of(v, p * C)),
-                                                               std::uint8_t(byte_of(v, p * C + 1)),
-                                                               std::uint8_t(byte_of(v, p * C + 2)));
+                const unsigned l =
+                    C == 1 ? byte_of(v, p)
+                           : luma<std::uint8_t>(std::uint8_t(byte_of(v, p * C)), std::uint8_t(byte_of(v, p * C + 1)),
+                                                std::uint8_t(byte_of(v, p * C + 2)));
                 word |= l << (8 * k);
             }
             o[w] = word;

@@ -12,8 +12,7 @@ namespace pixflow::basic {
 template <class T> PIXFLOW_HD inline T luma(T r, T g, T b) {
     if constexpr (std::is_floating_point_v<T>) {
 #if defined(__CUDA_ARCH__)
-        return __fadd_rn(__fadd_rn(__fmul_rn(0.299f, r), __fmul_rn(0.587f, g)),
-                         __fmul_rn(0.114f, b));
+        return __fadd_rn(__fadd_rn(__fmul_rn(0.299f, r), __fmul_rn(0.587f, g)), __fmul_rn(0.114f, b));
 #else
         return (0.299f * r + 0.587f * g) + 0.114f * b;
 #endif

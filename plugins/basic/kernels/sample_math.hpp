@@ -19,21 +19,13 @@ namespace pixflow::basic {
 
 /// Range of a sample type, usable in device code (std::numeric_limits is not, without flags).
 template <class T> struct SampleTraits;
-template <> struct SampleTraits<std::uint8_t> {
-    static constexpr std::uint8_t lowest = 0, highest = 0xFF;
-};
-template <> struct SampleTraits<std::uint16_t> {
-    static constexpr std::uint16_t lowest = 0, highest = 0xFFFF;
-};
-template <> struct SampleTraits<std::int16_t> {
-    static constexpr std::int16_t lowest = -0x8000, highest = 0x7FFF;
-};
+template <> struct SampleTraits<std::uint8_t> { static constexpr std::uint8_t lowest = 0, highest = 0xFF; };
+template <> struct SampleTraits<std::uint16_t> { static constexpr std::uint16_t lowest = 0, highest = 0xFFFF; };
+template <> struct SampleTraits<std::int16_t> { static constexpr std::int16_t lowest = -0x8000, highest = 0x7FFF; };
 template <> struct SampleTraits<std::int32_t> {
     static constexpr std::int32_t lowest = -0x7FFFFFFF - 1, highest = 0x7FFFFFFF;
 };
-template <> struct SampleTraits<std::uint32_t> {
-    static constexpr std::uint32_t lowest = 0, highest = 0xFFFFFFFFu;
-};
+template <> struct SampleTraits<std::uint32_t> { static constexpr std::uint32_t lowest = 0, highest = 0xFFFFFFFFu; };
 template <> struct SampleTraits<std::uint64_t> {
     static constexpr std::uint64_t lowest = 0, highest = ~std::uint64_t(0);
 };
@@ -71,8 +63,7 @@ template <class To, class Ti> PIXFLOW_HD inline To saturate_int(Ti v) {
         if (v < 0) {
             const std::int64_t s = v;
             if constexpr (std::is_signed_v<To>)
-                return s < std::int64_t(SampleTraits<To>::lowest) ? SampleTraits<To>::lowest
-                                                                  : To(s);
+                return s < std::int64_t(SampleTraits<To>::lowest) ? SampleTraits<To>::lowest : To(s);
             else
                 return To(0);
         }

@@ -52,8 +52,7 @@ std::array<Shape, n_shapes> make_shapes(std::uint64_t seed, int w, int h) {
     const double m = std::min(w, h);
     for (int k = 0; k < n_shapes; ++k) {
         auto r = [&](int j) {
-            return unit(
-                sample_hash(seed ^ 0x5EEDull, std::uint32_t(k), 0xFFFFFFFFu, std::uint32_t(j)));
+            return unit(sample_hash(seed ^ 0x5EEDull, std::uint32_t(k), 0xFFFFFFFFu, std::uint32_t(j)));
         };
         Shape& s = shapes[std::size_t(k)];
         s.disc = k % 2 == 0;
@@ -82,15 +81,12 @@ template <class T> void fill(const ImageView& out, Pattern pattern, std::uint64_
                 switch (pattern) {
                 case Pattern::noise:
                     for (int c = 0; c < nc; ++c)
-                        px[c] = noise_sample<T>(sample_hash(seed, std::uint32_t(x),
-                                                            std::uint32_t(y), std::uint32_t(c)));
+                        px[c] =
+                            noise_sample<T>(sample_hash(seed, std::uint32_t(x), std::uint32_t(y), std::uint32_t(c)));
                     break;
                 case Pattern::gradient:
                     for (int c = 0; c < nc; ++c) {
-                        double v = c == 0   ? x * gx
-                                   : c == 1 ? y * gy
-                                   : c == 2 ? (x + y) * gd
-                                            : 1.0 - x * gx;
+                        double v = c == 0 ? x * gx : c == 1 ? y * gy : c == 2 ? (x + y) * gd : 1.0 - x * gx;
                         px[c] = from_unit<T>(v);
                     }
                     break;
@@ -104,15 +100,11 @@ template <class T> void fill(const ImageView& out, Pattern pattern, std::uint64_
                     const double fx = x + 0.5, fy = y + 0.5;
                     for (const Shape& s : shapes) {
                         const double dx = (fx - s.cx) / s.rx, dy = (fy - s.cy) / s.ry;
-                        if (s.disc ? dx * dx + dy * dy <= 1.0
-                                   : std::fabs(dx) <= 1.0 && std::fabs(dy) <= 1.0)
-                            top = &s;
+                        if (s.disc ? dx * dx + dy * dy <= 1.0 : std::fabs(dx) <= 1.0 && std::fabs(dy) <= 1.0) top = &s;
                     }
                     for (int c = 0; c < nc; ++c) {
-                        double n = unit(sample_hash(seed, std::uint32_t(x), std::uint32_t(y),
-                                                    std::uint32_t(c)));
-                        double v = (top ? top->level[std::size_t(c)] : background) +
-                                   shape_noise * (2.0 * n - 1.0);
+                        double n = unit(sample_hash(seed, std::uint32_t(x), std::uint32_t(y), std::uint32_t(c)));
+                        double v = (top ? top->level[std::size_t(c)] : background) + shape_noise * (2.0 * n - 1.0);
                         px[c] = from_unit<T>(std::clamp(v, 0.0, 1.0));
                     }
                     break;

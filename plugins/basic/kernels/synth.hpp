@@ -35,8 +35,7 @@ constexpr std::uint64_t mix64(std::uint64_t z) {
 }
 
 /// Hash of a sample's coordinates under a seed.
-constexpr std::uint64_t sample_hash(std::uint64_t seed, std::uint32_t x, std::uint32_t y,
-                                    std::uint32_t c) {
+constexpr std::uint64_t sample_hash(std::uint64_t seed, std::uint32_t x, std::uint32_t y, std::uint32_t c) {
     return mix64(mix64(mix64(seed) ^ (std::uint64_t(y) << 32 | x)) ^ c);
 }
 

@@ -140,14 +140,12 @@ double convert_reference(double in, double scale, double offset, DType out) {
     const double v = in * scale + offset;
     if (pixflow::dtype_is_float(out)) return out == DType::f32 ? double(float(v)) : v;
     if (std::isnan(v)) return 0.0;
-    const double lo = pixflow::visit_dtype(
-        out, [](auto tag) { return double(std::numeric_limits<decltype(tag)>::lowest()); });
+    const double lo =
+        pixflow::visit_dtype(out, [](auto tag) { return double(std::numeric_limits<decltype(tag)>::lowest()); });
     return std::clamp(round_half_away(v), lo, dtype_max(out));
 }
 
-bool same_value(double got, double want) {
-    return got == want || (std::isnan(got) && std::isnan(want));
-}
+bool same_value(double got, double want) { return got == want || (std::isnan(got) && std::isnan(want)); }
 
 /// Values that probe rounding, saturation at both ends, NaN and infinities.
 const std::vector<double> probes = {0.0,
@@ -196,21 +194,20 @@ TEST_P(ConvertOn, RoundsSaturatesAndMapsNanToZero) {
     for (double scale : {1.0, 3.0, -0.5})
         for (double offset : {0.0, 0.25, -7.0})
             for (DType d : all_dtypes) {
-                Image out = run1("convert", GetParam(), {&in},
-                                 {{"dtype", pixflow::dtype_name(d)},
-                                  {"scale", param(scale)},
-                                  {"offset", param(offset)}});
+                Image out =
+                    run1("convert", GetParam(), {&in},
+                         {{"dtype", pixflow::dtype_name(d)}, {"scale", param(scale)}, {"offset", param(offset)}});
                 ASSERT_EQ(out.dtype, d);
                 for (std::size_t k = 0; k < probes.size(); ++k) {
                     const double want = convert_reference(probes[k], scale, offset, d);
                     // u64's largest value is 2^64 - 1, which the double `want` cannot hold
-                    const double got = d == DType::u64 && reinterpret_cast<const std::uint64_t*>(
-                                                              out.bytes.data())[k] == ~0ull
-                                           ? dtype_max(d)
-                                           : out.get(k);
+                    const double got =
+                        d == DType::u64 && reinterpret_cast<const std::uint64_t*>(out.bytes.data())[k] == ~0ull
+                            ? dtype_max(d)
+                            : out.get(k);
                     EXPECT_TRUE(same_value(got, want))
-                        << probes[k] << " * " << scale << " + " << offset << " as "
-                        << pixflow::dtype_name(d) << ": got " << got << ", want " << want;
+                        << probes[k] << " * " << scale << " + " << offset << " as " << pixflow::dtype_name(d)
+                        << ": got " << got << ", want " << want;
                 }
             }
 }
@@ -274,45 +271,110 @@ struct IntegralCase {
 const std::uint64_t kU64Inputs[6] = {0, 1, (1ull << 53) + 1, 1ull << 63, (1ull << 63) + 1, ~0ull};
 const std::int32_t kI32Inputs[3] = {-2147483647 - 1, -1, 2147483647};
 const IntegralCase kIntegralCases[] = {
-    {"1.0", "1.0",
-     {1ull, 2ull, 9007199254740994ull, 9223372036854775809ull, 9223372036854775810ull, 18446744073709551615ull}, {1, 2, 2147483647, 2147483647, 2147483647, 2147483647}, {1, 2, 255, 255, 255, 255},
-     {0ull, 0ull, 2147483648ull}, {-2147483647, 0, 2147483647}, {0, 0, 255},
+    {
+        "1.0",
+        "1.0",
+        {1ull, 2ull, 9007199254740994ull, 9223372036854775809ull, 9223372036854775810ull, 18446744073709551615ull},
+        {1, 2, 2147483647, 2147483647, 2147483647, 2147483647},
+        {1, 2, 255, 255, 255, 255},
+        {0ull, 0ull, 2147483648ull},
+        {-2147483647, 0, 2147483647},
+        {0, 0, 255},
     },
-    {"1.0", "-1.0",
-     {0ull, 0ull, 9007199254740992ull, 9223372036854775807ull, 9223372036854775808ull, 18446744073709551614ull}, {-1, 0, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 0, 255, 255, 255, 255},
-     {0ull, 0ull, 2147483646ull}, {-2147483647 - 1, -2, 2147483646}, {0, 0, 255},
+    {
+        "1.0",
+        "-1.0",
+        {0ull, 0ull, 9007199254740992ull, 9223372036854775807ull, 9223372036854775808ull, 18446744073709551614ull},
+        {-1, 0, 2147483647, 2147483647, 2147483647, 2147483647},
+        {0, 0, 255, 255, 255, 255},
+        {0ull, 0ull, 2147483646ull},
+        {-2147483647 - 1, -2, 2147483646},
+        {0, 0, 255},
     },
-    {"2.0", "0.0",
-     {0ull, 2ull, 18014398509481986ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {0, 2, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 2, 255, 255, 255, 255},
-     {0ull, 0ull, 4294967294ull}, {-2147483647 - 1, -2, 2147483647}, {0, 0, 255},
+    {
+        "2.0",
+        "0.0",
+        {0ull, 2ull, 18014398509481986ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull},
+        {0, 2, 2147483647, 2147483647, 2147483647, 2147483647},
+        {0, 2, 255, 255, 255, 255},
+        {0ull, 0ull, 4294967294ull},
+        {-2147483647 - 1, -2, 2147483647},
+        {0, 0, 255},
     },
-    {"-1.0", "0.0",
-     {0ull, 0ull, 0ull, 0ull, 0ull, 0ull}, {0, -1, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1}, {0, 0, 0, 0, 0, 0},
-     {2147483648ull, 1ull, 0ull}, {2147483647, 1, -2147483647}, {255, 1, 0},
+    {
+        "-1.0",
+        "0.0",
+        {0ull, 0ull, 0ull, 0ull, 0ull, 0ull},
+        {0, -1, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1, -2147483647 - 1},
+        {0, 0, 0, 0, 0, 0},
+        {2147483648ull, 1ull, 0ull},
+        {2147483647, 1, -2147483647},
+        {255, 1, 0},
     },
-    {"3.0", "-5.0",
-     {0ull, 0ull, 27021597764222974ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {-5, -2, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 0, 255, 255, 255, 255},
-     {0ull, 0ull, 6442450936ull}, {-2147483647 - 1, -8, 2147483647}, {0, 0, 255},
+    {
+        "3.0",
+        "-5.0",
+        {0ull, 0ull, 27021597764222974ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull},
+        {-5, -2, 2147483647, 2147483647, 2147483647, 2147483647},
+        {0, 0, 255, 255, 255, 255},
+        {0ull, 0ull, 6442450936ull},
+        {-2147483647 - 1, -8, 2147483647},
+        {0, 0, 255},
     },
-    {"1.0", "9007199254740992.0",
-     {9007199254740992ull, 9007199254740993ull, 18014398509481985ull, 9232379236109516800ull, 9232379236109516801ull, 18446744073709551615ull}, {2147483647, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647}, {255, 255, 255, 255, 255, 255},
-     {9007197107257344ull, 9007199254740991ull, 9007201402224639ull}, {2147483647, 2147483647, 2147483647}, {255, 255, 255},
+    {
+        "1.0",
+        "9007199254740992.0",
+        {9007199254740992ull, 9007199254740993ull, 18014398509481985ull, 9232379236109516800ull, 9232379236109516801ull,
+         18446744073709551615ull},
+        {2147483647, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647},
+        {255, 255, 255, 255, 255, 255},
+        {9007197107257344ull, 9007199254740991ull, 9007201402224639ull},
+        {2147483647, 2147483647, 2147483647},
+        {255, 255, 255},
     },
-    {"4611686018427387904.0", "0.0",
-     {0ull, 4611686018427387904ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {0, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 255, 255, 255, 255, 255},
-     {0ull, 0ull, 18446744073709551615ull}, {-2147483647 - 1, -2147483647 - 1, 2147483647}, {0, 0, 255},
+    {
+        "4611686018427387904.0",
+        "0.0",
+        {0ull, 4611686018427387904ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull,
+         18446744073709551615ull},
+        {0, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647},
+        {0, 255, 255, 255, 255, 255},
+        {0ull, 0ull, 18446744073709551615ull},
+        {-2147483647 - 1, -2147483647 - 1, 2147483647},
+        {0, 0, 255},
     },
-    {"1180591620717411303424.0", "-1180591620717411303424.0",
-     {0ull, 0ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {-2147483647 - 1, 0, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 0, 255, 255, 255, 255},
-     {0ull, 0ull, 18446744073709551615ull}, {-2147483647 - 1, -2147483647 - 1, 2147483647}, {0, 0, 255},
+    {
+        "1180591620717411303424.0",
+        "-1180591620717411303424.0",
+        {0ull, 0ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull,
+         18446744073709551615ull},
+        {-2147483647 - 1, 0, 2147483647, 2147483647, 2147483647, 2147483647},
+        {0, 0, 255, 255, 255, 255},
+        {0ull, 0ull, 18446744073709551615ull},
+        {-2147483647 - 1, -2147483647 - 1, 2147483647},
+        {0, 0, 255},
     },
-    {"1e30", "0.0",
-     {0ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull}, {0, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647}, {0, 255, 255, 255, 255, 255},
-     {0ull, 0ull, 18446744073709551615ull}, {-2147483647 - 1, -2147483647 - 1, 2147483647}, {0, 0, 255},
+    {
+        "1e30",
+        "0.0",
+        {0ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull,
+         18446744073709551615ull},
+        {0, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647},
+        {0, 255, 255, 255, 255, 255},
+        {0ull, 0ull, 18446744073709551615ull},
+        {-2147483647 - 1, -2147483647 - 1, 2147483647},
+        {0, 0, 255},
     },
-    {"0.0", "1152921504606846976.0",
-     {1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull}, {2147483647, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647}, {255, 255, 255, 255, 255, 255},
-     {1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull}, {2147483647, 2147483647, 2147483647}, {255, 255, 255},
+    {
+        "0.0",
+        "1152921504606846976.0",
+        {1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull,
+         1152921504606846976ull, 1152921504606846976ull},
+        {2147483647, 2147483647, 2147483647, 2147483647, 2147483647, 2147483647},
+        {255, 255, 255, 255, 255, 255},
+        {1152921504606846976ull, 1152921504606846976ull, 1152921504606846976ull},
+        {2147483647, 2147483647, 2147483647},
+        {255, 255, 255},
     },
 };
 
@@ -362,13 +424,12 @@ TEST_P(ConvertOn, EveryIntegerPairIsExactOnRandomValuesNearTheLimits) {
         for (auto [scale, offset] : {std::pair{1.0, 1.0}, std::pair{-3.0, 7.0}, std::pair{1.0, -9007199254740992.0},
                                      std::pair{65536.0, -1.0}, std::pair{-1.0, 18446744073709549568.0}})
             for (DType to : {DType::u8, DType::u16, DType::i16, DType::i32, DType::u32, DType::u64}) {
-                const Image out = run1("convert", GetParam(), {&in},
-                                       {{"dtype", pixflow::dtype_name(to)}, {"scale", param(scale)},
-                                        {"offset", param(offset)}});
+                const Image out =
+                    run1("convert", GetParam(), {&in},
+                         {{"dtype", pixflow::dtype_name(to)}, {"scale", param(scale)}, {"offset", param(offset)}});
                 for (int k = 0; k < n; ++k) {
-                    const __int128 v = pixflow::visit_dtype(from, [&](auto t) {
-                        return __int128(in.at<decltype(t)>(k, 0));
-                    });
+                    const __int128 v =
+                        pixflow::visit_dtype(from, [&](auto t) { return __int128(in.at<decltype(t)>(k, 0)); });
                     pixflow::visit_dtype(to, [&](auto t) {
                         using T = decltype(t);
                         if constexpr (std::is_integral_v<T>) {
@@ -389,9 +450,9 @@ TEST_P(ConvertOn, FloatToU64AndI32RoundsHalfAwaySaturatesAndMapsNanToZero) {
                                 2.5,
                                 -0.5,
                                 -1e10,
-                                4503599627370495.5,  // 2^52 - 0.5: rounds up to 2^52
-                                9007199254740994.0,  // 2^53 + 2
-                                9223372036854775808.0, // 2^63
+                                4503599627370495.5,     // 2^52 - 0.5: rounds up to 2^52
+                                9007199254740994.0,     // 2^53 + 2
+                                9223372036854775808.0,  // 2^63
                                 18446744073709549568.0, // the largest double below 2^64
                                 18446744073709551616.0, // 2^64
                                 1e30,
@@ -400,10 +461,35 @@ TEST_P(ConvertOn, FloatToU64AndI32RoundsHalfAwaySaturatesAndMapsNanToZero) {
                                 std::nan(""),
                                 inf,
                                 -inf};
-    const std::uint64_t want_u64[] = {1, 3, 0, 0, 4503599627370496ull, 9007199254740994ull, 9223372036854775808ull,
-                                      18446744073709549568ull, ~0ull, ~0ull, 0, 2147483648ull, 0, ~0ull, 0};
-    const std::int32_t want_i32[] = {1, 3, -1, -2147483647 - 1, 2147483647, 2147483647, 2147483647, 2147483647,
-                                     2147483647, 2147483647, -2147483647 - 1, 2147483647, 0, 2147483647,
+    const std::uint64_t want_u64[] = {1,
+                                      3,
+                                      0,
+                                      0,
+                                      4503599627370496ull,
+                                      9007199254740994ull,
+                                      9223372036854775808ull,
+                                      18446744073709549568ull,
+                                      ~0ull,
+                                      ~0ull,
+                                      0,
+                                      2147483648ull,
+                                      0,
+                                      ~0ull,
+                                      0};
+    const std::int32_t want_i32[] = {1,
+                                     3,
+                                     -1,
+                                     -2147483647 - 1,
+                                     2147483647,
+                                     2147483647,
+                                     2147483647,
+                                     2147483647,
+                                     2147483647,
+                                     2147483647,
+                                     -2147483647 - 1,
+                                     2147483647,
+                                     0,
+                                     2147483647,
                                      -2147483647 - 1};
     const int n = int(std::size(in_values));
     Image f64 = Image::make(n, 1, 1, DType::f64);
@@ -539,18 +625,15 @@ TEST(ConvertCuda, MatchesCpuBitForBitForEveryDtypePair) {
             for (std::size_t k = 0; k < in.samples(); ++k)
                 in.set(k, k < probes.size() ? probes[k] : (in.get(k) - 0.25) * 3e5);
         for (DType to : all_dtypes)
-            for (auto [scale, offset] :
-                 {std::pair{1.0, 0.0}, std::pair{257.3, -11.5}, std::pair{1.0 / 255, 0.5},
-                  // the integral path (128-bit), with and without saturation of the product
-                  std::pair{-3.0, 9007199254740993.0}, std::pair{1e30, -1e30}}) {
-                const std::map<std::string, std::string> p = {{"dtype", pixflow::dtype_name(to)},
-                                                              {"scale", param(scale)},
-                                                              {"offset", param(offset)}};
+            for (auto [scale, offset] : {std::pair{1.0, 0.0}, std::pair{257.3, -11.5}, std::pair{1.0 / 255, 0.5},
+                                         // the integral path (128-bit), with and without saturation of the product
+                                         std::pair{-3.0, 9007199254740993.0}, std::pair{1e30, -1e30}}) {
+                const std::map<std::string, std::string> p = {
+                    {"dtype", pixflow::dtype_name(to)}, {"scale", param(scale)}, {"offset", param(offset)}};
                 Image cpu = run1("convert", "cpu", {&in}, p);
                 Image gpu = run1("convert", "cuda", {&in}, p);
                 EXPECT_TRUE(cpu.bytes == gpu.bytes)
-                    << pixflow::dtype_name(from) << " -> " << pixflow::dtype_name(to) << " scale "
-                    << scale;
+                    << pixflow::dtype_name(from) << " -> " << pixflow::dtype_name(to) << " scale " << scale;
             }
     }
 }

@@ -142,12 +142,12 @@ struct Layout {
 
 template <class T> struct Args {
     ImageView in, mask, phi_out;
-    float* phi[2];    // [height][pitch]
-    T* img;           // [height][pitch]
-    Sums* parts;      // [3][grid]: phase B's block sums, then the loop's by the parity of the iteration
+    float* phi[2];     // [height][pitch]
+    T* img;            // [height][pitch]
+    Sums* parts;       // [3][grid]: phase B's block sums, then the loop's by the parity of the iteration
     unsigned* arrived; // blocks arrived in the loop, over all iterations (wraps)
-    float2* minmax;   // [grid]
-    Outcome* outcome; // device
+    float2* minmax;    // [grid]
+    Outcome* outcome;  // device
     int width, height, quads_per_row, pitch;
     long long quads;
     int step_rows, step_quads; // the grid's stride in quads (gridDim.x * threads), as rows + quads
@@ -210,8 +210,8 @@ struct Means {
 
 /// The means and RMS change from the grid's total t over n pixels whose input adds up to sum_all.
 __device__ __forceinline__ Means means_of(const Sums& t, double n, double sum_all) {
-    return {float(t.count > 0 ? t.in / t.count : 0.0),
-            float(n - t.count > 0 ? (sum_all - t.in) / (n - t.count) : 0.0), sqrt(t.sq / n)};
+    return {float(t.count > 0 ? t.in / t.count : 0.0), float(n - t.count > 0 ? (sum_all - t.in) / (n - t.count) : 0.0),
+            sqrt(t.sq / n)};
 }
 
 /// The shared memory of the loop's grid total: the warps' totals, and the means made from them.
@@ -229,8 +229,7 @@ struct TotalShared {
 /// barrier costs). The warps past slot n hold only zeros and are skipped: x + 0 = x, and no sum
 /// is -0 (each starts at +0). n <= threads (layout_for). The slots were written by other blocks
 /// before the arrival that the caller has waited for; read through L2 (__ldcg).
-__device__ __forceinline__ Means load_means(const Sums* parts, int n, TotalShared& sh, double pixels,
-                                            double sum_all) {
+__device__ __forceinline__ Means load_means(const Sums* parts, int n, TotalShared& sh, double pixels, double sum_all) {
     const int warp = threadIdx.x / 32, warps = (n + 31) / 32;
     if (warp < warps) {
         Sums v{0, 0, 0};
@@ -249,15 +248,9 @@ __device__ __forceinline__ Means load_means(const Sums* parts, int n, TotalShare
     return sh.means;
 }
 
-__device__ __forceinline__ void to_floats(uchar4 q, float v[4]) {
-    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-}
-__device__ __forceinline__ void to_floats(ushort4 q, float v[4]) {
-    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-}
-__device__ __forceinline__ void to_floats(float4 q, float v[4]) {
-    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-}
+__device__ __forceinline__ void to_floats(uchar4 q, float v[4]) { v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w; }
+__device__ __forceinline__ void to_floats(ushort4 q, float v[4]) { v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w; }
+__device__ __forceinline__ void to_floats(float4 q, float v[4]) { v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w; }
 
 /// The constants of one iteration's update.
 struct Step {
@@ -297,9 +290,8 @@ __device__ __forceinline__ float divide_by_normal(float x, float y) {
 /// whole quad inside the row (every quad but the last of a row whose width is not a multiple
 /// of 4), so that none of the per-lane tests is compiled in.
 template <bool Full>
-__device__ __forceinline__ float4 update_quad(float4 c, float4 u4, float4 d4, float left,
-                                              float right, const float v[4], int x0, int w,
-                                              const Step& st, Acc& acc) {
+__device__ __forceinline__ float4 update_quad(float4 c, float4 u4, float4 d4, float left, float right, const float v[4],
+                                              int x0, int w, const Step& st, Acc& acc) {
     const float eta = 1e-16f;
     const float p[4] = {c.x, c.y, c.z, c.w};
     const float u[4] = {u4.x, u4.y, u4.z, u4.w};
@@ -321,8 +313,7 @@ __device__ __forceinline__ float4 update_quad(float4 c, float4 u4, float4 d4, fl
         const float da = i - st.c1, db = i - st.c2;
         const float data = st.lambda2 * (db * db) - st.lambda1 * (da * da);
         const float q = 1.0f + p[k] * p[k]; // 1 / delta
-        const float np = divide_by_normal(p[k] * q + st.dt * (st.mu * curv + data),
-                                          q + st.mu_dt * (k1 + k2 + k3 + k4));
+        const float np = divide_by_normal(p[k] * q + st.dt * (st.mu * curv + data), q + st.mu_dt * (k1 + k2 + k3 + k4));
         o[k] = 0.0f;
         if (Full || x < w) {
             o[k] = np;
@@ -334,8 +325,7 @@ __device__ __forceinline__ float4 update_quad(float4 c, float4 u4, float4 d4, fl
     return make_float4(o[0], o[1], o[2], o[3]);
 }
 
-template <class T>
-__global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) {
+template <class T> __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) {
     using Q = typename Quad<T>::type;
     cg::grid_group grid = cg::this_grid();
     __shared__ BlockShared<Sums> s_sums;
@@ -395,8 +385,7 @@ __global__ void __launch_bounds__(threads, 2) chan_vese_kernel(const Args<T> a) 
                 acc.sq += i;
             }
         }
-        *reinterpret_cast<float4*>(a.phi[0] + std::size_t(y) * pitch + x0) =
-            make_float4(p[0], p[1], p[2], p[3]);
+        *reinterpret_cast<float4*>(a.phi[0] + std::size_t(y) * pitch + x0) = make_float4(p[0], p[1], p[2], p[3]);
     }
     acc = block_reduce(acc, AddSums{}, s_sums);
     if (threadIdx.x == 0) a.parts[blockIdx.x] = acc;
@@ -502,8 +491,7 @@ template <class T> Layout layout_for(const ImageView& in) {
                             " does not support cooperative launches; run this node on the CPU",
                         PF_ERR_UNSUPPORTED);
     PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, in.device));
-    PIXFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chan_vese_kernel<T>,
-                                                                     threads, 0));
+    PIXFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chan_vese_kernel<T>, threads, 0));
     PIXFLOW_INTERNAL_CHECK(per_sm >= 1, "chan_vese: the CUDA kernel does not fit on an SM");
     const long long wanted = std::max<long long>(1, (l.quads + threads - 1) / threads);
     // At most one block per thread of a block: load_total gives each block's slot a thread
@@ -518,8 +506,8 @@ template <class T> Layout layout_for(const ImageView& in) {
 }
 
 template <class T>
-void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s,
-            void* scratch, cudaStream_t stream, Outcome& outcome) {
+void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s, void* scratch,
+            cudaStream_t stream, Outcome& outcome) {
     // divide_by_normal relies on a denominator >= 1, so on mu dt >= 0 in f32, as the kernel
     // forms it (the operator's schema takes mu and dt in [0, 1e6]; this is for direct callers).
     // Checked before any CUDA call.
@@ -538,8 +526,7 @@ void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, co
     a.img = reinterpret_cast<T*>(p + 2 * l.phi_bytes);
     a.parts = reinterpret_cast<Sums*>(p + 2 * l.phi_bytes + l.img_bytes);
     a.minmax = reinterpret_cast<float2*>(p + 2 * l.phi_bytes + l.img_bytes + l.parts_bytes);
-    a.outcome = reinterpret_cast<Outcome*>(p + 2 * l.phi_bytes + l.img_bytes + l.parts_bytes +
-                                           l.minmax_bytes);
+    a.outcome = reinterpret_cast<Outcome*>(p + 2 * l.phi_bytes + l.img_bytes + l.parts_bytes + l.minmax_bytes);
     a.arrived = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(a.outcome) + 256);
     a.width = l.width;
     a.height = l.height;
@@ -557,9 +544,8 @@ void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, co
     a.max_iter = s.max_iter;
     a.init = s.init;
     void* args[] = {&a};
-    PIXFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(chan_vese_kernel<T>),
-                                                   dim3(unsigned(l.grid)), dim3(threads), args, 0,
-                                                   stream));
+    PIXFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(chan_vese_kernel<T>), dim3(unsigned(l.grid)),
+                                                   dim3(threads), args, 0, stream));
     PIXFLOW_CUDA_CHECK_LAUNCH();
     // The run report needs the outcome on the host: copy 16 bytes and wait for this node's
     // stream, once per run (the loop itself never returns to the host).
@@ -573,12 +559,12 @@ void launch(const ImageView& in, const ImageView& mask, const ImageView& phi, co
 
 std::size_t cuda_scratch_bytes(const ImageView& in) {
     if (in.width <= 0 || in.height <= 0) return 0;
-    return visit_dtype<DType::u8, DType::u16, DType::f32>("chan_vese", in.dtype,
-                                                        [&](auto tag) { return layout_for<decltype(tag)>(in).total; });
+    return visit_dtype<DType::u8, DType::u16, DType::f32>(
+        "chan_vese", in.dtype, [&](auto tag) { return layout_for<decltype(tag)>(in).total; });
 }
 
-void chan_vese_cuda(const ImageView& in, const ImageView& mask, const ImageView& phi,
-                    const Settings& s, void* scratch, void* stream, Outcome& outcome) {
+void chan_vese_cuda(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s, void* scratch,
+                    void* stream, Outcome& outcome) {
     if (in.width <= 0 || in.height <= 0) return;
     visit_dtype<DType::u8, DType::u16, DType::f32>("chan_vese", in.dtype, [&](auto tag) {
         launch<decltype(tag)>(in, mask, phi, s, scratch, cuda::stream_of(stream), outcome);

@@ -77,9 +77,8 @@ std::size_t cpu_scratch_bytes(int width, int height);
 /// in: one channel, u8, u16 or f32, host memory. mask: u8, same size (0 or 255: phi > 0).
 /// phi: f32, same size. `scratch` holds cpu_scratch_bytes() bytes of host memory.
 /// `cancelled` is polled once per iteration; returns false when it said so (outputs undefined).
-bool chan_vese_cpu(const ImageView& in, const ImageView& mask, const ImageView& phi,
-                   const Settings& s, void* scratch, Outcome& outcome,
-                   const std::function<bool()>& cancelled);
+bool chan_vese_cpu(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s, void* scratch,
+                   Outcome& outcome, const std::function<bool()>& cancelled);
 
 /// One row of the CPU kernel's update, for chan_vese_split (the same vectorised code as
 /// chan_vese_cpu's own rows): phi' of a row into out[0, width) from the rows up, mid and down of
@@ -96,7 +95,7 @@ void update_row_cpu(const float* up, const float* mid, const float* down, const 
 struct Band {
     int row0 = 0, row1 = 0;
     /// values[0 .. n) reduced over the processes, the same bits on each (sums in a fixed order).
-    std::function<void(double* values, int n)> sum, min, max;
+    std::function<void(double*values, int n)> sum, min, max;
     /// Sends `first` to the band above and `last` to the band below (`bytes` each); fills
     /// `above` and `below` with theirs, and leaves them as they are at the image's top and bottom.
     std::function<void(const void* first, const void* last, void* above, void* below, std::size_t bytes)> exchange_rows;
@@ -122,8 +121,8 @@ std::size_t cuda_scratch_bytes(const ImageView& in);
 /// Reads the outcome (two numbers) back at the end, which synchronises `stream` once per call.
 /// Needs mu * dt >= 0 (UserError otherwise; the operator takes both in [0, 1e6]): the kernel's
 /// division relies on a denominator of at least 1.
-void chan_vese_cuda(const ImageView& in, const ImageView& mask, const ImageView& phi,
-                    const Settings& s, void* scratch, void* stream, Outcome& outcome);
+void chan_vese_cuda(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s, void* scratch,
+                    void* stream, Outcome& outcome);
 #endif
 
 } // namespace pixflow::chan_vese

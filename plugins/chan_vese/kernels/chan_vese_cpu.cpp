@@ -64,9 +64,8 @@ struct Phi {
 
 /// One row of the update: phi' of row y from rows up, mid, down of phi; adds the row's sums.
 template <class T>
-CHAN_VESE_CLONES void update_row(const float* __restrict up, const float* __restrict mid,
-                                 const float* __restrict down, const T* __restrict img,
-                                 float* __restrict out, int width, Coeffs k, Sums& sums) {
+CHAN_VESE_CLONES void update_row(const float* __restrict up, const float* __restrict mid, const float* __restrict down,
+                                 const T* __restrict img, float* __restrict out, int width, Coeffs k, Sums& sums) {
     const float eta = 1e-16f;
     const float mu_dt = k.mu * k.dt;
     double sum_in = 0, count_in = 0, sq = 0;
@@ -140,8 +139,8 @@ Sums total(const std::vector<Sums>& parts) {
 }
 
 template <class T>
-bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, const Settings& s,
-         void* scratch, Outcome& outcome, const std::function<bool()>& cancelled) {
+bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, const Settings& s, void* scratch,
+         Outcome& outcome, const std::function<bool()>& cancelled) {
     const int w = in.width, h = in.height;
     const std::size_t stride = std::size_t(w) + 2;
     Phi buf[2] = {{static_cast<float*>(scratch), stride},
@@ -149,15 +148,13 @@ bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, c
     const int blocks = (h + block_rows - 1) / block_rows;
     std::vector<Sums> parts(static_cast<std::size_t>(blocks));
     auto for_blocks = [&](auto&& body) {
-        tbb::parallel_for(tbb::blocked_range<int>(0, blocks, 1),
-                          [&](const tbb::blocked_range<int>& r) {
-                              for (int b = r.begin(); b < r.end(); ++b) {
-                                  Sums sums;
-                                  for (int y = b * block_rows; y < std::min(h, (b + 1) * block_rows); ++y)
-                                      body(y, sums);
-                                  parts[std::size_t(b)] = sums;
-                              }
-                          });
+        tbb::parallel_for(tbb::blocked_range<int>(0, blocks, 1), [&](const tbb::blocked_range<int>& r) {
+            for (int b = r.begin(); b < r.end(); ++b) {
+                Sums sums;
+                for (int y = b * block_rows; y < std::min(h, (b + 1) * block_rows); ++y) body(y, sums);
+                parts[std::size_t(b)] = sums;
+            }
+        });
     };
 
     // Normalisation: I = (v - min) / (max - min), or v - min when max == min.
@@ -180,9 +177,8 @@ bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, c
         float* row = buf[0].row(y);
         const T* img = in.row<T>(y);
         for (int x = 0; x < w; ++x) {
-            const double p0 = s.init == Init::checkerboard
-                                  ? sin_y[std::size_t(y)] * sin_x[std::size_t(x)]
-                                  : initial_phi(s.init, x, y, w, h);
+            const double p0 = s.init == Init::checkerboard ? sin_y[std::size_t(y)] * sin_x[std::size_t(x)]
+                                                           : initial_phi(s.init, x, y, w, h);
             row[x] = float(p0);
             const float v = float(img[x]) * scale + offset;
             if (row[x] > 0.0f) {
@@ -206,8 +202,8 @@ bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, c
         k.c2 = float(n - t.count_in > 0 ? (sum_all - t.sum_in) / (n - t.count_in) : 0.0);
         const Phi src = buf[cur], dst = buf[cur ^ 1];
         for_blocks([&](int y, Sums& sums) {
-            update_row<T>(src.row(y > 0 ? y - 1 : 0), src.row(y), src.row(y + 1 < h ? y + 1 : h - 1),
-                          in.row<T>(y), dst.row(y), w, k, sums);
+            update_row<T>(src.row(y > 0 ? y - 1 : 0), src.row(y), src.row(y + 1 < h ? y + 1 : h - 1), in.row<T>(y),
+                          dst.row(y), w, k, sums);
         });
         t = total(parts);
         rms = std::sqrt(t.sq / n);
@@ -248,8 +244,8 @@ void update_row_cpu(const float* up, const float* mid, const float* down, const 
 }
 template void update_row_cpu<std::uint8_t>(const float*, const float*, const float*, const std::uint8_t*, float*, int,
                                            const Settings&, float, float, float, float, double (&)[3]);
-template void update_row_cpu<std::uint16_t>(const float*, const float*, const float*, const std::uint16_t*, float*,
-                                            int, const Settings&, float, float, float, float, double (&)[3]);
+template void update_row_cpu<std::uint16_t>(const float*, const float*, const float*, const std::uint16_t*, float*, int,
+                                            const Settings&, float, float, float, float, double (&)[3]);
 template void update_row_cpu<float>(const float*, const float*, const float*, const float*, float*, int,
                                     const Settings&, float, float, float, float, double (&)[3]);
 
@@ -257,9 +253,8 @@ std::size_t cpu_scratch_bytes(int width, int height) {
     return 2 * (std::size_t(width) + 2) * std::size_t(height) * sizeof(float);
 }
 
-bool chan_vese_cpu(const ImageView& in, const ImageView& mask, const ImageView& phi,
-                   const Settings& s, void* scratch, Outcome& outcome,
-                   const std::function<bool()>& cancelled) {
+bool chan_vese_cpu(const ImageView& in, const ImageView& mask, const ImageView& phi, const Settings& s, void* scratch,
+                   Outcome& outcome, const std::function<bool()>& cancelled) {
     if (in.width <= 0 || in.height <= 0) return true;
     return visit_dtype<DType::u8, DType::u16, DType::f32>("chan_vese", in.dtype, [&](auto tag) {
         return run<decltype(tag)>(in, mask, phi, s, scratch, outcome, cancelled);

@@ -101,7 +101,8 @@ bool run(const ImageView& in, const ImageView& mask, const ImageView& phi_out, c
         const T* img = in.row<T>(y);
         const double sin_y = std::sin(double(y) * sf);
         for (int x = 0; x < w; ++x) {
-            const double p0 = s.init == Init::checkerboard ? sin_y * sin_x[std::size_t(x)] : initial_phi(s.init, x, y, w, h);
+            const double p0 =
+                s.init == Init::checkerboard ? sin_y * sin_x[std::size_t(x)] : initial_phi(s.init, x, y, w, h);
             row[x] = float(p0);
             const float v = float(img[x]) * scale + offset;
             if (row[x] > 0.0f) {

@@ -39,8 +39,12 @@ struct Scheme {
             std::snprintf(b, sizeof b, "%.17g", v);
             return std::string(b);
         };
-        return {{"mu", num(mu)},           {"lambda1", num(lambda1)}, {"lambda2", num(lambda2)},
-                {"tol", num(tol)},         {"dt", num(dt)},           {"max_iter", std::to_string(max_iter)},
+        return {{"mu", num(mu)},
+                {"lambda1", num(lambda1)},
+                {"lambda2", num(lambda2)},
+                {"tol", num(tol)},
+                {"dt", num(dt)},
+                {"max_iter", std::to_string(max_iter)},
                 {"init", "\"" + init + "\""}};
     }
 };
@@ -89,8 +93,10 @@ RefResult reference(const Image& in, const Scheme& s) {
     while (r.iterations == 0 || (rms > s.tol && r.iterations < s.max_iter)) {
         double sum_in = 0, sum_out = 0, n_in = 0, n_out = 0;
         for (std::size_t k = 0; k < n; ++k) {
-            if (r.phi[k] > 0) sum_in += img[k], n_in += 1;
-            else sum_out += img[k], n_out += 1;
+            if (r.phi[k] > 0)
+                sum_in += img[k], n_in += 1;
+            else
+                sum_out += img[k], n_out += 1;
         }
         const double c1 = n_in ? sum_in / n_in : 0, c2 = n_out ? sum_out / n_out : 0;
         double sq = 0;
@@ -106,14 +112,14 @@ RefResult reference(const Image& in, const Scheme& s) {
                 const double C2 = 1 / std::sqrt(eta + xn * xn + y0 * y0);
                 const double C3 = 1 / std::sqrt(eta + x0 * x0 + yp * yp);
                 const double C4 = 1 / std::sqrt(eta + x0 * x0 + yn * yn);
-                const double K = at(f, x + 1, y) * C1 + at(f, x - 1, y) * C2 + at(f, x, y + 1) * C3 +
-                                 at(f, x, y - 1) * C4;
+                const double K =
+                    at(f, x + 1, y) * C1 + at(f, x - 1, y) * C2 + at(f, x, y + 1) * C3 + at(f, x, y - 1) * C4;
                 const double I = img[std::size_t(y) * w + x];
                 const double delta = 1 / (1 + p * p);
-                const double v = (p + s.dt * delta *
-                                          (s.mu * K - s.lambda1 * (I - c1) * (I - c1) +
-                                           s.lambda2 * (I - c2) * (I - c2))) /
-                                 (1 + s.mu * s.dt * delta * (C1 + C2 + C3 + C4));
+                const double v =
+                    (p +
+                     s.dt * delta * (s.mu * K - s.lambda1 * (I - c1) * (I - c1) + s.lambda2 * (I - c2) * (I - c2))) /
+                    (1 + s.mu * s.dt * delta * (C1 + C2 + C3 + C4));
                 next[std::size_t(y) * w + x] = v;
                 sq += (v - p) * (v - p);
             }
@@ -141,8 +147,10 @@ Image noisy_shapes(int w, int h, DType d, std::uint32_t seed, double noise = 0.0
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x) {
             double v = 0.25;
-            if ((x - dcx) * (x - dcx) + (y - dcy) * (y - dcy) < rad * rad) v = 0.75;
-            else if (x >= rx0 && x < rx1 && y >= ry0 && y < ry1) v = 0.6;
+            if ((x - dcx) * (x - dcx) + (y - dcy) * (y - dcy) < rad * rad)
+                v = 0.75;
+            else if (x >= rx0 && x < rx1 && y >= ry0 && y < ry1)
+                v = 0.6;
             v += g(rng);
             if (d != DType::f32) v = std::clamp(std::round(v * top), 0.0, top);
             im.set(std::size_t(y) * w + x, v);
@@ -167,8 +175,7 @@ struct OpResult {
 
 OpResult chan_vese(const std::string& backend, const Image& in, const Scheme& s) {
     pixflow::host::RunReport report;
-    auto outs = pixflow::host::run_single_op(registry(), "chan_vese", backend, {in.view().to_c()},
-                                             s.params(), &report);
+    auto outs = pixflow::host::run_single_op(registry(), "chan_vese", backend, {in.view().to_c()}, s.params(), &report);
     auto to_image = [](const pixflow::host::HostImage& h) {
         Image im = Image::make(h.shape.width, h.shape.height, h.shape.channels, DType(h.shape.dtype));
         EXPECT_EQ(h.bytes.size(), im.bytes.size());
@@ -191,8 +198,7 @@ OpResult chan_vese(const std::string& backend, const Image& in, const Scheme& s)
 /// Share of pixels where the mask says the same as phi_ref > 0.
 double agreement(const Image& mask, const std::vector<double>& phi_ref) {
     std::size_t same = 0;
-    for (std::size_t k = 0; k < phi_ref.size(); ++k)
-        same += (mask.get(k) == 255) == (phi_ref[k] > 0);
+    for (std::size_t k = 0; k < phi_ref.size(); ++k) same += (mask.get(k) == 255) == (phi_ref[k] > 0);
     return double(same) / double(phi_ref.size());
 }
 
@@ -224,15 +230,15 @@ struct Case {
 };
 
 const Case noisy_cases[] = {
-    {64, 48, DType::u8, "checkerboard", 1},   {97, 61, DType::u8, "checkerboard", 2},
+    {64, 48, DType::u8, "checkerboard", 1},    {97, 61, DType::u8, "checkerboard", 2},
     {128, 128, DType::f32, "checkerboard", 3}, {200, 150, DType::u16, "checkerboard", 4},
-    {61, 97, DType::f32, "disk", 5},          {150, 100, DType::u8, "disk", 6},
-    {120, 90, DType::u8, "small_disk", 7},    {90, 120, DType::u16, "small_disk", 8},
+    {61, 97, DType::f32, "disk", 5},           {150, 100, DType::u8, "disk", 6},
+    {120, 90, DType::u8, "small_disk", 7},     {90, 120, DType::u16, "small_disk", 8},
 };
 
 std::string describe(const Case& c) {
-    return std::to_string(c.w) + "x" + std::to_string(c.h) + " " + pixflow::dtype_name(c.dtype) +
-           " init=" + c.init + " seed=" + std::to_string(c.seed);
+    return std::to_string(c.w) + "x" + std::to_string(c.h) + " " + pixflow::dtype_name(c.dtype) + " init=" + c.init +
+           " seed=" + std::to_string(c.seed);
 }
 
 class ChanVeseOn : public pixflow::testing::OnEachBackend {};
@@ -283,8 +289,7 @@ TEST_P(ChanVeseOn, RunsMaxIterIterationsWhenTolIsZero) {
     EXPECT_NEAR(got.rms, ref.rms, 1e-4 + 1e-3 * ref.rms);
     // After a fixed number of steps phi itself follows the reference closely.
     double worst = 0;
-    for (std::size_t k = 0; k < ref.phi.size(); ++k)
-        worst = std::max(worst, std::abs(got.phi.get(k) - ref.phi[k]));
+    for (std::size_t k = 0; k < ref.phi.size(); ++k) worst = std::max(worst, std::abs(got.phi.get(k) - ref.phi[k]));
     EXPECT_LT(worst, 1e-3);
     EXPECT_GE(agreement(got.mask, ref.phi), 0.995);
 }
@@ -333,8 +338,7 @@ TEST_P(ChanVeseOn, HandlesOneAndTwoPixelImages) {
         }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ChanVeseOn, pixflow::testing::each_backend(),
-                         pixflow::testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, ChanVeseOn, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 
 TEST(ChanVese, RefusesRgbInputSuggestingGrayscale) {
     auto in = Image::make(16, 12, 3, DType::u8);
@@ -394,8 +398,7 @@ TEST(ChanVese, CudaAgreesWithCpu) {
     EXPECT_EQ(gpu.iterations, 60);
     EXPECT_NEAR(gpu.rms, cpu.rms, 1e-3 * cpu.rms);
     std::size_t apart = 0;
-    for (std::size_t k = 0; k < cpu.phi.samples(); ++k)
-        apart += std::abs(gpu.phi.get(k) - cpu.phi.get(k)) > 1e-4;
+    for (std::size_t k = 0; k < cpu.phi.samples(); ++k) apart += std::abs(gpu.phi.get(k) - cpu.phi.get(k)) > 1e-4;
     EXPECT_LT(double(apart), 0.01 * double(cpu.phi.samples()));
     EXPECT_GE(agreement(gpu.mask, cpu.mask), 0.999);
 }
@@ -420,8 +423,7 @@ TEST(ChanVeseKernel, RunsWithTheDefaultSettingsAndStopsWhenCancelled) {
     ASSERT_TRUE(cv::chan_vese_cpu(in.view(), mask.view(), phi.view(), s, scratch.data(), o, nullptr));
     EXPECT_GE(o.iterations, 1);
     EXPECT_LE(o.iterations, 20);
-    for (std::size_t k = 0; k < mask.samples(); ++k)
-        ASSERT_EQ(mask.get(k), phi.get(k) > 0 ? 255.0 : 0.0) << k;
+    for (std::size_t k = 0; k < mask.samples(); ++k) ASSERT_EQ(mask.get(k), phi.get(k) > 0 ? 255.0 : 0.0) << k;
     EXPECT_FALSE(cv::chan_vese_cpu(in.view(), mask.view(), phi.view(), s, scratch.data(), o, [] { return true; }));
 }
 

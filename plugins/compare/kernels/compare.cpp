@@ -116,8 +116,7 @@ Stats compare_cpu(const ImageView& a, const ImageView& b) {
     s.max_abs_diff = max_abs;
     s.mean_abs_diff = count > 0 ? sum_abs / count : 0;
     s.mse = count > 0 ? sum_sq / count : 0;
-    s.psnr = s.mse > 0 ? 10.0 * std::log10(s.peak * s.peak / s.mse)
-                       : std::numeric_limits<double>::infinity();
+    s.psnr = s.mse > 0 ? 10.0 * std::log10(s.peak * s.peak / s.mse) : std::numeric_limits<double>::infinity();
     return s;
 }
 

@@ -38,8 +38,8 @@ const Registry& registry() {
 
 std::string synth(const std::string& id, int w, int h, int channels, const std::string& dtype, int seed) {
     return "[nodes." + id + "]\nop = \"synth\"\npattern = \"noise\"\nwidth = " + std::to_string(w) +
-           "\nheight = " + std::to_string(h) + "\nchannels = " + std::to_string(channels) + "\ndtype = \"" +
-           dtype + "\"\nseed = " + std::to_string(seed) + "\n";
+           "\nheight = " + std::to_string(h) + "\nchannels = " + std::to_string(channels) + "\ndtype = \"" + dtype +
+           "\"\nseed = " + std::to_string(seed) + "\n";
 }
 
 const char* kCompare = "[nodes.diff]\nop = \"compare\"\ninputs = { a = \"a\", b = \"b\" }\n";
@@ -110,7 +110,8 @@ TEST(Compare, MatchesAReferenceWithThePeakOfEachDtype) {
 }
 
 TEST(Compare, IdenticalImagesGiveInfinitePsnrAndNullInJson) {
-    Result r = run(synth("a", 33, 21, 1, "u8", 4) + "[nodes.diff]\nop = \"compare\"\ninputs = { a = \"a\", b = \"a\" }\n");
+    Result r =
+        run(synth("a", 33, 21, 1, "u8", 4) + "[nodes.diff]\nop = \"compare\"\ninputs = { a = \"a\", b = \"a\" }\n");
     EXPECT_EQ(r.metrics.at("psnr"), std::numeric_limits<double>::infinity());
     EXPECT_EQ(r.metrics.at("max_abs_diff"), 0.0);
     EXPECT_EQ(r.metrics.at("mean_abs_diff"), 0.0);
@@ -121,8 +122,8 @@ TEST(Compare, IdenticalImagesGiveInfinitePsnrAndNullInJson) {
 }
 
 TEST(Compare, ShapeOrDtypeMismatchIsAValidationError) {
-    for (const std::string& b : {synth("b", 64, 65, 1, "u8", 2), synth("b", 64, 64, 3, "u8", 2),
-                                 synth("b", 64, 64, 1, "u16", 2)}) {
+    for (const std::string& b :
+         {synth("b", 64, 65, 1, "u8", 2), synth("b", 64, 64, 3, "u8", 2), synth("b", 64, 64, 1, "u16", 2)}) {
         try {
             run(synth("a", 64, 64, 1, "u8", 1) + b + kCompare);
             ADD_FAILURE() << "no error for " << b;
@@ -162,6 +163,7 @@ TEST(CompareKernel, OneOffEverywhereGivesPsnrOfThePeak) {
     EXPECT_EQ(s.max_abs_diff, 1.0);
     EXPECT_DOUBLE_EQ(s.mean_abs_diff, off);
     EXPECT_DOUBLE_EQ(s.psnr, 10.0 * std::log10(65535.0 * 65535.0 / off));
-    EXPECT_THROW(pixflow::compare::compare_cpu(a.view(), pixflow::testing::Image::make(13, 7, 1, pixflow::DType::u16).view()),
-                 pixflow::UserError);
+    EXPECT_THROW(
+        pixflow::compare::compare_cpu(a.view(), pixflow::testing::Image::make(13, 7, 1, pixflow::DType::u16).view()),
+        pixflow::UserError);
 }

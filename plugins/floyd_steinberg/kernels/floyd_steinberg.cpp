@@ -114,11 +114,11 @@ void dither_sequential(const ImageView& in, const ImageView& out, void* scratch,
 
 namespace {
 
-constexpr int kRows = 16;    // rows per item, one per 16-bit SIMD lane, in one thread
-constexpr int kSkew = 2;     // columns row r+1 trails row r by, inside an item
-constexpr int kChunk = 256;  // steps between two progress publications
-constexpr int kSpins = 64;   // pause instructions before a waiting thread starts yielding
-constexpr int kPad = 32;     // hand-off line entries before column -1 (>= kSkew * (kRows - 1))
+constexpr int kRows = 16;                // rows per item, one per 16-bit SIMD lane, in one thread
+constexpr int kSkew = 2;                 // columns row r+1 trails row r by, inside an item
+constexpr int kChunk = 256;              // steps between two progress publications
+constexpr int kSpins = 64;               // pause instructions before a waiting thread starts yielding
+constexpr int kPad = 32;                 // hand-off line entries before column -1 (>= kSkew * (kRows - 1))
 constexpr std::int16_t kOutside = -4096; // staged input outside the row: v clamps to 0, e = 0
 static_assert(kPad >= kSkew * (kRows - 1));
 
@@ -139,15 +139,15 @@ struct Wave {
     ImageView in, out;
     int w, h, ch;
     int items;
-    int ring;                  // hand-off lines
-    std::size_t line_len;      // int16 per line
-    Progress* progress;        // one per item
-    std::atomic<int>* next;    // the next item to claim
-    std::atomic<bool>* stop;   // set on cancellation: waiting threads give up
-    std::int16_t* lines;       // ring lines, zeroed; see line_at
-    std::int16_t* top;         // per channel, the line above row 0: zeros, or the carried errors
-    bool simd;                 // the SSE2 scan and the transposes (CpuLevel::best on x86-64)
-    int pick;                  // row of a channel's last group whose errors go to its line
+    int ring;                // hand-off lines
+    std::size_t line_len;    // int16 per line
+    Progress* progress;      // one per item
+    std::atomic<int>* next;  // the next item to claim
+    std::atomic<bool>* stop; // set on cancellation: waiting threads give up
+    std::int16_t* lines;     // ring lines, zeroed; see line_at
+    std::int16_t* top;       // per channel, the line above row 0: zeros, or the carried errors
+    bool simd;               // the SSE2 scan and the transposes (CpuLevel::best on x86-64)
+    int pick;                // row of a channel's last group whose errors go to its line
 
     /// Entry of e(., x) in a hand-off line: lines hold x = -kPad - 1 .. w, then zeros. Entries
     /// past column w - 1 are never written, so the border e(., w) stays 0.
@@ -177,8 +177,10 @@ bool wait_for(const Wave& p, int item, int need) {
     const std::atomic<int>& done = p.progress[item].done;
     for (int spin = 0; done.load(std::memory_order_acquire) < need; ++spin) {
         if (p.stop->load(std::memory_order_relaxed)) return false;
-        if (spin < kSpins) cpu_relax();
-        else std::this_thread::yield();
+        if (spin < kSpins)
+            cpu_relax();
+        else
+            std::this_thread::yield();
     }
     return true;
 }
@@ -234,10 +236,9 @@ inline void scan_sse2(int n, const std::int16_t (*in_s)[kRows], std::uint8_t (*o
         __m128i o[2];
         for (int h = 0; h < 2; ++h) {
             // 7 e(x-1) + e(r-1, x-1) + 5 e(r-1, x) + 3 e(r-1, x+1)
-            const __m128i sum = _mm_add_epi16(
-                _mm_add_epi16(_mm_sub_epi16(_mm_slli_epi16(e1[h], 3), e1[h]),
-                              _mm_add_epi16(_mm_slli_epi16(ur[h], 1), ur[h])),
-                _mm_add_epi16(ur2[h], _mm_add_epi16(_mm_slli_epi16(ur1[h], 2), ur1[h])));
+            const __m128i sum = _mm_add_epi16(_mm_add_epi16(_mm_sub_epi16(_mm_slli_epi16(e1[h], 3), e1[h]),
+                                                            _mm_add_epi16(_mm_slli_epi16(ur[h], 1), ur[h])),
+                                              _mm_add_epi16(ur2[h], _mm_add_epi16(_mm_slli_epi16(ur1[h], 2), ur1[h])));
             // diffuse(): sum / 16 toward zero, clamp, threshold
             const __m128i q = _mm_srai_epi16(_mm_add_epi16(sum, _mm_and_si128(_mm_srai_epi16(sum, 15), c15)), 4);
             const __m128i in = _mm_load_si128(reinterpret_cast<const __m128i*>(&in_s[k][8 * h]));
@@ -299,8 +300,8 @@ template <bool kSimd> bool run_item(const Wave& p, int item, int rows) {
     const int prev = item - ch; // the group above, same channel; negative: none
     // The ring line was last written by item - ring and last read by its successor.
     if (const int reader = item - p.ring + ch; reader >= 0 && !wait_for(p, reader, w)) return false;
-    std::int16_t* above = prev >= 0 ? p.lines + std::size_t(prev % p.ring) * p.line_len
-                                    : p.top + std::size_t(c) * p.line_len;
+    std::int16_t* above =
+        prev >= 0 ? p.lines + std::size_t(prev % p.ring) * p.line_len : p.top + std::size_t(c) * p.line_len;
     const bool last_group = item + ch >= p.items;
     const int pick = last_group ? p.pick : kRows - 1; // the row whose errors go to `below`
     std::int16_t* below = p.lines + std::size_t(item % p.ring) * p.line_len;
@@ -326,11 +327,14 @@ template <bool kSimd> bool run_item(const Wave& p, int item, int rows) {
             for (int k = a; k < b; k += 16) {
                 __m128i t[16];
                 for (int r = 0; r < kRows; ++r)
-                    t[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p.in.row<std::uint8_t>(y0 + r) + j0 + k - kSkew * r));
+                    t[r] = _mm_loadu_si128(
+                        reinterpret_cast<const __m128i*>(p.in.row<std::uint8_t>(y0 + r) + j0 + k - kSkew * r));
                 transpose16(t);
                 for (int i = 0; i < 16; ++i) {
-                    _mm_store_si128(reinterpret_cast<__m128i*>(&in_s[k + i][0]), _mm_unpacklo_epi8(t[i], _mm_setzero_si128()));
-                    _mm_store_si128(reinterpret_cast<__m128i*>(&in_s[k + i][8]), _mm_unpackhi_epi8(t[i], _mm_setzero_si128()));
+                    _mm_store_si128(reinterpret_cast<__m128i*>(&in_s[k + i][0]),
+                                    _mm_unpacklo_epi8(t[i], _mm_setzero_si128()));
+                    _mm_store_si128(reinterpret_cast<__m128i*>(&in_s[k + i][8]),
+                                    _mm_unpackhi_epi8(t[i], _mm_setzero_si128()));
                 }
             }
         }
@@ -363,8 +367,10 @@ template <bool kSimd> bool run_item(const Wave& p, int item, int rows) {
         std::int16_t* down = p.line_at(below, j0 - kSkew * pick);
 #if defined(__x86_64__) || defined(_M_X64)
         if constexpr (kSimd) {
-            if (pick == kRows - 1) scan_sse2<false>(n, in_s, out_s, up, down, pick, st);
-            else scan_sse2_any_row(n, in_s, out_s, up, down, pick, st);
+            if (pick == kRows - 1)
+                scan_sse2<false>(n, in_s, out_s, up, down, pick, st);
+            else
+                scan_sse2_any_row(n, in_s, out_s, up, down, pick, st);
         } else {
             scan_portable(n, in_s, out_s, up, down, pick, st);
         }
@@ -378,7 +384,8 @@ template <bool kSimd> bool run_item(const Wave& p, int item, int rows) {
             for (int i = 0; i < 16; ++i) t[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(out_s[k + i]));
             transpose16(t);
             for (int r = 0; r < kRows; ++r)
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(p.out.row<std::uint8_t>(y0 + r) + j0 + k - kSkew * r), t[r]);
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(p.out.row<std::uint8_t>(y0 + r) + j0 + k - kSkew * r),
+                                 t[r]);
         }
 #endif
         for (int r = 0; r < rows; ++r) {
@@ -407,8 +414,10 @@ bool dither_wavefront(const ImageView& in, const ImageView& out, int workers, vo
                       CpuLevel level) {
     const std::size_t carry = std::size_t(in.width) * std::size_t(in.channels); // samples of the state
     if (in.width == 0 || in.height == 0) { // no rows: the state goes through unchanged
-        if (last && !above) std::fill(last, last + carry, std::int16_t(0));
-        else if (last && last != above) std::copy(above, above + carry, last);
+        if (last && !above)
+            std::fill(last, last + carry, std::int16_t(0));
+        else if (last && last != above)
+            std::copy(above, above + carry, last);
         return true;
     }
     workers = std::max(workers, 1);

@@ -143,11 +143,11 @@ namespace pixflow::floyd_steinberg {
 namespace {
 
 constexpr int kLanes = 32;
-constexpr int kSkew = 2;                       // columns a row trails the row above it in one lane
-constexpr int kChunk = 16;                     // steps per chunk: one 16-byte vector per row
-constexpr int kPrefetchChunks = 8;             // L2 prefetch distance of the input
-constexpr int kOutside = -16384;               // error sum of columns outside the row: e = 0
-constexpr int kWhiteT = 16 * 129;              // T >= kWhiteT: white
+constexpr int kSkew = 2;           // columns a row trails the row above it in one lane
+constexpr int kChunk = 16;         // steps per chunk: one 16-byte vector per row
+constexpr int kPrefetchChunks = 8; // L2 prefetch distance of the input
+constexpr int kOutside = -16384;   // error sum of columns outside the row: e = 0
+constexpr int kWhiteT = 16 * 129;  // T >= kWhiteT: white
 constexpr unsigned kFull = 0xffffffffu;
 constexpr unsigned kZeroError = 0x7f7f7f7fu;   // four hand-off bytes of e = 0
 constexpr int kHandPrefetchStep = 12;          // step of a chunk that reads the next chunk's hand-off
@@ -162,8 +162,8 @@ template <int R, int S> struct Shape {
     static constexpr int kRows = kLanes * R;
     static constexpr int kLaneSkew = kSkew * (R - 1) + S; // columns lane j+1 trails lane j
     __host__ __device__ static constexpr int offset(int v) { return kSkew * (v % R) + kLaneSkew * (v / R); }
-    static constexpr int kHandIndex = offset(kRows - 1); // hand-off byte of column x: x + kHandIndex
-    static constexpr int kHandNeed = kHandIndex + 1;  // row 0's first hand-off byte of a chunk, less 16k
+    static constexpr int kHandIndex = offset(kRows - 1);  // hand-off byte of column x: x + kHandIndex
+    static constexpr int kHandNeed = kHandIndex + 1;      // row 0's first hand-off byte of a chunk, less 16k
     static constexpr int kHandBlock = kHandNeed / kChunk; // ... lies in block k + kHandBlock,
     static constexpr int kHandByte = kHandNeed % kChunk;  // at this byte; the window ends in the next block
     static_assert(kHandByte > 0, "the hand-off window straddles two blocks");
@@ -181,22 +181,22 @@ struct Args {
     std::uint8_t* out;
     long long in_pitch, out_pitch;
     int width, height, channels;
-    int bands;              // per channel
-    int chunks;             // per band
-    long long hand_stride;  // bytes per hand-off row
-    std::uint8_t* hand;     // (bands - 1) * channels hand-off rows, zeroed
-    unsigned* ticket;       // zeroed
+    int bands;               // per channel
+    int chunks;              // per band
+    long long hand_stride;   // bytes per hand-off row
+    std::uint8_t* hand;      // (bands - 1) * channels hand-off rows, zeroed
+    unsigned* ticket;        // zeroed
     const std::uint8_t* top; // channels hand-off rows above band 0 (the carried errors), or null
-    std::uint8_t* last;     // channels rows for the last row's errors (byte x + carry_offset), or null
-    int carry_row;          // the band row (0 .. 32 R - 1) of the image's last row in the last band
-    int carry_offset;       // its offset(carry_row)
+    std::uint8_t* last;      // channels rows for the last row's errors (byte x + carry_offset), or null
+    int carry_row;           // the band row (0 .. 32 R - 1) of the image's last row in the last band
+    int carry_offset;        // its offset(carry_row)
 };
 
 // Strips. Thread i makes byte i of the hand-off rows above band 0, channel by channel: column x
 // = byte - hand_index gets e + 127 from the carried row, every other byte e = 0 (127; a hand-off
 // byte is never 0, see above). One pass over a few KiB per strip.
-__global__ void carry_in_kernel(const std::int16_t* above, std::uint8_t* top, int width, int channels,
-                                long long stride, int hand_index) {
+__global__ void carry_in_kernel(const std::int16_t* above, std::uint8_t* top, int width, int channels, long long stride,
+                                int hand_index) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= stride * channels) return;
     const int c = int(i / stride), x = int(i % stride) - hand_index;
@@ -223,14 +223,11 @@ __device__ __forceinline__ uint4 load_relaxed(const std::uint8_t* p) {
 }
 
 __device__ __forceinline__ void store_relaxed(std::uint8_t* p, uint4 v) {
-    asm volatile("st.relaxed.gpu.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
-                 "r"(v.z), "r"(v.w)
+    asm volatile("st.relaxed.gpu.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
 }
 
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 /// a * b + c as one IMAD, in this order: keeps NVVM from reassociating the step's sum so that
 /// the late operand (the error of the row above) enters last.
@@ -257,8 +254,8 @@ __device__ __forceinline__ uint4 window(uint4 a, uint4 b, unsigned off) {
     for (int j = 0; j < 6; ++j) c[j] = s8 ? w[j + 2] : w[j];
 #pragma unroll
     for (int j = 0; j < 5; ++j) d[j] = s4 ? c[j + 1] : c[j];
-    return make_uint4(__funnelshift_r(d[0], d[1], sh), __funnelshift_r(d[1], d[2], sh),
-                      __funnelshift_r(d[2], d[3], sh), __funnelshift_r(d[3], d[4], sh));
+    return make_uint4(__funnelshift_r(d[0], d[1], sh), __funnelshift_r(d[1], d[2], sh), __funnelshift_r(d[2], d[3], sh),
+                      __funnelshift_r(d[3], d[4], sh));
 }
 
 __device__ __forceinline__ unsigned word_of(const uint4& v, int i) {
@@ -302,26 +299,26 @@ __device__ __forceinline__ void store_block(std::uint8_t* row, int xb, int w, in
 
 /// The state of one row of a lane, carried from chunk to chunk.
 struct Row {
-    int col;     // offset(v): the row computes column 16k + i - col at step i of chunk k
-    int e;       // e(y, x-1): this row's last error
-    int ul, u;   // e(y-1, x-1), e(y-1, x)
+    int col;               // offset(v): the row computes column 16k + i - col at step i of chunk k
+    int e;                 // e(y, x-1): this row's last error
+    int ul, u;             // e(y-1, x-1), e(y-1, x)
     unsigned off, out_off; // input window offset; output block offset within (prev, cur)
-    int lag;     // col + off: the row's first aligned block is at -lag
+    int lag;               // col + off: the row's first aligned block is at -lag
     const std::uint8_t* src;
     std::uint8_t* dst;
-    std::uint8_t* hand_out;      // the band's last row below another band, or the carried row; else null
-    uint4 out_prev;              // outputs of the previous chunk
+    std::uint8_t* hand_out; // the band's last row below another band, or the carried row; else null
+    uint4 out_prev;         // outputs of the previous chunk
 };
 
 /// What row 0 of a lane has besides: lane 0 reads the band above's hand-off row.
 struct Top {
-    int k3;                      // 3, or 0 on lane 0 (whose shuffle returns its own last row's e)
-    int pend;                    // S = 3: the error shuffled in the previous step, used in this one
-    const std::uint8_t* hand_in; // every lane of a band below another (or of a strip's band 0); else null
-    uint4 hand_a, hand_b;        // hand-off blocks k + kHandBlock and the next, for chunk k
-    int id;                      // band * channels + channel (PIXFLOW_FS_TRACE's index)
+    int k3;                       // 3, or 0 on lane 0 (whose shuffle returns its own last row's e)
+    int pend;                     // S = 3: the error shuffled in the previous step, used in this one
+    const std::uint8_t* hand_in;  // every lane of a band below another (or of a strip's band 0); else null
+    uint4 hand_a, hand_b;         // hand-off blocks k + kHandBlock and the next, for chunk k
+    int id;                       // band * channels + channel (PIXFLOW_FS_TRACE's index)
     const std::uint8_t* hand_pre; // hand_in, or a zeroed block of shared memory
-    int pre_step;                // kChunk, or 0 with no hand_in
+    int pre_step;                 // kChunk, or 0 with no hand_in
 };
 
 /// One chunk: steps 16k .. 16k+15 of the band. `cur` and `next` hold each row's input blocks at
@@ -427,7 +424,8 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     for (int r = 0; r < R; ++r) {
         // The aligned block at xb: the last `off` outputs of the previous chunk, then this one's.
         const uint4 out = make_uint4(ow[r][0], ow[r][1], ow[r][2], ow[r][3]);
-        store_block<kVec, kInner>(s[r].dst, xb[r], w, cs, window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off));
+        store_block<kVec, kInner>(s[r].dst, xb[r], w, cs,
+                                  window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off));
         s[r].out_prev = out;
         // The hand-off row: step 16k + i is byte 16k + i (column 16k + i - col): an aligned block.
         if (s[r].hand_out != nullptr) {
@@ -461,7 +459,7 @@ __device__ __forceinline__ void receive(const std::uint8_t* from, std::uint8_t* 
 
 /// A block of K bands (and the receiver): its threads, and its hand-off rows in shared memory
 /// (between its warps, and the receiver's).
-template <int K, bool kRecv> constexpr int kBlockThreads = kLanes * (K + kRecv);
+template <int K, bool kRecv> constexpr int kBlockThreads = kLanes*(K + kRecv);
 template <int K, bool kRecv> constexpr int kSharedRows = K - 1 + kRecv;
 
 template <int R, int S, int K, bool kRecv, bool kVec>
@@ -529,7 +527,7 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
     Top top;
     top.k3 = lane == 0 ? 0 : 3;
     top.pend = 0;
-    top.hand_in = warp > 0                ? shared_rows + (warp - 1) * a.hand_stride // the block's previous warp
+    top.hand_in = warp > 0                 ? shared_rows + (warp - 1) * a.hand_stride // the block's previous warp
                   : hand_global == nullptr ? nullptr
                   : kRecv                  ? shared_rows + (K - 1) * a.hand_stride // the receiver's copy
                                            : hand_global;
@@ -577,7 +575,8 @@ template <int R, int S> std::size_t zeroed_bytes(const ImageView& in) {
 
 template <int R, int S> std::size_t scratch_bytes(const ImageView& in) {
     if (in.width <= 0 || in.height <= 0) return 0;
-    return zeroed_bytes<R, S>(in) + 2 * std::size_t(in.channels) * std::size_t(Shape<R, S>::chunks_for(in.width)) * kChunk;
+    return zeroed_bytes<R, S>(in) +
+           2 * std::size_t(in.channels) * std::size_t(Shape<R, S>::chunks_for(in.width)) * kChunk;
 }
 
 template <int R, int S, int K, bool kRecv = (K > 1)>
@@ -589,8 +588,10 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     if (in.height <= 0) { // no rows: the state goes through unchanged
         if (last && last != above) {
             const std::size_t bytes = carry_bytes(in.width, in.channels);
-            if (above) PIXFLOW_CUDA_CHECK(cudaMemcpyAsync(last, above, bytes, cudaMemcpyDeviceToDevice, s));
-            else PIXFLOW_CUDA_CHECK(cudaMemsetAsync(last, 0, bytes, s));
+            if (above)
+                PIXFLOW_CUDA_CHECK(cudaMemcpyAsync(last, above, bytes, cudaMemcpyDeviceToDevice, s));
+            else
+                PIXFLOW_CUDA_CHECK(cudaMemsetAsync(last, 0, bytes, s));
         }
         return;
     }

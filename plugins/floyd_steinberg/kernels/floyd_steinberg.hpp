@@ -48,8 +48,8 @@ constexpr std::size_t carry_bytes(int width, int channels) {
 
 /// The reference: one thread, channel by channel, row by row. `scratch` holds
 /// sequential_scratch_bytes(in) bytes (host).
-void dither_sequential(const ImageView& in, const ImageView& out, void* scratch,
-                       const std::int16_t* above = nullptr, std::int16_t* last = nullptr);
+void dither_sequential(const ImageView& in, const ImageView& out, void* scratch, const std::int16_t* above = nullptr,
+                       std::int16_t* last = nullptr);
 std::size_t sequential_scratch_bytes(const ImageView& in);
 
 /// The most the wavefront may use (the bytes are the same at every level; tests compare them on

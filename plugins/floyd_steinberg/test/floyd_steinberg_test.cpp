@@ -68,8 +68,7 @@ Image constant_image(int w, int h, int c, std::uint8_t v) {
 
 /// Index of the first differing sample, as "x,y,c", or "" when equal.
 std::string first_difference(const Image& a, const Image& b) {
-    if (a.width != b.width || a.height != b.height || a.channels != b.channels || a.dtype != b.dtype)
-        return "shape";
+    if (a.width != b.width || a.height != b.height || a.channels != b.channels || a.dtype != b.dtype) return "shape";
     for (std::size_t k = 0; k < a.bytes.size(); ++k)
         if (a.bytes[k] != b.bytes[k]) {
             const std::size_t p = k / std::size_t(a.channels);
@@ -89,8 +88,8 @@ struct Case {
 std::vector<Case> cases() {
     std::vector<Case> out;
     std::uint32_t seed = 1;
-    const int sizes[][2] = {{1, 1}, {1, 700}, {700, 1}, {2, 2}, {3, 1000}, {1000, 3}, {1023, 517},
-                            {16, 33}, {17, 64}, {64, 65}, {95, 31}, {250, 97}};
+    const int sizes[][2] = {{1, 1},      {1, 700}, {700, 1}, {2, 2},   {3, 1000}, {1000, 3},
+                            {1023, 517}, {16, 33}, {17, 64}, {64, 65}, {95, 31},  {250, 97}};
     for (auto [w, h] : sizes)
         out.push_back({"random " + std::to_string(w) + "x" + std::to_string(h), random_image(w, h, 1, seed++)});
     for (int v : {0, 128, 129, 255})
@@ -294,7 +293,7 @@ pixflow::ImageView band(const Image& im, int y0, int n) {
 
 struct CpuRun {
     std::string name;
-    int workers;             // 0: the sequential scan
+    int workers; // 0: the sequential scan
     fs_k::CpuLevel level;
 };
 
@@ -308,8 +307,8 @@ void run_band(const CpuRun& run, const pixflow::ImageView& in, const pixflow::Im
         return;
     }
     Scratch s(fs_k::wavefront_scratch_bytes(in, run.workers));
-    ASSERT_TRUE(fs_k::dither_wavefront(in, out, run.workers, s.p, [] { return false; }, above, carry.data(),
-                                       run.level));
+    ASSERT_TRUE(fs_k::dither_wavefront(
+        in, out, run.workers, s.p, [] { return false; }, above, carry.data(), run.level));
 }
 
 TEST(FloydSteinbergKernel, BandsWithTheCarriedErrorRowEqualTheWholeImage) {
@@ -320,7 +319,8 @@ TEST(FloydSteinbergKernel, BandsWithTheCarriedErrorRowEqualTheWholeImage) {
                                       {"wavefront portable, 2 workers", 2, fs_k::CpuLevel::portable}};
     std::uint32_t seed = 300;
     for (int c : {1, 3})
-        for (auto [w, h] : {std::pair{37, 1}, std::pair{1, 20}, std::pair{203, 45}, std::pair{300, 33}, std::pair{520, 64}}) {
+        for (auto [w, h] :
+             {std::pair{37, 1}, std::pair{1, 20}, std::pair{203, 45}, std::pair{300, 33}, std::pair{520, 64}}) {
             const Image in = random_image(w, h, c, seed++);
             const Image want = reference(in);
             const std::vector<std::int16_t> want_last = reference_last_errors(in);
@@ -350,8 +350,8 @@ TEST(FloydSteinbergKernel, ThePortableWavefrontEqualsTheReference) {
             const Image in = random_image(w, h, c, seed++);
             Image got = Image::make(w, h, c, DType::u8);
             Scratch s(fs_k::wavefront_scratch_bytes(in.view(), 2));
-            ASSERT_TRUE(fs_k::dither_wavefront(in.view(), got.view(), 2, s.p, [] { return false; }, nullptr, nullptr,
-                                               fs_k::CpuLevel::portable));
+            ASSERT_TRUE(fs_k::dither_wavefront(
+                in.view(), got.view(), 2, s.p, [] { return false; }, nullptr, nullptr, fs_k::CpuLevel::portable));
             EXPECT_EQ(first_difference(got, reference(in)), "") << w << "x" << h << "x" << c;
         }
 }

@@ -108,8 +108,7 @@ template <class T> __device__ __forceinline__ void store_vec(T* p, const Raw<T>&
     } else {
 #pragma unroll
         for (int k = 0; k < Raw<T>::kWords / 4; ++k)
-            reinterpret_cast<uint4*>(p)[k] =
-                make_uint4(r.w[4 * k], r.w[4 * k + 1], r.w[4 * k + 2], r.w[4 * k + 3]);
+            reinterpret_cast<uint4*>(p)[k] = make_uint4(r.w[4 * k], r.w[4 * k + 1], r.w[4 * k + 2], r.w[4 * k + 3]);
     }
 }
 
@@ -129,8 +128,7 @@ template <class T> __device__ __forceinline__ float to_float(const Raw<T>& r, in
         return __uint_as_float(r.w[i]);
     } else {
         // Byte permute: the sample's bytes at the bottom, 0x4B (2^23's exponent) at the top.
-        const unsigned sel =
-            sizeof(T) == 1 ? 0x7440u | unsigned(i % 4) : (i % 2 == 0 ? 0x7410u : 0x7432u);
+        const unsigned sel = sizeof(T) == 1 ? 0x7440u | unsigned(i % 4) : (i % 2 == 0 ? 0x7410u : 0x7432u);
         const unsigned word = r.w[sizeof(T) == 1 ? i / 4 : i / 2];
         return __fsub_rn(__uint_as_float(__byte_perm(word, 0x4B000000u, sel)), 8388608.0f);
     }
@@ -163,17 +161,13 @@ template <class T> __device__ __forceinline__ Raw<T> from_float(const float (&o)
 }
 
 // Floor division of a sample index that may be negative (down to -2C).
-template <int C> __device__ __forceinline__ int pixel_of(int s) {
-    return s >= 0 ? s / C : -((C - 1 - s) / C);
-}
+template <int C> __device__ __forceinline__ int pixel_of(int s) { return s >= 0 ? s / C : -((C - 1 - s) / C); }
 
 // The slow paths below are __noinline__: the kernel's row loop is unrolled, and inlining them
 // into every row would multiply its code size (instruction-cache misses cost more than the calls).
 
 // The input row read for virtual row y outside 0..height-1, or -1 for the zero border.
-__device__ __noinline__ int border_row(int y, int height, Border border) {
-    return border_index(y, height, border);
-}
+__device__ __noinline__ int border_row(int y, int height, Border border) { return border_index(y, height, border); }
 
 // Where the lane's 8 samples from s come from in a row, for lanes that cannot use one vector
 // load (at a row end, or rows not aligned for it): border-mapped sample indices, -1 for a zero
@@ -181,8 +175,7 @@ __device__ __noinline__ int border_row(int y, int height, Border border) {
 struct Sources {
     int i[kVec];
 };
-template <int C>
-__device__ __noinline__ Sources column_sources(int s, int width, int samples, Border border) {
+template <int C> __device__ __noinline__ Sources column_sources(int s, int width, int samples, Border border) {
     Sources src;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
@@ -224,8 +217,7 @@ template <class T> __device__ __forceinline__ Raw<T> gather_row(const T* row, co
 }
 
 // Stores, one by one, the samples of `packed` that lie before the row end.
-template <class T>
-__device__ __noinline__ void scatter_row(T* row, int s, int samples, Raw<T> packed) {
+template <class T> __device__ __noinline__ void scatter_row(T* row, int s, int samples, Raw<T> packed) {
 #pragma unroll
     for (int j = 0; j < kVec; ++j)
         if (s + j < samples) {
@@ -251,13 +243,12 @@ __device__ __forceinline__ float tap5(Weights w, float a, float b, float c, floa
 // The lane's 8 outputs of one row: vertical pass over the window (input rows y-2..y+2 in
 // win[(I + k) % 5], k = 0..4), then the horizontal pass with the neighbours' samples, packed to
 // the output dtype.
-template <class T, int C, int I>
-__device__ __forceinline__ Raw<T> filter_row(Weights w, const float (&win)[5][kVec]) {
+template <class T, int C, int I> __device__ __forceinline__ Raw<T> filter_row(Weights w, const float (&win)[5][kVec]) {
     float v[kVec];
 #pragma unroll
     for (int j = 0; j < kVec; ++j)
-        v[j] = tap5(w, win[I % 5][j], win[(I + 1) % 5][j], win[(I + 2) % 5][j], win[(I + 3) % 5][j],
-                    win[(I + 4) % 5][j]);
+        v[j] =
+            tap5(w, win[I % 5][j], win[(I + 1) % 5][j], win[(I + 2) % 5][j], win[(I + 3) % 5][j], win[(I + 4) % 5][j]);
     // e[2C + j] = v[j]; e[0 .. 2C) come from lane - 1, e[2C + kVec ..) from lane + 1 (garbage in
     // lanes 0 and 31, which write nothing).
     float e[kVec + 4 * C];
@@ -270,8 +261,7 @@ __device__ __forceinline__ Raw<T> filter_row(Weights w, const float (&win)[5][kV
     for (int j = 0; j < kVec; ++j) e[2 * C + j] = v[j];
     float o[kVec];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j)
-        o[j] = tap5(w, e[j], e[j + C], e[j + 2 * C], e[j + 3 * C], e[j + 4 * C]);
+    for (int j = 0; j < kVec; ++j) o[j] = tap5(w, e[j], e[j + C], e[j + 2 * C], e[j + 3 * C], e[j + 4 * C]);
     return from_float<T>(o);
 }
 
@@ -370,8 +360,8 @@ __global__ void __launch_bounds__(32 * kWarps, min_blocks<T>()) gauss5x5_kernel(
 
 } // namespace
 
-void gauss5x5_cuda(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                   Border border, void* stream) {
+void gauss5x5_cuda(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps, Border border,
+                   void* stream) {
     gauss5x5_check(in, out, taps, /*on_host=*/false);
     if (in.width == 0 || in.height == 0) return;
     const int samples = int(in.row_samples());

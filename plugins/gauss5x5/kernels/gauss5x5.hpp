@@ -50,8 +50,7 @@ std::array<float, 5> gauss5x5_taps(double sigma);
 /// (`on_host`: host memory, else one CUDA device), and `taps` are as above: UserError
 /// (PF_ERR_UNSUPPORTED) for a dtype or channel count the kernel lacks, InternalError for the rest,
 /// which the operator's schema and the host rule out.
-void gauss5x5_check(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                    bool on_host);
+void gauss5x5_check(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps, bool on_host);
 
 /// The most the CPU kernel may use (the bytes are the same at every level; tests compare them on
 /// one machine): the best the CPU has (for u8 on x86-64: AVX-512, else AVX2 with FMA), AVX2 at
@@ -60,14 +59,14 @@ enum class CpuLevel { best, avx2, portable };
 
 /// CPU kernel: TBB threads over bands of rows, SIMD over samples. Throws as gauss5x5_check when
 /// the views do not satisfy the conventions above.
-void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                  Border border, CpuLevel level = CpuLevel::best);
+void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps, Border border,
+                  CpuLevel level = CpuLevel::best);
 
 #ifdef PIXFLOW_WITH_CUDA
 /// CUDA kernel: launches on `stream` (a cudaStream_t) and returns without synchronising; `in` and
 /// `out` live on the current device. Throws as gauss5x5_check, or on a failed launch.
-void gauss5x5_cuda(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                   Border border, void* stream);
+void gauss5x5_cuda(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps, Border border,
+                   void* stream);
 #endif
 
 } // namespace pixflow::gauss5x5

@@ -62,23 +62,19 @@ std::array<float, 5> gauss5x5_taps(double sigma) {
                        "gauss5x5: sigma = " + std::to_string(sigma) + " must be a finite number > 0");
     double w[5];
     double sum = 0.0;
-    for (int x = -2; x <= 2; ++x)
-        sum += w[x + 2] = std::exp(-double(x * x) / (2.0 * sigma * sigma));
-    return {float(w[0] / sum), float(w[1] / sum), float(w[2] / sum), float(w[3] / sum),
-            float(w[4] / sum)};
+    for (int x = -2; x <= 2; ++x) sum += w[x + 2] = std::exp(-double(x * x) / (2.0 * sigma * sigma));
+    return {float(w[0] / sum), float(w[1] / sum), float(w[2] / sum), float(w[3] / sum), float(w[4] / sum)};
 }
 
-void gauss5x5_check(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                    bool on_host) {
+void gauss5x5_check(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps, bool on_host) {
     if (in.dtype != DType::u8 && in.dtype != DType::u16 && in.dtype != DType::f32)
-        throw UserError(std::string("gauss5x5: dtype ") + dtype_name(in.dtype) +
-                            " is not supported (u8, u16, f32)",
+        throw UserError(std::string("gauss5x5: dtype ") + dtype_name(in.dtype) + " is not supported (u8, u16, f32)",
                         PF_ERR_UNSUPPORTED);
     if (in.channels < 1 || in.channels > 4)
         throw UserError("gauss5x5: " + std::to_string(in.channels) + " channels (1 to 4 supported)",
                         PF_ERR_UNSUPPORTED);
-    PIXFLOW_INTERNAL_CHECK(out.width == in.width && out.height == in.height &&
-                               out.channels == in.channels && out.dtype == in.dtype,
+    PIXFLOW_INTERNAL_CHECK(out.width == in.width && out.height == in.height && out.channels == in.channels &&
+                               out.dtype == in.dtype,
                            "gauss5x5: output shape or dtype differs from the input's");
     PIXFLOW_INTERNAL_CHECK(in.width >= 0 && in.height >= 0, "gauss5x5: negative image size");
     PIXFLOW_INTERNAL_CHECK(std::int64_t(in.width) * in.channels <= std::numeric_limits<int>::max() - 4096,
@@ -124,9 +120,8 @@ template <class T> GAUSS5X5_INLINE T from_float(float o) {
 
 // v[i] = fma(w0, r0[i] + r4[i], fma(w1, r1[i] + r3[i], w2 * r2[i])) for i < n.
 template <class T>
-GAUSS5X5_INLINE void vertical_pass(const T* __restrict r0, const T* __restrict r1,
-                                   const T* __restrict r2, const T* __restrict r3,
-                                   const T* __restrict r4, float* __restrict v, std::size_t n,
+GAUSS5X5_INLINE void vertical_pass(const T* __restrict r0, const T* __restrict r1, const T* __restrict r2,
+                                   const T* __restrict r3, const T* __restrict r4, float* __restrict v, std::size_t n,
                                    Weights w) {
 #pragma omp simd
     for (std::size_t i = 0; i < n; ++i)
@@ -137,16 +132,15 @@ GAUSS5X5_INLINE void vertical_pass(const T* __restrict r0, const T* __restrict r
 // o[i] = fma(w0, v[i-2c] + v[i+2c], fma(w1, v[i-c] + v[i+c], w2 * v[i])) for i < n; v is valid
 // from -2c to n+2c-1.
 template <class T>
-GAUSS5X5_INLINE void horizontal_pass(const float* __restrict v, T* __restrict o, std::size_t n,
-                                     std::ptrdiff_t c, Weights w) {
+GAUSS5X5_INLINE void horizontal_pass(const float* __restrict v, T* __restrict o, std::size_t n, std::ptrdiff_t c,
+                                     Weights w) {
     const float* __restrict m2 = v - 2 * c;
     const float* __restrict m1 = v - c;
     const float* __restrict p1 = v + c;
     const float* __restrict p2 = v + 2 * c;
 #pragma omp simd
     for (std::size_t i = 0; i < n; ++i)
-        o[i] = from_float<T>(
-            std::fma(w.w0, m2[i] + p2[i], std::fma(w.w1, m1[i] + p1[i], w.w2 * v[i])));
+        o[i] = from_float<T>(std::fma(w.w0, m2[i] + p2[i], std::fma(w.w1, m1[i] + p1[i], w.w2 * v[i])));
 }
 
 struct Job {
@@ -234,7 +228,9 @@ GAUSS5X5_TARGET inline I castps_si(F a) { return _mm256_castps_si256(a); }
 // dword shifts would cost more)
 struct Around {};
 GAUSS5X5_TARGET GAUSS5X5_INLINE Around around(const float*) { return {}; }
-template <int off> GAUSS5X5_TARGET GAUSS5X5_INLINE F shifted(const float* p, const Around&) { return loadu_ps(p + off); }
+template <int off> GAUSS5X5_TARGET GAUSS5X5_INLINE F shifted(const float* p, const Around&) {
+    return loadu_ps(p + off);
+}
 #include "gauss5x5_u8_planes.inc"
 #undef GAUSS5X5_TARGET
 } // namespace avx2
@@ -274,7 +270,8 @@ GAUSS5X5_TARGET GAUSS5X5_INLINE Around around(const float* p) {
 }
 template <int off> GAUSS5X5_TARGET GAUSS5X5_INLINE F shifted(const float*, const Around& a) {
     static_assert(off >= -2 && off <= 2);
-    if constexpr (off == 0) return a.at;
+    if constexpr (off == 0)
+        return a.at;
     else if constexpr (off > 0)
         return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a.after), _mm512_castps_si512(a.at), off));
     else
@@ -288,9 +285,9 @@ template <int off> GAUSS5X5_TARGET GAUSS5X5_INLINE F shifted(const float*, const
 /// The u8 kernel for this CPU and c channels, at most `most`: AVX-512, else AVX2 (with FMA),
 /// else none.
 RowsFn simd_rows_u8(int c, CpuLevel most) {
-    static const int cpu = __builtin_cpu_supports("avx512f") ? 2
+    static const int cpu = __builtin_cpu_supports("avx512f")                                 ? 2
                            : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
-                                                                                            : 0;
+                                                                                             : 0;
     const int level = std::min(cpu, most == CpuLevel::best ? 2 : most == CpuLevel::avx2 ? 1 : 0);
     if (c < 1 || c > 4 || level == 0) return nullptr;
     return level == 2 ? avx512::rows_for(c) : avx2::rows_for(c);
@@ -303,22 +300,18 @@ GAUSS5X5_CLONES void blur_rows_u8(const Job& job, int y0, int y1, float* tmp) {
 GAUSS5X5_CLONES void blur_rows_u16(const Job& job, int y0, int y1, float* tmp) {
     blur_rows<std::uint16_t>(job, y0, y1, tmp);
 }
-GAUSS5X5_CLONES void blur_rows_f32(const Job& job, int y0, int y1, float* tmp) {
-    blur_rows<float>(job, y0, y1, tmp);
-}
+GAUSS5X5_CLONES void blur_rows_f32(const Job& job, int y0, int y1, float* tmp) { blur_rows<float>(job, y0, y1, tmp); }
 
 } // namespace
 
-void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps,
-                  Border border, CpuLevel level) {
+void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<float, 5>& taps, Border border,
+                  CpuLevel level) {
     gauss5x5_check(in, out, taps, /*on_host=*/true);
     if (in.width == 0 || in.height == 0) return;
     const std::size_t n = in.row_samples();
     std::vector<char> zeros(border == Border::zero ? in.row_bytes() : 0);
     Job job{in, out, Weights{taps[0], taps[1], taps[2]}, border, zeros.data()};
-    auto* rows = in.dtype == DType::u8    ? &blur_rows_u8
-                 : in.dtype == DType::u16 ? &blur_rows_u16
-                                          : &blur_rows_f32;
+    auto* rows = in.dtype == DType::u8 ? &blur_rows_u8 : in.dtype == DType::u16 ? &blur_rows_u16 : &blur_rows_f32;
     [[maybe_unused]] bool planes = false;
 #ifdef GAUSS5X5_X86
     if (in.dtype == DType::u8)
@@ -347,12 +340,9 @@ void gauss5x5_cpu(const ImageView& in, const ImageView& out, const std::array<fl
         rows(job, 0, in.height, aligned(tmp));
         return;
     }
-    tbb::enumerable_thread_specific<std::vector<float>> tmps(
-        [&] { return std::vector<float>(tmp_size); });
+    tbb::enumerable_thread_specific<std::vector<float>> tmps([&] { return std::vector<float>(tmp_size); });
     tbb::parallel_for(tbb::blocked_range<int>(0, in.height, grain),
-                      [&](const tbb::blocked_range<int>& r) {
-                          rows(job, r.begin(), r.end(), aligned(tmps.local()));
-                      });
+                      [&](const tbb::blocked_range<int>& r) { rows(job, r.begin(), r.end(), aligned(tmps.local())); });
 }
 
 } // namespace pixflow::gauss5x5

@@ -54,8 +54,7 @@ int ref_index(int i, int n, const std::string& border) {
 Image reference(const Image& in, double sigma, const std::string& border) {
     double w[5];
     double sum = 0;
-    for (int k = 0; k < 5; ++k)
-        sum += w[k] = std::exp(-double((k - 2) * (k - 2)) / (2 * sigma * sigma));
+    for (int k = 0; k < 5; ++k) sum += w[k] = std::exp(-double((k - 2) * (k - 2)) / (2 * sigma * sigma));
     for (double& x : w) x /= sum;
     const double hi = in.dtype == DType::u8 ? 255.0 : in.dtype == DType::u16 ? 65535.0 : HUGE_VAL;
     Image out = Image::make(in.width, in.height, in.channels, in.dtype);
@@ -68,8 +67,7 @@ Image reference(const Image& in, double sigma, const std::string& border) {
                         const int yy = ref_index(y + dy, in.height, border);
                         const int xx = ref_index(x + dx, in.width, border);
                         if (yy < 0 || xx < 0) continue;
-                        acc += w[dy + 2] * w[dx + 2] *
-                               in.get((std::size_t(yy) * in.width + xx) * in.channels + c);
+                        acc += w[dy + 2] * w[dx + 2] * in.get((std::size_t(yy) * in.width + xx) * in.channels + c);
                     }
                 if (in.dtype != DType::f32) acc = std::clamp(std::nearbyint(acc), 0.0, hi);
                 out.set((std::size_t(y) * in.width + x) * in.channels + c, acc);
@@ -130,8 +128,7 @@ TEST_P(Gauss5x5Cuda, MatchesDirect2DConvolutionAndTheCpuBitForBit) {
     const Image gpu = blur("cuda", in, 1.5, border());
     EXPECT_LE(max_error(gpu, reference(in, 1.5, border())), tolerance(in.dtype));
     const Image cpu = blur("cpu", in, 1.5, border());
-    EXPECT_TRUE(gpu.bytes == cpu.bytes)
-        << "CUDA and CPU differ; largest difference " << max_error(gpu, cpu);
+    EXPECT_TRUE(gpu.bytes == cpu.bytes) << "CUDA and CPU differ; largest difference " << max_error(gpu, cpu);
 }
 
 // More strips of rows than one grid dimension holds (65535): the grid must wrap into z.
@@ -150,14 +147,14 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
     b[0] = char(std::toupper(static_cast<unsigned char>(b[0])));
     std::string d = pixflow::dtype_name(dtype);
     d[0] = char(std::toupper(static_cast<unsigned char>(d[0])));
-    return d + "C" + std::to_string(channels) + "W" + std::to_string(size.width) + "H" +
-           std::to_string(size.height) + b;
+    return d + "C" + std::to_string(channels) + "W" + std::to_string(size.width) + "H" + std::to_string(size.height) +
+           b;
 }
 
-const auto all_cases = ::testing::Combine(
-    ::testing::Values(DType::u8, DType::u16, DType::f32), ::testing::Values(1, 3, 4),
-    ::testing::Values(Size{1, 1}, Size{2, 3}, Size{7, 5}, Size{333, 251}),
-    ::testing::Values(std::string("reflect101"), std::string("replicate"), std::string("zero")));
+const auto all_cases =
+    ::testing::Combine(::testing::Values(DType::u8, DType::u16, DType::f32), ::testing::Values(1, 3, 4),
+                       ::testing::Values(Size{1, 1}, Size{2, 3}, Size{7, 5}, Size{333, 251}),
+                       ::testing::Values(std::string("reflect101"), std::string("replicate"), std::string("zero")));
 
 INSTANTIATE_TEST_SUITE_P(All, Gauss5x5Cpu, all_cases, case_name);
 INSTANTIATE_TEST_SUITE_P(All, Gauss5x5Cuda, all_cases, case_name);
@@ -217,8 +214,7 @@ TEST(Gauss5x5, ZeroBorderKeepsTheInteriorOfAConstantImage) {
     Image in = Image::make(9, 8, 1, DType::f32);
     for (std::size_t k = 0; k < in.samples(); ++k) in.set(k, 1.0);
     double w[5], sum = 0;
-    for (int k = 0; k < 5; ++k)
-        sum += w[k] = std::exp(-double((k - 2) * (k - 2)) / (2 * 1.5 * 1.5));
+    for (int k = 0; k < 5; ++k) sum += w[k] = std::exp(-double((k - 2) * (k - 2)) / (2 * 1.5 * 1.5));
     const double quarter = (w[2] + w[3] + w[4]) / sum;
     for (const std::string& backend : backends()) {
         const Image out = blur(backend, in, 1.5, "zero");
@@ -296,8 +292,8 @@ TEST(Gauss5x5Kernel, RowsWithPaddingGiveTheSameBytes) {
 // after the last whole block (one block is 32 or 64 samples), rows shorter than one block, images
 // shorter than the filter, noise and two-level images (exact rounding ties), padded rows.
 TEST(Gauss5x5Kernel, EveryCpuLevelGivesTheSameBytes) {
-    const std::pair<int, int> sizes[] = {{1, 1}, {2, 7}, {5, 3}, {7, 2}, {11, 9}, {32, 4}, {64, 5},
-                                         {67, 6}, {129, 17}, {300, 7}, {1000, 3}, {4099, 5}};
+    const std::pair<int, int> sizes[] = {{1, 1},  {2, 7},  {5, 3},    {7, 2},   {11, 9},   {32, 4},
+                                         {64, 5}, {67, 6}, {129, 17}, {300, 7}, {1000, 3}, {4099, 5}};
     std::uint32_t seed = 100;
     for (int c = 1; c <= 4; ++c)
         for (auto [w, h] : sizes)
@@ -308,7 +304,8 @@ TEST(Gauss5x5Kernel, EveryCpuLevelGivesTheSameBytes) {
                         fill_random(in, seed++);
                         if (two_level)
                             for (std::size_t k = 0; k < in.bytes.size(); ++k)
-                                in.bytes[k] = std::byte(100 + ((k / std::size_t(c) / 3 + k / (std::size_t(w) * c * 2)) % 2));
+                                in.bytes[k] =
+                                    std::byte(100 + ((k / std::size_t(c) / 3 + k / (std::size_t(w) * c * 2)) % 2));
                         const auto taps = g::gauss5x5_taps(sigma);
                         Image want = Image::make(w, h, c, DType::u8);
                         g::gauss5x5_cpu(in.view(), want.view(), taps, border, g::CpuLevel::portable);

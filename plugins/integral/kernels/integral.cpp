@@ -129,9 +129,8 @@ template <class T> INTEGRAL_AVX2 inline __m256i load8(const T* p) {
 /// the row, per channel, starting from acc[c]); above[i] = dst[i]. acc[c] gets each channel's
 /// running sum for the tail.
 template <class T, int C>
-INTEGRAL_AVX2 void row_u32_avx2(const T* __restrict src, std::uint32_t* __restrict above,
-                                std::uint32_t* __restrict dst, std::size_t n, bool stream,
-                                std::uint32_t (&acc)[C]) {
+INTEGRAL_AVX2 void row_u32_avx2(const T* __restrict src, std::uint32_t* __restrict above, std::uint32_t* __restrict dst,
+                                std::size_t n, bool stream, std::uint32_t (&acc)[C]) {
     constexpr auto& tab = scan_tables<C, 8>;
     constexpr int G = ScanTables<C, 8>::G;
     __m256i sh_idx[3], sh_mask[3], carry[3][3], k[3];
@@ -154,17 +153,20 @@ INTEGRAL_AVX2 void row_u32_avx2(const T* __restrict src, std::uint32_t* __restri
         for (int g = 0; g < G; ++g) {
             v[g] = load8(src + i0 + 8 * g);
             for (int s = 0; s < tab.shifts; ++s) // prefix sums per channel inside the vector
-                v[g] = _mm256_add_epi32(v[g], _mm256_and_si256(_mm256_permutevar8x32_epi32(v[g], sh_idx[s]), sh_mask[s]));
+                v[g] =
+                    _mm256_add_epi32(v[g], _mm256_and_si256(_mm256_permutevar8x32_epi32(v[g], sh_idx[s]), sh_mask[s]));
         }
         for (int g = 1; g < G; ++g) // then inside the group
             v[g] = _mm256_add_epi32(v[g], _mm256_permutevar8x32_epi32(v[g - 1], carry[g - 1][g]));
         for (int g = 0; g < G; ++g) {
             std::uint32_t* a = above + i0 + 8 * g;
-            const __m256i o = _mm256_add_epi32(_mm256_add_epi32(k[g], v[g]),
-                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
+            const __m256i o =
+                _mm256_add_epi32(_mm256_add_epi32(k[g], v[g]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(a), o);
-            if (stream) _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i0 + 8 * g), o);
-            else _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i0 + 8 * g), o);
+            if (stream)
+                _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i0 + 8 * g), o);
+            else
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i0 + 8 * g), o);
         }
         for (int g = 0; g < G; ++g) // the group's totals, into every position's running sums
             k[g] = _mm256_add_epi32(k[g], _mm256_permutevar8x32_epi32(v[G - 1], carry[G - 1][g]));
@@ -206,8 +208,8 @@ INTEGRAL_AVX512 void row_u32_avx512(const T* __restrict src, std::uint32_t* __re
     __mmask16 sh_mask[4];
     for (int s = 0; s < tab.shifts; ++s) {
         sh_idx[s] = _mm512_loadu_si512(tab.shift_index[std::size_t(s)].data());
-        sh_mask[s] = _mm512_cmpneq_epi32_mask(_mm512_loadu_si512(tab.shift_mask[std::size_t(s)].data()),
-                                             _mm512_setzero_si512());
+        sh_mask[s] =
+            _mm512_cmpneq_epi32_mask(_mm512_loadu_si512(tab.shift_mask[std::size_t(s)].data()), _mm512_setzero_si512());
     }
     for (int a = 0; a < G; ++a)
         for (int b = 0; b < G; ++b) carry[a][b] = _mm512_loadu_si512(tab.carry[std::size_t(a)][std::size_t(b)].data());
@@ -225,17 +227,17 @@ INTEGRAL_AVX512 void row_u32_avx512(const T* __restrict src, std::uint32_t* __re
             for (int s = 0; s < tab.shifts; ++s)
                 v[g] = _mm512_add_epi32(v[g], _mm512_maskz_permutexvar_epi32(sh_mask[s], sh_idx[s], v[g]));
         }
-        for (int g = 1; g < G; ++g)
-            v[g] = _mm512_add_epi32(v[g], _mm512_permutexvar_epi32(carry[g - 1][g], v[g - 1]));
+        for (int g = 1; g < G; ++g) v[g] = _mm512_add_epi32(v[g], _mm512_permutexvar_epi32(carry[g - 1][g], v[g - 1]));
         for (int g = 0; g < G; ++g) {
             std::uint32_t* a = above + i0 + 16 * g;
             const __m512i o = _mm512_add_epi32(_mm512_add_epi32(k[g], v[g]), _mm512_loadu_si512(a));
             _mm512_storeu_si512(a, o);
-            if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i0 + 16 * g), o);
-            else _mm512_storeu_si512(dst + i0 + 16 * g, o);
+            if (stream)
+                _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i0 + 16 * g), o);
+            else
+                _mm512_storeu_si512(dst + i0 + 16 * g, o);
         }
-        for (int g = 0; g < G; ++g)
-            k[g] = _mm512_add_epi32(k[g], _mm512_permutexvar_epi32(carry[G - 1][g], v[G - 1]));
+        for (int g = 0; g < G; ++g) k[g] = _mm512_add_epi32(k[g], _mm512_permutexvar_epi32(carry[G - 1][g], v[G - 1]));
     }
     alignas(64) std::uint32_t lanes[16];
     _mm512_store_si512(lanes, k[0]);
@@ -347,7 +349,8 @@ void integral_strips(const ImageView& in, const ImageView& out, U* tops, const U
             U acc[C] = {};
             std::size_t vec = 0; // samples the SIMD kernel did
 #ifdef INTEGRAL_X86
-            if constexpr (std::is_same_v<U, std::uint32_t>) vec = row_u32_simd<T, C>(src, above, dst, n, stream, acc, level);
+            if constexpr (std::is_same_v<U, std::uint32_t>)
+                vec = row_u32_simd<T, C>(src, above, dst, n, stream, acc, level);
 #endif
             const U* __restrict prev = y == k * rows ? above : out.row<U>(y - 1);
             for (std::size_t i = vec; i < n; i += C)
@@ -421,8 +424,10 @@ void integral_bands(const ImageView& in, const ImageView& out, void* scratch, in
     U* above_all = reinterpret_cast<U*>(base + l.above);
     U* totals = reinterpret_cast<U*>(base + l.totals); // [band][row][channel]
     // the running column sums: the output row above the image, or above the band of a larger one
-    if (band_above) std::copy(band_above, band_above + in.row_samples(), above_all);
-    else std::fill(above_all, above_all + in.row_samples(), U(0));
+    if (band_above)
+        std::copy(band_above, band_above + in.row_samples(), above_all);
+    else
+        std::fill(above_all, above_all + in.row_samples(), U(0));
     [[maybe_unused]] const bool stream = std::size_t(height) * in.row_samples() * sizeof(U) >= stream_bytes;
     const int tasks = std::min(bands, tbb::this_task_arena::max_concurrency());
     tbb::parallel_for(
@@ -441,11 +446,14 @@ void integral_bands(const ImageView& in, const ImageView& out, void* scratch, in
                         for (int spin = 0; known <= y; ++spin) {
                             known = progress[b - 1].rows.load(std::memory_order_acquire);
                             if (known > y) break;
-                            if (spin < 64) band_relax();
-                            else std::this_thread::yield();
+                            if (spin < 64)
+                                band_relax();
+                            else
+                                std::this_thread::yield();
                         }
                         for (int c = 0; c < C; ++c)
-                            acc[c] = totals[(std::size_t(b - 1) * std::size_t(height) + std::size_t(y)) * C + std::size_t(c)];
+                            acc[c] = totals[(std::size_t(b - 1) * std::size_t(height) + std::size_t(y)) * C +
+                                            std::size_t(c)];
                     }
                     const T* __restrict src = in.row<T>(y) + i0;
                     U* __restrict dst = out.row<U>(y) + i0;
@@ -461,7 +469,8 @@ void integral_bands(const ImageView& in, const ImageView& out, void* scratch, in
                         }
                     if (b + 1 < bands) {
                         for (int c = 0; c < C; ++c)
-                            totals[(std::size_t(b) * std::size_t(height) + std::size_t(y)) * C + std::size_t(c)] = acc[c];
+                            totals[(std::size_t(b) * std::size_t(height) + std::size_t(y)) * C + std::size_t(c)] =
+                                acc[c];
                         progress[b].rows.store(y + 1, std::memory_order_release);
                     }
                 }
@@ -536,7 +545,8 @@ void integral_cpu(const ImageView& in, const ImageView& out, void* scratch, cons
                 // is faster by strips, reading the row above from the output (0.74 ns per sample
                 // for u64 against 0.90 by bands, per core)
                 const int workers = tbb::this_task_arena::max_concurrency();
-                if (out.dtype == DType::u32 && level != CpuLevel::portable && has_simd_rows() && use_bands(in, workers)) {
+                if (out.dtype == DType::u32 && level != CpuLevel::portable && has_simd_rows() &&
+                    use_bands(in, workers)) {
                     // the band layout wants 64-byte alignment: the scratch has 64 spare bytes
                     void* aligned = static_cast<unsigned char*>(scratch) +
                                     (64 - reinterpret_cast<std::uintptr_t>(scratch) % 64) % 64;

@@ -160,16 +160,12 @@ constexpr int fetch_depth = 4;
 /// Blocks per SM the tile kernels ask registers for: 8 (64 registers) where that costs no
 /// spills (checked with --resource-usage), so that the 1024 tiles of an 8192 x 8192 image run
 /// in one wave on an H100's 132 SMs; otherwise whatever the compiler needs.
-template <class T, class U, int C>
-constexpr int min_blocks = sizeof(T) * sizeof(U) * C <= 12 ? 8 : 1;
+template <class T, class U, int C> constexpr int min_blocks = sizeof(T) * sizeof(U) * C <= 12 ? 8 : 1;
 static_assert(32 % fetch_depth == 0 && fetch_depth % 2 == 0, "rows go in groups of 32, scans alternate");
 
 /// One pixel's worth of running sums: C channels. BlockScan scans these.
-template <class U, int C> struct Vec {
-    U v[C];
-};
-template <class U, int C>
-__device__ __forceinline__ Vec<U, C> operator+(const Vec<U, C>& a, const Vec<U, C>& b) {
+template <class U, int C> struct Vec { U v[C]; };
+template <class U, int C> __device__ __forceinline__ Vec<U, C> operator+(const Vec<U, C>& a, const Vec<U, C>& b) {
     Vec<U, C> r;
 #pragma unroll
     for (int c = 0; c < C; ++c) r.v[c] = a.v[c] + b.v[c];
@@ -215,8 +211,7 @@ __device__ __forceinline__ bool start_fetch(const T* seg, int valid, bool aligne
 #pragma unroll
     for (int k = 0; k < S::K; ++k) {
         constexpr int per_word = 4 / int(sizeof(T));
-        if (base + k < valid)
-            raw[k / per_word] |= std::uint32_t(seg[base + k]) << (8 * sizeof(T) * (k % per_word));
+        if (base + k < valid) raw[k / per_word] |= std::uint32_t(seg[base + k]) << (8 * sizeof(T) * (k % per_word));
     }
     return false;
 }
@@ -224,9 +219,8 @@ __device__ __forceinline__ bool start_fetch(const T* seg, int valid, bool aligne
 /// Completes start_fetch: transposes striped words through the warp's staging area into this
 /// thread's own words, then unpacks them into K samples of type U.
 template <class T, class U, int C>
-__device__ __forceinline__ void finish_fetch(std::uint32_t (&raw)[Shape<T, U, C>::in_words],
-                                             bool striped, std::uint32_t* stage,
-                                             U (&v)[Shape<T, U, C>::K]) {
+__device__ __forceinline__ void finish_fetch(std::uint32_t (&raw)[Shape<T, U, C>::in_words], bool striped,
+                                             std::uint32_t* stage, U (&v)[Shape<T, U, C>::K]) {
     using S = Shape<T, U, C>;
     if (striped) {
         const int lane = threadIdx.x & 31;
@@ -366,8 +360,7 @@ __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
     bool striped[fetch_depth];
 #pragma unroll
     for (int d = 0; d < fetch_depth; ++d)
-        if (d < t.rows)
-            striped[d] = start_fetch<T, U, C>(in.row<T>(t.y0 + d) + seg_offset, t.valid, aligned, raw[d]);
+        if (d < t.rows) striped[d] = start_fetch<T, U, C>(in.row<T>(t.y0 + d) + seg_offset, t.valid, aligned, raw[d]);
     for (int r0 = 0; r0 < t.rows; r0 += 32) {
         const int n = min(32, t.rows - r0);
         for (int r1 = 0; r1 < n; r1 += fetch_depth) {
@@ -378,8 +371,8 @@ __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
                 U v[S::K];
                 finish_fetch<T, U, C>(raw[slot], striped[slot], stage[warp], v);
                 if (r0 + r + fetch_depth < t.rows)
-                    striped[slot] = start_fetch<T, U, C>(
-                        in.row<T>(t.y0 + r0 + r + fetch_depth) + seg_offset, t.valid, aligned, raw[slot]);
+                    striped[slot] = start_fetch<T, U, C>(in.row<T>(t.y0 + r0 + r + fetch_depth) + seg_offset, t.valid,
+                                                         aligned, raw[slot]);
                 U sum[C];
 #pragma unroll
                 for (int c = 0; c < C; ++c) sum[c] = 0;
@@ -420,8 +413,8 @@ template <int C> __host__ __device__ constexpr unsigned channel_mask(int j, int 
 /// channels packed per register (16-bit halves: a warp's sum is at most 128 * 255 < 2^16), for
 /// a shuffle reduction over the warp (add_row, or warp_sums over several rows).
 template <int C>
-__device__ __forceinline__ void add_row_own(const std::uint32_t (&w)[C], std::uint32_t (&even)[C], std::uint32_t (&odd)[C],
-                                            std::uint32_t (&packed)[(C + 1) / 2]) {
+__device__ __forceinline__ void add_row_own(const std::uint32_t (&w)[C], std::uint32_t (&even)[C],
+                                            std::uint32_t (&odd)[C], std::uint32_t (&packed)[(C + 1) / 2]) {
     constexpr int pairs = (C + 1) / 2;
     std::uint32_t sum[2 * pairs] = {};
 #pragma unroll
@@ -504,7 +497,7 @@ __global__ void __launch_bounds__(block_threads, 8)
     const std::size_t seg_offset = std::size_t(t.x0) * C;
     const bool whole = aligned && base + K <= t.valid; // this thread's 4 pixels, as C words
 
-    auto fetch = [&](int y, std::uint32_t (&w)[C]) {
+    auto fetch = [&](int y, std::uint32_t(&w)[C]) {
         const std::uint8_t* seg = in.row<std::uint8_t>(y) + seg_offset + base;
         if (whole) {
 #pragma unroll
@@ -519,7 +512,7 @@ __global__ void __launch_bounds__(block_threads, 8)
     };
 
     std::uint32_t even[C] = {}, odd[C] = {}; // column sums of bytes 0, 2 and 1, 3 of word j
-    std::uint32_t ring[fetch_depth][C];       // rows r .. r + fetch_depth - 1, in flight
+    std::uint32_t ring[fetch_depth][C];      // rows r .. r + fetch_depth - 1, in flight
 #pragma unroll
     for (int d = 0; d < fetch_depth; ++d)
         if (d < t.rows) fetch(t.y0 + d, ring[d]);
@@ -564,8 +557,7 @@ template <class U, int C> __device__ __forceinline__ Vec<U, C> scan_own(U (&v)[p
     return total;
 }
 
-template <class U, int C>
-using BlockScanT = cub::BlockScan<Vec<U, C>, block_threads, cub::BLOCK_SCAN_WARP_SCANS>;
+template <class U, int C> using BlockScanT = cub::BlockScan<Vec<U, C>, block_threads, cub::BLOCK_SCAN_WARP_SCANS>;
 
 // Kernel 2. Block ty makes row ty of d_col (width * C samples) an inclusive prefix sum per
 // channel, in chunks of tile_w pixels, loading the next chunk while it scans the current one:
@@ -573,13 +565,12 @@ using BlockScanT = cub::BlockScan<Vec<U, C>, block_threads, cub::BLOCK_SCAN_WARP
 // (cub::BlockScan over C-vectors: warp shuffles, then the warp totals through shared memory),
 // plus the running total of the chunks before. d_col is small (1/64 of the output), so plain
 // per-thread loads and stores do.
-template <class U, int C>
-__global__ void __launch_bounds__(block_threads) scan_col_rows_kernel(U* d_col, int width) {
+template <class U, int C> __global__ void __launch_bounds__(block_threads) scan_col_rows_kernel(U* d_col, int width) {
     constexpr int K = px_per_thread * C;
     __shared__ typename BlockScanT<U, C>::TempStorage scan[2];
     U* row = d_col + blockIdx.x * std::size_t(width) * C;
     const int base = threadIdx.x * K;
-    auto fetch = [&](int x0, U (&v)[K]) {
+    auto fetch = [&](int x0, U(&v)[K]) {
         const int valid = min(tile_w, width - x0) * C;
         const U* seg = row + std::size_t(x0) * C;
 #pragma unroll
@@ -614,8 +605,7 @@ __global__ void __launch_bounds__(block_threads) scan_col_rows_kernel(U* d_col, 
 // touch consecutive words (coalesced); each thread loads 16 rows before it adds and stores
 // them, so that the walk costs n / 16 memory latencies rather than n.
 template <class U>
-__global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b, std::size_t m_b,
-                                  const U* a_above) {
+__global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b, std::size_t m_b, const U* a_above) {
     constexpr int batch = 16;
     std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     U* p;
@@ -652,8 +642,8 @@ __global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b,
 // totals and a staging area per warp for the transposing loads and stores.
 template <class T, class U, int C>
 __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
-    integral_tiles_kernel(ImageView in, ImageView out, const U* d_top, const U* d_left,
-                          bool in_aligned, bool out_aligned) {
+    integral_tiles_kernel(ImageView in, ImageView out, const U* d_top, const U* d_left, bool in_aligned,
+                          bool out_aligned) {
     using S = Shape<T, U, C>;
     __shared__ std::uint32_t stage[warps][S::stage_words];
     __shared__ typename BlockScanT<U, C>::TempStorage scan[2];
@@ -683,8 +673,7 @@ __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
             U v[S::K];
             finish_fetch<T, U, C>(raw[d], striped[d], stage[warp], v);
             if (r0 + d + fetch_depth < t.rows)
-                striped[d] = start_fetch<T, U, C>(in.row<T>(y + fetch_depth) + seg_offset, t.valid,
-                                                  in_aligned, raw[d]);
+                striped[d] = start_fetch<T, U, C>(in.row<T>(y + fetch_depth) + seg_offset, t.valid, in_aligned, raw[d]);
             U carry[C];
 #pragma unroll
             for (int c = 0; c < C; ++c) carry[c] = left[std::size_t(y) * C + c];
@@ -698,8 +687,7 @@ __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
     }
 }
 
-template <class U>
-std::size_t scratch_elements(const ImageView& in, int& n_tx, int& n_ty) {
+template <class U> std::size_t scratch_elements(const ImageView& in, int& n_tx, int& n_ty) {
     n_tx = int(cuda::div_up(in.width, tile_w));
     n_ty = int(cuda::div_up(in.height, tile_h));
     return std::size_t(n_ty) * in.row_samples() + std::size_t(n_tx) * in.height * in.channels;
@@ -711,7 +699,7 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const
     scratch_elements<U>(in, n_tx, n_ty);
     const std::size_t row_samples = in.row_samples();
     const std::size_t column_samples = std::size_t(in.height) * C;
-    U* d_col = d_scratch;                                    // [n_ty][width * C]
+    U* d_col = d_scratch;                                   // [n_ty][width * C]
     U* d_row = d_scratch + std::size_t(n_ty) * row_samples; // [n_tx][height * C]
     const dim3 tiles = cuda::grid_rows(unsigned(n_tx), n_ty);
 
@@ -723,13 +711,12 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const
     scan_col_rows_kernel<U, C><<<unsigned(n_ty), block_threads, 0, s>>>(d_col, in.width);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     constexpr int carry_threads = 256;
-    carry_scan_kernel<U><<<cuda::div_up(static_cast<long long>(row_samples + column_samples),
-                                        carry_threads),
-                           carry_threads, 0, s>>>(d_col, n_ty, row_samples, d_row, n_tx,
-                                                  column_samples, d_above);
+    carry_scan_kernel<U>
+        <<<cuda::div_up(static_cast<long long>(row_samples + column_samples), carry_threads), carry_threads, 0, s>>>(
+            d_col, n_ty, row_samples, d_row, n_tx, column_samples, d_above);
     PIXFLOW_CUDA_CHECK_LAUNCH();
-    integral_tiles_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, out, d_col, d_row,
-                                                                    is_aligned(in, 4), is_aligned(out, 4));
+    integral_tiles_kernel<T, U, C>
+        <<<tiles, block_threads, 0, s>>>(in, out, d_col, d_row, is_aligned(in, 4), is_aligned(out, 4));
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
@@ -979,8 +966,8 @@ template <int K> __device__ __forceinline__ void add_vec(std::uint32_t (&v)[K], 
 constexpr int pk_status_shift = 4 * pk_bits;
 __device__ __forceinline__ unsigned packed_status(Slot s) { return unsigned(s >> pk_status_shift); }
 __device__ __forceinline__ Slot pack_aggregate(const std::uint32_t* v) {
-    return (Slot(lb_aggregate) << pk_status_shift) | Slot(v[0]) | (Slot(v[1]) << pk_bits) | (Slot(v[2]) << (2 * pk_bits)) |
-           (Slot(v[3]) << (3 * pk_bits));
+    return (Slot(lb_aggregate) << pk_status_shift) | Slot(v[0]) | (Slot(v[1]) << pk_bits) |
+           (Slot(v[2]) << (2 * pk_bits)) | (Slot(v[3]) << (3 * pk_bits));
 }
 __device__ __forceinline__ void add_packed(std::uint32_t* acc, Slot s) {
 #pragma unroll
@@ -999,7 +986,8 @@ __device__ __forceinline__ void add_packed(std::uint32_t* acc, Slot s) {
 /// same arguments.
 template <int C, int D>
 __device__ __forceinline__ int look_back_packed(const Slot* pk, const unsigned* flags, const std::uint32_t* inc_col,
-                                                unsigned first, unsigned stride, int avail, std::uint32_t (&acc)[4 * C]) {
+                                                unsigned first, unsigned stride, int avail,
+                                                std::uint32_t (&acc)[4 * C]) {
     static_assert(D >= 1 && D <= 32, "one flag a lane");
     constexpr int K = 4 * C;
     const int tid = int(threadIdx.x), lane = tid & 31;
@@ -1020,8 +1008,7 @@ __device__ __forceinline__ int look_back_packed(const Slot* pk, const unsigned* 
 #pragma unroll
         for (int d = 0; d < D; ++d)
 #pragma unroll
-            for (int s = 0; s < C; ++s)
-                ok &= d >= stop || done + d >= avail || packed_status(a[d][s]) == lb_aggregate;
+            for (int s = 0; s < C; ++s) ok &= d >= stop || done + d >= avail || packed_status(a[d][s]) == lb_aggregate;
         if (!__all_sync(0xFFFFFFFFu, ok)) { // an aggregate not yet published (or the first tile row's)
             __nanosleep(lb_backoff_ns);
             continue;
@@ -1033,7 +1020,8 @@ __device__ __forceinline__ int look_back_packed(const Slot* pk, const unsigned* 
                 for (int s = 0; s < C; ++s) add_packed(acc + 4 * s, a[d][s]);
         if (inc) {
             __syncwarp();
-            add_vec<K>(acc, inc_col + std::size_t(first - unsigned(done + stop) * stride) * (block_threads * K) + tid * K);
+            add_vec<K>(acc,
+                       inc_col + std::size_t(first - unsigned(done + stop) * stride) * (block_threads * K) + tid * K);
             return done + stop + 1; // predecessors read
         }
         done += D;
@@ -1060,8 +1048,8 @@ template <int C> __device__ __forceinline__ void load_words(const unsigned char*
 /// zero-filled past `valid`): 16-byte cp.async copies, all in flight at once, when the input is
 /// 16-byte aligned, else byte by byte. The caller joins the compute threads afterwards.
 template <int C>
-__device__ __forceinline__ void load_tile(const ImageView& in, unsigned char* tile_in, int y0, int rows, std::size_t seg,
-                                          int valid, bool in_aligned) {
+__device__ __forceinline__ void load_tile(const ImageView& in, unsigned char* tile_in, int y0, int rows,
+                                          std::size_t seg, int valid, bool in_aligned) {
     constexpr int row_bytes = tile_w * C;
     const int tid = threadIdx.x;
     if (in_aligned) {
@@ -1071,8 +1059,8 @@ __device__ __forceinline__ void load_tile(const ImageView& in, unsigned char* ti
             const int r = i / chunks, off = (i - r * chunks) * 16;
             const int n = max(0, min(16, valid - off)); // bytes to read; the rest is zero-filled
             const std::uint8_t* src = in.row<std::uint8_t>(y0 + r) + seg + (n > 0 ? off : 0);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem0 + r * row_bytes + off),
-                         "l"(src), "r"(n)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem0 + r * row_bytes + off), "l"(src),
+                         "r"(n)
                          : "memory");
         }
         asm volatile("cp.async.wait_all;" ::: "memory");
@@ -1093,12 +1081,14 @@ __device__ __forceinline__ void load_tile(const ImageView& in, unsigned char* ti
 /// BAR.SYNC and the load after the z warp's BAR.SYNC). The row carries the other way go through
 /// shared memory (row_carry): racecheck reports no hazard there (2026-11-29, lookback_harness's
 /// small cases and every integral test), and the compute warps no longer reload them from L2
-/// after bar_rows (step 4 ends 0.3-0.6 us sooner; H200, lookback_harness against 0fecdf3, two
-/// runs: RGB 0.3225-0.3270 ms against 0.3224-0.3291, RGBA and 2 channels 0-1% faster, gray
-/// level).
+/// after bar_rows: step 4 ends 3.8 us after step 3, not 5.0 (RGB), though the output phase
+/// grew by about as much (H200, lookback_harness against 0fecdf3, three runs: RGB 0.3225-0.3270
+/// ms against 0.3224-0.3291, RGBA and 2 channels 0-1% faster, gray level).
 enum : int { bar_compute = 1, bar_z = 2, bar_row_aggregates = 3, bar_rows = 4 };
 constexpr int lb_threads = block_threads + 32; // 4 compute warps and the z warp
-__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void bar_sync(int id, int n) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
 __device__ __forceinline__ void bar_arrive(int id, int n) {
     asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
@@ -1141,9 +1131,7 @@ template <class U, int N> __device__ __forceinline__ Vec<U, N> warp_exclusive_u1
 }
 
 /// Warp totals of block_exclusive (two, used alternately: see there).
-template <class U, int N> struct ScanTotals {
-    Vec<U, N> warp[warps];
-};
+template <class U, int N> struct ScanTotals { Vec<U, N> warp[warps]; };
 /// Exclusive prefix sum over the 128 compute threads (they alone call it), and the total: warp
 /// shuffles, then the warp totals through shared memory and one named barrier. Consecutive
 /// calls must alternate between two ScanTotals: a warp may start the next scan while another
@@ -1207,8 +1195,9 @@ constexpr int lb_prof_words = 11;
 //      put_row_vec; coalesced stores).
 // The z warp: after bar_row_aggregates, looks back along x (look_back_slots, lane l for row
 // values l, l + 32, ..: rowcarry), publishes the rows' inclusive prefixes, stores the carries
-// in row_carry and arrives at bar_rows (a row look-back by the compute warps, before the columns', was 1-2% slower for RGB,
-// level for the others: H200, lookback_harness, 2026-11-29); after bar_z it reads z of the
+// in row_carry and arrives at bar_rows (a row look-back by the compute warps, before the
+// columns', was 1-2% slower for RGB, level for the others: H200, lookback_harness,
+// 2026-11-29); after bar_z it reads z of the
 // tiles to its left (tx - 1, ty), .. once, and publishes z's inclusive prefix if they have
 // all published (it never waits there: a waiting z warp kept its block's slot after the compute
 // warps were done).
@@ -1216,8 +1205,8 @@ constexpr int lb_prof_words = 11;
 // `part`, the row carries and the corner.
 template <class U, int C, int TH, int RPS, bool Prof, int W, int CD, int G>
 __global__ void __launch_bounds__(lb_threads, 4)
-    integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH> lb, const U* d_above,
-                             bool in_aligned, bool out_aligned, bool out_vec, std::uint64_t* d_prof) {
+    integral_lookback_kernel(ImageView in, ImageView out, LookBack<U, C, TH> lb, const U* d_above, bool in_aligned,
+                             bool out_aligned, bool out_vec, std::uint64_t* d_prof) {
     using S = Shape<std::uint8_t, U, C>;
     using LB = LookBack<U, C, TH>;
     constexpr int K = S::K;
@@ -1346,7 +1335,8 @@ __global__ void __launch_bounds__(lb_threads, 4)
                 part[r][w][c] = row_total;
                 row_total += x;
             }
-        st_slot(lb.row + std::size_t(id) * LB::row_n + tid, make_slot(tx == 0 ? lb_inclusive : lb_aggregate, row_total));
+        st_slot(lb.row + std::size_t(id) * LB::row_n + tid,
+                make_slot(tx == 0 ? lb_inclusive : lb_aggregate, row_total));
     }
     bar_arrive(bar_row_aggregates, lb_threads);
     if (ty == 0) { // inclusive prefixes, behind the flag raised after the block scan
@@ -1437,7 +1427,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
         // left from `part` (the sums of the warps before this one, since step 2): no barrier in
         // this loop, each warp writes its rows at its own pace.
         static_assert(32 * px_per_thread * 255 < 65536, "a warp's row prefix fits 16 bits");
-        const Vec<U, RPS * C> row_before = warp_exclusive_u16<U, RPS * C>(totals);
+        const Vec<U, RPS* C> row_before = warp_exclusive_u16<U, RPS * C>(totals);
 #pragma unroll
         for (int q = 0; q < RPS; ++q) {
             if (RPS > 1 && r0 + q >= rows) break;
@@ -1481,8 +1471,8 @@ void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch,
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             int(cudaSharedmemCarveoutMaxShared)));
-    kernel<<<unsigned(n_tiles), lb_threads, smem, s>>>(in, out, lb, d_above, is_aligned(in, 16),
-                                                          is_aligned(out, 4), is_aligned(out, 16), d_prof);
+    kernel<<<unsigned(n_tiles), lb_threads, smem, s>>>(in, out, lb, d_above, is_aligned(in, 16), is_aligned(out, 4),
+                                                       is_aligned(out, 16), d_prof);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
@@ -1500,7 +1490,7 @@ constexpr int seq_px = 32;   // pixels per chunk
 // Shared memory: tile[32][32C + 1] doubles (the +1 spreads a column's rows over the banks).
 template <class T, int C>
 __global__ void __launch_bounds__(seq_threads) row_scan_seq_kernel(ImageView in, ImageView out) {
-    constexpr int chunk = seq_px * C;                  // samples of a row per chunk
+    constexpr int chunk = seq_px * C;                        // samples of a row per chunk
     constexpr int row_steps = seq_rows / (seq_threads / 32); // rows per warp: 4
     __shared__ double tile[seq_rows][chunk + 1];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -1582,11 +1572,10 @@ __global__ void __launch_bounds__(col_threads) col_scan_seq_kernel(ImageView out
 
 template <class T, int C>
 void launch_seq(const ImageView& in, const ImageView& out, const double* d_above, cudaStream_t s) {
-    row_scan_seq_kernel<T, C>
-        <<<cuda::div_up(in.height, seq_rows), seq_threads, 0, s>>>(in, out);
+    row_scan_seq_kernel<T, C><<<cuda::div_up(in.height, seq_rows), seq_threads, 0, s>>>(in, out);
     PIXFLOW_CUDA_CHECK_LAUNCH();
-    col_scan_seq_kernel<<<cuda::div_up(static_cast<long long>(out.row_samples()), col_threads),
-                          col_threads, 0, s>>>(out, d_above);
+    col_scan_seq_kernel<<<cuda::div_up(static_cast<long long>(out.row_samples()), col_threads), col_threads, 0, s>>>(
+        out, d_above);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
@@ -1616,7 +1605,8 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
             if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, static_cast<const double*>(above), s);
             if constexpr (std::is_same_v<T, std::uint8_t>) // one pass (look-back); u64: see the note
                 if (out.dtype == DType::u32)
-                    return launch_lookback<std::uint32_t, C>(in, out, scratch, static_cast<const std::uint32_t*>(above), s);
+                    return launch_lookback<std::uint32_t, C>(in, out, scratch, static_cast<const std::uint32_t*>(above),
+                                                             s);
             if constexpr (std::is_integral_v<T>) {
                 if (out.dtype == DType::u32)
                     return launch_tiles<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch),
@@ -1625,15 +1615,14 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
                     return launch_tiles<T, std::uint64_t, C>(in, out, static_cast<std::uint64_t*>(scratch),
                                                              static_cast<const std::uint64_t*>(above), s);
             }
-            throw UserError(std::string("integral: no CUDA kernel from ") + dtype_name(in.dtype) +
-                                " to " + dtype_name(out.dtype),
+            throw UserError(std::string("integral: no CUDA kernel from ") + dtype_name(in.dtype) + " to " +
+                                dtype_name(out.dtype),
                             PF_ERR_UNSUPPORTED);
         });
     });
     if (last) // after every kernel that read `above` (it may be the same memory), on the stream
         PIXFLOW_CUDA_CHECK(cudaMemcpyAsync(last, out.row<char>(out.height - 1),
-                                           out.row_samples() * dtype_size(out.dtype),
-                                           cudaMemcpyDeviceToDevice, s));
+                                           out.row_samples() * dtype_size(out.dtype), cudaMemcpyDeviceToDevice, s));
 }
 
 } // namespace pixflow::integral

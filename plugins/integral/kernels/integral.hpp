@@ -50,8 +50,8 @@ std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& ou
 /// Same as integral_cpu on device memory; `scratch` holds integral_cuda_scratch_bytes(in, out)
 /// bytes of device memory; `above` and `last` are device memory. Launches on `stream` (a
 /// cudaStream_t); does not synchronise.
-void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream,
-                   const void* above = nullptr, void* last = nullptr);
+void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream, const void* above = nullptr,
+                   void* last = nullptr);
 #endif
 
 } // namespace pixflow::integral

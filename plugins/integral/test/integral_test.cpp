@@ -24,15 +24,21 @@ using pixflow::testing::Image;
 using pixflow::testing::run_op;
 
 const DType input_dtypes[] = {DType::u8, DType::u16, DType::u32, DType::f32};
-const std::pair<int, int> sizes[] = {{1, 1},    {1, 300},   {300, 1},  {2, 2},
-                                     {7, 9},    {1023, 769}, {4096, 3},
+const std::pair<int, int> sizes[] = {{1, 1},
+                                     {1, 300},
+                                     {300, 1},
+                                     {2, 2},
+                                     {7, 9},
+                                     {1023, 769},
+                                     {4096, 3},
                                      // tile edges (512 x 128) and fetch_depth (4) of integral.cu:
                                      // a last tile row of 3 rows, a last tile column of 1 pixel
-                                     {513, 131}, {1024, 258}};
+                                     {513, 131},
+                                     {1024, 258}};
 
 std::string describe(int w, int h, int c, DType d, const std::string& out) {
-    return std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c) + " " +
-           pixflow::dtype_name(d) + " -> " + out;
+    return std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c) + " " + pixflow::dtype_name(d) +
+           " -> " + out;
 }
 
 /// out(x, y) = sum over i <= x, j <= y, written plainly: integers summed exactly in u64 and then
@@ -181,8 +187,7 @@ TEST_P(IntegralOn, ExplicitU32WrapsButKeepsBoxSumsExact) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Integral, IntegralOn, pixflow::testing::each_backend(),
-                         pixflow::testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Integral, IntegralOn, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 
 TEST(Integral, RejectsIntegerOutputsForFloatInput) {
     const Image in = Image::make(4, 4, 1, DType::f32);
@@ -206,9 +211,7 @@ TEST(IntegralCuda, MatchesCpuBitForBit) {
         for (DType d : input_dtypes)
             for (int c : {1, 2, 3, 4})
                 for (const char* out_name : {"auto", "u32", "u64", "f64"}) {
-                    if (d == DType::f32 && std::string(out_name) != "auto" &&
-                        std::string(out_name) != "f64")
-                        continue;
+                    if (d == DType::f32 && std::string(out_name) != "auto" && std::string(out_name) != "f64") continue;
                     Image in = Image::make(w, h, c, d);
                     fill_random(in, seed++);
                     const Image cpu = integral("cpu", in, out_name);
@@ -233,7 +236,7 @@ TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
         std::vector<std::pair<int, int>> shapes;
         for (int w : {1, 511, 512, 513, 2049, 4609})
             for (int h : {1, th - 1, th, th + 1, 3 * th + 2}) shapes.push_back({w, h});
-        shapes.push_back({64, 200 * th + 7}); // one tile column, many tile rows
+        shapes.push_back({64, 200 * th + 7});     // one tile column, many tile rows
         shapes.push_back({5 * 512 - 3, 20 * th}); // 5 x 20 tiles
         for (auto [w, h] : shapes) {
             SCOPED_TRACE(describe(w, h, c, DType::u8, "u32"));
@@ -285,7 +288,8 @@ TEST(IntegralKernel, MatchesTheReferenceByBandsOfColumnsWithAnyThreadCount) {
                     const Image want = reference(in, o);
                     for (int threads : {1, 2, 5}) {
                         Image out = Image::make(w, 23, c, o);
-                        std::vector<std::byte> scratch(pixflow::integral::integral_cpu_scratch_bytes(in.view(), out.view()));
+                        std::vector<std::byte> scratch(
+                            pixflow::integral::integral_cpu_scratch_bytes(in.view(), out.view()));
                         tbb::task_arena(threads).execute(
                             [&] { pixflow::integral::integral_cpu(in.view(), out.view(), scratch.data()); });
                         ASSERT_TRUE(out.bytes == want.bytes)
@@ -311,8 +315,8 @@ TEST(IntegralKernel, EveryCpuLevelGivesTheSameBits) {
                 for (k::CpuLevel level : {k::CpuLevel::avx2, k::CpuLevel::best}) {
                     Image got = Image::make(w, 19, c, DType::u32);
                     k::integral_cpu(in.view(), got.view(), scratch.data(), nullptr, nullptr, level);
-                    ASSERT_TRUE(got.bytes == want.bytes) << w << "x19x" << c << " " << pixflow::dtype_name(d)
-                                                         << " level " << int(level);
+                    ASSERT_TRUE(got.bytes == want.bytes)
+                        << w << "x19x" << c << " " << pixflow::dtype_name(d) << " level " << int(level);
                 }
             }
 }
@@ -361,8 +365,10 @@ TEST(IntegralKernel, BandsOfRowsMatchTheReferenceAtEveryCpuLevel) {
                                 for (int y0 = 0; y0 < h; y0 += rows) {
                                     const int n = std::min(rows, h - y0);
                                     pixflow::ImageView vi = in.view(), vo = out.view();
-                                    vi.data = static_cast<std::byte*>(vi.data) + std::size_t(y0) * std::size_t(vi.pitch);
-                                    vo.data = static_cast<std::byte*>(vo.data) + std::size_t(y0) * std::size_t(vo.pitch);
+                                    vi.data =
+                                        static_cast<std::byte*>(vi.data) + std::size_t(y0) * std::size_t(vi.pitch);
+                                    vo.data =
+                                        static_cast<std::byte*>(vo.data) + std::size_t(y0) * std::size_t(vo.pitch);
                                     vi.height = vo.height = n;
                                     std::vector<std::byte> scratch(k::integral_cpu_scratch_bytes(vi, vo));
                                     tbb::task_arena(threads).execute([&] {

@@ -40,8 +40,7 @@ struct Codec {
     Header (*read_header)(const std::string& path, const ReadOptions& options);
     /// Reads the file into dst (host memory, the shape and dtype of `want`, within the pixel
     /// limit: codecs.cpp checked it); fails when the header no longer says `want`.
-    void (*read)(const std::string& path, const Header& want, const ImageView& dst,
-                 const ReadOptions& options);
+    void (*read)(const std::string& path, const Header& want, const ImageView& dst, const ReadOptions& options);
     void (*write)(const std::string& path, const ImageView& src);
     /// Optional: false for a file of a listed extension that this codec does not read, which
     /// the fallback then gets (Netpbm P1..P4). Without a fallback the codec reads it anyway, and

@@ -15,9 +15,7 @@ using namespace detail;
 
 /// The table: the built-in formats in the order messages list them, then the fallback.
 constexpr const Codec* k_codecs[] = {
-    &pnm_codec,
-    &pfm_codec,
-    &npy_codec,
+    &pnm_codec,  &pfm_codec, &npy_codec,
 #ifdef PIXFLOW_IO_PNG
     &png_codec,
 #endif
@@ -160,8 +158,8 @@ void check_format(const std::string& path, const Format& f, DType dtype, int cha
     if (accepts(f, dtype, channels)) return;
     const std::string ext = extension_of(path);
     std::string msg = "cannot save " + std::string(dtype_name(dtype)) + " with " + std::to_string(channels) +
-                      (channels == 1 ? " channel" : " channels") + " as " + ext + "; accepted: " +
-                      describe_dtypes(f.dtypes) + ", " + describe_channels(f.channels);
+                      (channels == 1 ? " channel" : " channels") + " as " + ext +
+                      "; accepted: " + describe_dtypes(f.dtypes) + ", " + describe_channels(f.channels);
     if (!(f.dtypes & PF_DTYPE_BIT(int(dtype))))
         msg += " (use convert)";
     else if (channels > 1 && f.channels == PF_CHANNELS_BIT(1))
@@ -224,14 +222,15 @@ std::string whole_read_reason(const std::string& path) {
     const Codec& c = reader_of(path);
     if (c.read_rows && (!c.reads_rows || c.reads_rows(path))) return "";
     const std::string why = c.whole_why ? c.whole_why(path) : std::string();
-    return (why.empty() ? "reads " + extension_of(path) + " files whole (" + c.name + ")" : why) +
-           "; " + rows_list(true) + " are read by rows";
+    return (why.empty() ? "reads " + extension_of(path) + " files whole (" + c.name + ")" : why) + "; " +
+           rows_list(true) + " are read by rows";
 }
 
 std::string whole_write_reason(const std::string& path) {
     const Codec& c = *writer_of(path).first;
     if (c.write_rows && (!c.writes_rows || c.writes_rows(path))) return "";
-    return "writes " + extension_of(path) + " files whole (" + c.name + "); " + rows_list(false) + " are written by rows";
+    return "writes " + extension_of(path) + " files whole (" + c.name + "); " + rows_list(false) +
+           " are written by rows";
 }
 
 void read_rows(const std::string& path, int height, int row0, const ImageView& dst, const ReadOptions& options) {

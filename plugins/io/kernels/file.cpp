@@ -24,8 +24,7 @@ namespace pixflow::io {
 std::string extension_of(const std::string& path) {
     std::filesystem::path p(path);
     std::string ext = p.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     return ext;
 }
 
@@ -150,7 +149,8 @@ void pread_all(const InFile& f, void* dst, std::size_t n, std::uint64_t offset) 
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) f.fail("read error: " + errno_text(errno));
         if (got == 0)
-            f.fail("truncated: the file ends at byte " + std::to_string(offset) + ", before the rows its header claims");
+            f.fail("truncated: the file ends at byte " + std::to_string(offset) +
+                   ", before the rows its header claims");
         p += got;
         n -= std::size_t(got);
         offset += std::uint64_t(got);
@@ -260,23 +260,20 @@ void byteswap_samples(void* data, std::size_t n, std::size_t size) {
     for (std::size_t k = 0; k < n; ++k, p += size) std::reverse(p, p + size);
 }
 
-std::uint64_t image_bytes(const InFile& f, std::uint64_t w, std::uint64_t h, std::uint64_t c,
-                          std::size_t sample_size) {
+std::uint64_t image_bytes(const InFile& f, std::uint64_t w, std::uint64_t h, std::uint64_t c, std::size_t sample_size) {
     // w, h < 2^31 and c <= 4, sample_size <= 8: w*c*size < 2^36, times h < 2^67 may overflow.
     std::uint64_t row = w * c * sample_size;
     if (h != 0 && row > (std::uint64_t(1) << 62) / h)
-        f.fail("header claims " + std::to_string(w) + "x" + std::to_string(h) +
-               " pixels, too many to be real");
+        f.fail("header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, too many to be real");
     return row * h;
 }
 
-void check_pixel_limit(const std::string& path, std::int64_t width, std::int64_t height,
-                       std::int64_t max_pixels) {
+void check_pixel_limit(const std::string& path, std::int64_t width, std::int64_t height, std::int64_t max_pixels) {
     // width, height < 2^31: the product fits in 63 bits.
     if (max_pixels <= 0 || width * height <= max_pixels) return;
     fail_read(path, "its header claims " + std::to_string(width) + "x" + std::to_string(height) + " = " +
-                        std::to_string(width * height) + " pixels, more than max_pixels = " +
-                        std::to_string(max_pixels) +
+                        std::to_string(width * height) +
+                        " pixels, more than max_pixels = " + std::to_string(max_pixels) +
                         "; if the file is trusted, raise the limit (--set NODE.max_pixels=N, or "
                         "--max-pixels N for every load; 0: no limit)");
 }
@@ -329,9 +326,11 @@ void judge_complaints(const std::string& path, const std::string& complaints, bo
     if (complaints.empty()) return;
     const std::string at = where.empty() ? "" : where + ": ";
     if (gave_up ? options.fail_on != FailOn::none : options.fail_on == FailOn::warning)
-        fail_read(path, at + complaints +
-                            (gave_up ? "; the decoder gave up (fail_on = \"none\" loads what it decoded)"
-                                     : "; the file is corrupt or truncated (fail_on = \"error\" or \"none\" loads it anyway)"));
+        fail_read(path,
+                  at + complaints +
+                      (gave_up
+                           ? "; the decoder gave up (fail_on = \"none\" loads what it decoded)"
+                           : "; the file is corrupt or truncated (fail_on = \"error\" or \"none\" loads it anyway)"));
     if (options.warn)
         options.warn("'" + path + "': " + (where.empty() ? "" : where + " ") +
                      (gave_up ? "partly decoded: " : "decoded despite: ") + complaints + " (fail_on = \"" +

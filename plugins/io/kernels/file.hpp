@@ -23,8 +23,7 @@ namespace pixflow::io::detail {
 [[noreturn]] void fail_read(const std::string& path, const std::string& what);
 /// "cannot write 'path': what": an I/O failure (PF_ERR_RUNTIME), or the user's error when the
 /// status says so.
-[[noreturn]] void fail_write(const std::string& path, const std::string& what,
-                             pf_status status = PF_ERR_RUNTIME);
+[[noreturn]] void fail_write(const std::string& path, const std::string& what, pf_status status = PF_ERR_RUNTIME);
 
 /// A file open for reading, with its size known up front so that a header's claims can be
 /// checked against it before anything is allocated or read.
@@ -92,13 +91,11 @@ void byteswap_samples(void* data, std::size_t n, std::size_t size);
 constexpr bool host_is_little_endian = std::endian::native == std::endian::little;
 
 /// width * height * channels * sample size, or a read error when it does not fit in 63 bits.
-std::uint64_t image_bytes(const InFile& f, std::uint64_t w, std::uint64_t h, std::uint64_t c,
-                          std::size_t sample_size);
+std::uint64_t image_bytes(const InFile& f, std::uint64_t w, std::uint64_t h, std::uint64_t c, std::size_t sample_size);
 
 /// Fails unless width x height is within max_pixels (0: no limit): the message names the claimed
 /// size, the limit and how to raise it.
-void check_pixel_limit(const std::string& path, std::int64_t width, std::int64_t height,
-                       std::int64_t max_pixels);
+void check_pixel_limit(const std::string& path, std::int64_t width, std::int64_t height, std::int64_t max_pixels);
 
 /// `text` as one line: each line break and run of blanks becomes one separator ("; " between
 /// lines), a line repeating the previous one is dropped, ` ("path")` quotes of the file's own
@@ -233,7 +230,8 @@ template <class Cursor> void keep_last_rows(Cursor& c, int row0, const ImageView
     const int end = row0 + dst.height;
     if (end < c.next) return;
     const std::size_t rb = dst.row_bytes();
-    const int k = int(std::min<std::size_t>(std::size_t(dst.height), std::max<std::size_t>(k_kept_rows, k_kept_bytes / rb)));
+    const int k =
+        int(std::min<std::size_t>(std::size_t(dst.height), std::max<std::size_t>(k_kept_rows, k_kept_bytes / rb)));
     c.kept.resize(std::size_t(k) * rb);
     for (int y = 0; y < k; ++y)
         std::memcpy(c.kept.data() + std::size_t(y) * rb, dst.row<unsigned char>(dst.height - k + y), rb);
@@ -282,7 +280,8 @@ void write_rows_at(const std::string& path, int height, int row0, const ImageVie
     write_band(path, T(src.width, height, src.channels, src.dtype), height, row0, src, At,
                SwapU16 && src.dtype == DType::u16 && host_is_little_endian);
 }
-template <HeaderText T, RowPlace At, bool SwapU16 = false> void write_at(const std::string& path, const ImageView& src) {
+template <HeaderText T, RowPlace At, bool SwapU16 = false>
+void write_at(const std::string& path, const ImageView& src) {
     write_rows_at<T, At, SwapU16>(path, src.height, 0, src);
 }
 /// Rows top to bottom (.npy, PGM/PPM), and bottom to top (PFM).

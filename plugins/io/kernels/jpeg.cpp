@@ -213,7 +213,7 @@ bool step_write(Encoder& e, const ImageView& src) {
     e.c.image_height = JDIMENSION(src.height);
     e.c.input_components = src.channels;
     e.c.in_color_space = src.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_set_defaults(&e.c); // 4:2:0, standard Huffman tables, JFIF 1.01 of density 1:1
+    jpeg_set_defaults(&e.c);          // 4:2:0, standard Huffman tables, JFIF 1.01 of density 1:1
     jpeg_set_quality(&e.c, 98, TRUE); // OpenImageIO's default quality
     jpeg_start_compress(&e.c, TRUE);
     jpeg_write_marker(&e.c, JPEG_APP0 + 1, k_empty_exif, sizeof k_empty_exif);

@@ -20,9 +20,7 @@
 namespace pixflow::io::detail {
 namespace {
 
-bool is_space(int c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+bool is_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 void skip_comment(InFile& f) {
     for (int c = f.get(); c != '\n' && c != '\r'; c = f.get())
@@ -52,14 +50,12 @@ int parse_dim(InFile& f, const std::string& tok, const char* what, long long max
     long long v = 0;
     if (tok.empty()) f.fail(std::string("corrupt header: missing ") + what);
     for (char ch : tok) {
-        if (ch < '0' || ch > '9')
-            f.fail("corrupt header: " + std::string(what) + " '" + tok + "' is not a number");
+        if (ch < '0' || ch > '9') f.fail("corrupt header: " + std::string(what) + " '" + tok + "' is not a number");
         v = v * 10 + (ch - '0');
         if (v > max) break;
     }
     if (v < 1 || v > max)
-        f.fail("corrupt header: " + std::string(what) + " " + tok + " is outside 1.." +
-               std::to_string(max));
+        f.fail("corrupt header: " + std::string(what) + " " + tok + " is outside 1.." + std::to_string(max));
     return int(v);
 }
 
@@ -89,9 +85,9 @@ Header pnm_read_header(InFile& f) {
     h.height = parse_dim(f, next_token(f, "height"), "height", std::numeric_limits<int>::max());
     int maxval = parse_dim(f, next_token(f, "maxval"), "maxval", 65535);
     h.dtype = maxval <= 255 ? DType::u8 : DType::u16;
-    f.require(image_bytes(f, std::uint64_t(h.width), std::uint64_t(h.height),
-                          std::uint64_t(h.channels), dtype_size(h.dtype)),
-              "the pixel data");
+    f.require(
+        image_bytes(f, std::uint64_t(h.width), std::uint64_t(h.height), std::uint64_t(h.channels), dtype_size(h.dtype)),
+        "the pixel data");
     return h;
 }
 
@@ -110,8 +106,7 @@ std::string pnm_header_text(int width, int height, int channels, DType dtype) {
 /// Header plus the file's byte order, which the scale's sign gives.
 Header pfm_header(InFile& f, bool& little_endian) {
     int a = f.get(), b = f.get();
-    if (a != 'P' || !(b == 'F' || b == 'f'))
-        f.fail("not a PFM file (it does not start with PF or Pf)");
+    if (a != 'P' || !(b == 'F' || b == 'f')) f.fail("not a PFM file (it does not start with PF or Pf)");
     Header h;
     h.channels = b == 'F' ? 3 : 1;
     h.dtype = DType::f32;
@@ -123,8 +118,7 @@ Header pfm_header(InFile& f, bool& little_endian) {
     if (end == tok.c_str() || *end != '\0' || !std::isfinite(scale) || scale == 0.0)
         f.fail("corrupt header: scale '" + tok + "' is not a non-zero number");
     little_endian = scale < 0;
-    f.require(image_bytes(f, std::uint64_t(h.width), std::uint64_t(h.height),
-                          std::uint64_t(h.channels), 4),
+    f.require(image_bytes(f, std::uint64_t(h.width), std::uint64_t(h.height), std::uint64_t(h.channels), 4),
               "the pixel data");
     return h;
 }

@@ -28,8 +28,8 @@ class DictParser {
     DictParser(const InFile& f, const std::string& text) : m_f(f), m_s(text) {}
 
     void skip_ws() {
-        while (m_pos < m_s.size() && (m_s[m_pos] == ' ' || m_s[m_pos] == '\t' ||
-                                      m_s[m_pos] == '\n' || m_s[m_pos] == '\r'))
+        while (m_pos < m_s.size() &&
+               (m_s[m_pos] == ' ' || m_s[m_pos] == '\t' || m_s[m_pos] == '\n' || m_s[m_pos] == '\r'))
             ++m_pos;
     }
     bool at(char c) {
@@ -42,8 +42,7 @@ class DictParser {
     }
     std::string string() {
         skip_ws();
-        if (m_pos >= m_s.size() || (m_s[m_pos] != '\'' && m_s[m_pos] != '"'))
-            bad("expected a string");
+        if (m_pos >= m_s.size() || (m_s[m_pos] != '\'' && m_s[m_pos] != '"')) bad("expected a string");
         char q = m_s[m_pos++];
         std::size_t end = m_s.find(q, m_pos);
         if (end == std::string::npos) bad("unterminated string");
@@ -93,8 +92,8 @@ class DictParser {
             boolean();
     }
     [[noreturn]] void bad(const std::string& what) const {
-        m_f.fail("corrupt .npy header: " + what + " at offset " + std::to_string(m_pos) + " of '" +
-                 m_s.substr(0, 120) + "'");
+        m_f.fail("corrupt .npy header: " + what + " at offset " + std::to_string(m_pos) + " of '" + m_s.substr(0, 120) +
+                 "'");
     }
 
   private:
@@ -104,8 +103,7 @@ class DictParser {
 };
 
 DType dtype_of_descr(const InFile& f, const std::string& descr, bool& little_endian) {
-    static const char* accepted =
-        "accepted: u1, u2, i2, i4, u4, u8, f4, f8 (and b1), either byte order";
+    static const char* accepted = "accepted: u1, u2, i2, i4, u4, u8, f4, f8 (and b1), either byte order";
     if (descr.size() < 2) f.fail("unsupported .npy dtype '" + descr + "'; " + accepted);
     char order = descr[0];
     std::string code = descr.substr(1);
@@ -137,11 +135,10 @@ NpyInfo parse_header(InFile& f) {
     } else if (major == 2 || major == 3) {
         unsigned char b[4];
         f.read(b, 4);
-        len = std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 |
-              std::uint32_t(b[3]) << 24;
+        len = std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 | std::uint32_t(b[3]) << 24;
     } else {
-        f.fail("unsupported .npy format version " + std::to_string(major) + "." +
-               std::to_string(pre[7]) + " (1.0, 2.0 and 3.0 are read)");
+        f.fail("unsupported .npy format version " + std::to_string(major) + "." + std::to_string(pre[7]) +
+               " (1.0, 2.0 and 3.0 are read)");
     }
     if (len > max_header_len) f.fail("corrupt .npy header: header length " + std::to_string(len));
     f.require(len, "the .npy header");
@@ -171,24 +168,21 @@ NpyInfo parse_header(InFile& f) {
         p.expect(',');
     }
     p.expect('}');
-    if (!have_descr || !have_order || !have_shape)
-        p.bad("it lacks one of 'descr', 'fortran_order', 'shape'");
+    if (!have_descr || !have_order || !have_shape) p.bad("it lacks one of 'descr', 'fortran_order', 'shape'");
 
     NpyInfo info;
     Header& h = info.header;
     h.dtype = dtype_of_descr(f, descr, info.little_endian);
     if (shape.size() != 2 && shape.size() != 3) {
         std::string s = "(";
-        for (std::size_t k = 0; k < shape.size(); ++k)
-            s += (k ? ", " : "") + std::to_string(shape[k]);
+        for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
         f.fail("array of shape " + s + (shape.size() == 1 ? ",)" : ")") +
                " is not an image; expected (height, width) or (height, width, channels)");
     }
     std::uint64_t c = shape.size() == 3 ? shape[2] : 1;
     if (shape[0] == 0 || shape[1] == 0) f.fail("the image is empty (a dimension is 0)");
     if (shape[0] > 0x7FFFFFFF || shape[1] > 0x7FFFFFFF) f.fail("the image is too large");
-    if (c < 1 || c > 4)
-        f.fail("the image has " + std::to_string(c) + " channels; 1 to 4 are supported");
+    if (c < 1 || c > 4) f.fail("the image has " + std::to_string(c) + " channels; 1 to 4 are supported");
     if (fortran) f.fail("Fortran-order arrays are not supported (save np.ascontiguousarray(a))");
     h.height = int(shape[0]);
     h.width = int(shape[1]);
@@ -231,8 +225,9 @@ std::string npy_header_text(int width, int height, int channels, DType dtype) {
     dict.append(total - preamble - dict.size() - 1, ' ');
     dict += '\n';
     const std::size_t len = dict.size();
-    const char pre[10] = {char(magic[0]), char(magic[1]), char(magic[2]), char(magic[3]), char(magic[4]),
-                          char(magic[5]), 1, 0, char(len & 0xFF), char(len >> 8)};
+    const char pre[10] = {
+        char(magic[0]),   char(magic[1]), char(magic[2]), char(magic[3]), char(magic[4]), char(magic[5]), 1, 0,
+        char(len & 0xFF), char(len >> 8)};
     return std::string(pre, sizeof pre) + dict;
 }
 

@@ -166,8 +166,7 @@ Header header_from(const std::string& path, const OIIO::ImageSpec& spec, const R
     if (spec.width < 1 || spec.height < 1) fail_read(path, "the image is empty");
     check_pixel_limit(path, spec.width, spec.height, options.max_pixels);
     if (spec.nchannels < 1 || spec.nchannels > 4)
-        fail_read(path, "the image has " + std::to_string(spec.nchannels) +
-                            " channels; pixflow images have 1 to 4");
+        fail_read(path, "the image has " + std::to_string(spec.nchannels) + " channels; pixflow images have 1 to 4");
     Header h;
     h.width = spec.width;
     h.height = spec.height;
@@ -183,9 +182,7 @@ Header header_from(const std::string& path, const OIIO::ImageSpec& spec, const R
     case OIIO::TypeDesc::HALF:
     case OIIO::TypeDesc::FLOAT: h.dtype = DType::f32; break;
     case OIIO::TypeDesc::DOUBLE: h.dtype = DType::f64; break;
-    default:
-        fail_read(path,
-                  std::string("samples of type ") + spec.format.c_str() + " have no pixflow dtype");
+    default: fail_read(path, std::string("samples of type ") + spec.format.c_str() + " have no pixflow dtype");
     }
     return h;
 }
@@ -217,8 +214,8 @@ void oiio_read(const std::string& path, const Header& want, const ImageView& dst
     if (!ok ? options.fail_on != FailOn::none : options.fail_on == FailOn::warning)
         fail_complaints(path, complaints, !ok);
     if (options.warn)
-        options.warn("'" + path + "': " + (ok ? "decoded despite: " : "partly decoded: ") + complaints + " (fail_on = \"" +
-                     (options.fail_on == FailOn::none ? "none" : "error") + "\")");
+        options.warn("'" + path + "': " + (ok ? "decoded despite: " : "partly decoded: ") + complaints +
+                     " (fail_on = \"" + (options.fail_on == FailOn::none ? "none" : "error") + "\")");
 }
 
 /// Rows [row0, row0 + dst.height) of a TIFF (strips or tiles: OpenImageIO reads the strips or
@@ -244,8 +241,8 @@ void oiio_read_rows(const std::string& path, const Header& want, int row0, const
         const int t1 = std::min(sp.height, (row0 + dst.height + th - 1) / th * th);
         const std::size_t rb = dst.row_bytes();
         std::vector<unsigned char> tiles(std::size_t(t1 - t0) * rb);
-        ok = in.get().read_tiles(0, 0, sp.x, sp.x + sp.width, sp.y + t0, sp.y + t1, sp.z, sp.z + std::max(1, sp.depth), 0,
-                                 want.channels, type_of(want.dtype), tiles.data(), OIIO::AutoStride,
+        ok = in.get().read_tiles(0, 0, sp.x, sp.x + sp.width, sp.y + t0, sp.y + t1, sp.z, sp.z + std::max(1, sp.depth),
+                                 0, want.channels, type_of(want.dtype), tiles.data(), OIIO::AutoStride,
                                  OIIO::stride_t(rb), OIIO::AutoStride);
         for (int y = 0; ok && y < dst.height; ++y)
             std::memcpy(dst.row<unsigned char>(y), tiles.data() + std::size_t(row0 - t0 + y) * rb, rb);
@@ -260,8 +257,9 @@ void oiio_read_rows(const std::string& path, const Header& want, int row0, const
     if (!ok ? options.fail_on != FailOn::none : options.fail_on == FailOn::warning)
         fail_complaints(path, complaints, !ok);
     if (options.warn)
-        options.warn("'" + path + "': rows from " + std::to_string(row0) + (ok ? " decoded despite: " : " partly decoded: ") +
-                     complaints + " (fail_on = \"" + (options.fail_on == FailOn::none ? "none" : "error") + "\")");
+        options.warn("'" + path + "': rows from " + std::to_string(row0) +
+                     (ok ? " decoded despite: " : " partly decoded: ") + complaints + " (fail_on = \"" +
+                     (options.fail_on == FailOn::none ? "none" : "error") + "\")");
 }
 
 // ---- PNG by rows: a decoder kept open between bands -----------------------------------------
@@ -458,9 +456,9 @@ void oiio_write_rows(const std::string& path, int height, int row0, const ImageV
         std::tie(e->dev, e->ino) = inode_of(path);
     } else {
         e = encoders().take(path);
-        PIXFLOW_INTERNAL_CHECK(e && e->next == row0 && e->height == height,
-                               "io: a band of rows for '" + path + "' from row " + std::to_string(row0) +
-                                   " with no encoder waiting at that row");
+        PIXFLOW_INTERNAL_CHECK(e && e->next == row0 && e->height == height, "io: a band of rows for '" + path +
+                                                                                "' from row " + std::to_string(row0) +
+                                                                                " with no encoder waiting at that row");
     }
     if (src.height > 0 && !e->out->write_scanlines(row0, row0 + src.height, 0, type_of(src.dtype), src.data,
                                                    OIIO::AutoStride, OIIO::stride_t(src.pitch)))

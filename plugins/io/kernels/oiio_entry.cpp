@@ -20,13 +20,9 @@ template <class F> int guarded(const pf_io_oiio_sink* err, F&& f) noexcept {
         return PF_IO_OIIO_OK;
     } catch (const InternalError& e) {
         err->put(err->ctx, PF_IO_OIIO_INTERNAL, e.status(), e.what());
-    } catch (const UserError& e) {
-        err->put(err->ctx, PF_IO_OIIO_USER, e.status(), e.what());
-    } catch (const Error& e) {
+    } catch (const UserError& e) { err->put(err->ctx, PF_IO_OIIO_USER, e.status(), e.what()); } catch (const Error& e) {
         err->put(err->ctx, PF_IO_OIIO_ERROR, e.status(), e.what());
-    } catch (const std::exception& e) {
-        err->put(err->ctx, PF_IO_OIIO_OTHER, PF_ERR_RUNTIME, e.what());
-    } catch (...) {
+    } catch (const std::exception& e) { err->put(err->ctx, PF_IO_OIIO_OTHER, PF_ERR_RUNTIME, e.what()); } catch (...) {
         err->put(err->ctx, PF_IO_OIIO_OTHER, PF_ERR_RUNTIME, "unknown exception in pixflow_io_oiio.so");
     }
     return PF_IO_OIIO_FAILED;
@@ -126,8 +122,18 @@ int whole_why(const char* path, const pf_io_oiio_sink* why, const pf_io_oiio_sin
 }
 
 constexpr pf_io_oiio_module k_module{
-    PIXFLOW_IO_OIIO_ABI_VERSION, sizeof(pf_io_oiio_module), &version_text, &read_header, &read, &write, &writes,
-    &read_rows, &write_rows, &reads_rows, &writes_rows, &whole_why,
+    PIXFLOW_IO_OIIO_ABI_VERSION,
+    sizeof(pf_io_oiio_module),
+    &version_text,
+    &read_header,
+    &read,
+    &write,
+    &writes,
+    &read_rows,
+    &write_rows,
+    &reads_rows,
+    &writes_rows,
+    &whole_why,
 };
 
 } // namespace

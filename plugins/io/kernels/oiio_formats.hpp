@@ -13,8 +13,7 @@ constexpr std::uint32_t kU8U16 = bit(DType::u8) | bit(DType::u16);
 inline constexpr Format kOiioFormats[] = {
     {".png", kU8U16, PF_ALL_CHANNELS},
     {".jpg .jpeg .jpe .jif .jfif .jfi", bit(DType::u8), PF_CHANNELS_BIT(1) | PF_CHANNELS_BIT(3)},
-    {".tif .tiff",
-     kU8U16 | bit(DType::i16) | bit(DType::i32) | bit(DType::u32) | bit(DType::f32) | bit(DType::f64),
+    {".tif .tiff", kU8U16 | bit(DType::i16) | bit(DType::i32) | bit(DType::u32) | bit(DType::f32) | bit(DType::f64),
      PF_ALL_CHANNELS},
     {".exr", bit(DType::u32) | bit(DType::f32), PF_ALL_CHANNELS},
     {".hdr .rgbe", bit(DType::f32), PF_CHANNELS_BIT(3)},

@@ -56,7 +56,8 @@ std::string module_path() {
         beside = (self.parent_path() / PIXFLOW_IO_OIIO_SUBDIR / PIXFLOW_IO_OIIO_FILE).string();
         if (fs::exists(beside, ec)) return beside;
 #ifdef PIXFLOW_IO_OIIO_FROM_EXE
-        const fs::path from_exe = (self.parent_path() / PIXFLOW_IO_OIIO_FROM_EXE / PIXFLOW_IO_OIIO_FILE).lexically_normal();
+        const fs::path from_exe =
+            (self.parent_path() / PIXFLOW_IO_OIIO_FROM_EXE / PIXFLOW_IO_OIIO_FILE).lexically_normal();
         if (fs::exists(from_exe, ec)) return from_exe.string();
 #endif
     }
@@ -91,8 +92,8 @@ const pf_io_oiio_module& module_for(const std::string& path, bool reading) {
     if (loaded.module) return *loaded.module;
     const std::string what = extension_of(path) + " files need OpenImageIO, whose module '" + loaded.path +
                              "' cannot be loaded (" + loaded.error +
-                             "); built-in formats are .pgm .ppm .pnm .pfm .npy" k_png_jpeg " (or set " PIXFLOW_IO_OIIO_ENV
-                             " to the module's path)";
+                             "); built-in formats are .pgm .ppm .pnm .pfm .npy" k_png_jpeg
+                             " (or set " PIXFLOW_IO_OIIO_ENV " to the module's path)";
     if (reading) fail_read(path, what);
     fail_write(path, what, PF_ERR_UNSUPPORTED);
 }
@@ -195,9 +196,8 @@ std::string lazy_whole_why(const std::string& path) {
     const pf_io_oiio_module& m = module_for(path, true);
     Failure f;
     std::string why;
-    const pf_io_oiio_sink sink{&why, [](void* ctx, int, int, const char* text) {
-                                   *static_cast<std::string*>(ctx) = text ? text : "";
-                               }};
+    const pf_io_oiio_sink sink{
+        &why, [](void* ctx, int, int, const char* text) { *static_cast<std::string*>(ctx) = text ? text : ""; }};
     f.check(m.whole_why(path.c_str(), &sink, &f.sink));
     return why;
 }

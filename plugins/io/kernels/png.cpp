@@ -78,11 +78,11 @@ struct Decoder {
     std::FILE* fp = nullptr;
     png_structp png = nullptr;
     png_infop info = nullptr;
-    Header header;              ///< what load gives
-    int file_channels = 0;      ///< of a decoded row: 3 for a grey palette, of which load keeps the first
+    Header header;         ///< what load gives
+    int file_channels = 0; ///< of a decoded row: 3 for a grey palette, of which load keeps the first
     bool interlaced = false;
-    std::size_t row_bytes = 0;  ///< of a decoded row
-    std::size_t warned = 0;     ///< of said.warnings, already judged
+    std::size_t row_bytes = 0; ///< of a decoded row
+    std::size_t warned = 0;    ///< of said.warnings, already judged
     ~Decoder() {
         if (png) png_destroy_read_struct(&png, &info, nullptr);
         if (fp) std::fclose(fp);
@@ -150,9 +150,8 @@ std::unique_ptr<Decoder> open_decoder(const std::string& path, const ReadOptions
     d->header.width = int(w);
     d->header.height = int(h);
     d->header.dtype = png_get_bit_depth(d->png, d->info) == 16 ? DType::u16 : DType::u8;
-    d->header.channels = d->file_channels == 3 && colour == PNG_COLOR_TYPE_PALETTE && has_grey_palette(path)
-                             ? 1
-                             : d->file_channels;
+    d->header.channels =
+        d->file_channels == 3 && colour == PNG_COLOR_TYPE_PALETTE && has_grey_palette(path) ? 1 : d->file_channels;
     return d;
 }
 
@@ -235,7 +234,8 @@ bool png_is_interlaced(const std::string& path) {
 bool png_reads_rows(const std::string& path) { return !png_is_interlaced(path); }
 
 std::string png_whole_why(const std::string& path) {
-    return png_is_interlaced(path) ? "reads interlaced (Adam7) .png files whole: their rows do not decode in order" : "";
+    return png_is_interlaced(path) ? "reads interlaced (Adam7) .png files whole: their rows do not decode in order"
+                                   : "";
 }
 
 // -- by rows: cursors (see the top of the file)
@@ -271,7 +271,8 @@ void png_read_rows(const std::string& path, const Header& want, int row0, const 
         v.pitch = std::int64_t(rb);
         v.data = all.data();
         png_read(path, want, v, options);
-        for (int y = 0; y < dst.height; ++y) std::memcpy(dst.row<unsigned char>(y), all.data() + rb * std::size_t(row0 + y), rb);
+        for (int y = 0; y < dst.height; ++y)
+            std::memcpy(dst.row<unsigned char>(y), all.data() + rb * std::size_t(row0 + y), rb);
         return;
     }
     const FileId id = file_id(path);
@@ -308,7 +309,7 @@ void png_read_rows(const std::string& path, const Header& want, int row0, const 
                      "rows from " + std::to_string(row0));
     // 3. keep the band's last rows for the next band's halo
     keep_last_rows(*c, row0, dst);
-    if (end >= want.height) return; // the last band: the cursor closes here
+    if (end >= want.height) return;          // the last band: the cursor closes here
     (void)cursors().give_back(std::move(c)); // the oldest idle one, if too many wait: closed here
 }
 
@@ -384,9 +385,9 @@ void png_write_rows(const std::string& path, int height, int row0, const ImageVi
         std::tie(e->dev, e->ino) = inode_of(path);
     } else {
         e = encoders().take(path);
-        PIXFLOW_INTERNAL_CHECK(e && e->next == row0 && e->height == height,
-                               "io: a band of rows for '" + path + "' from row " + std::to_string(row0) +
-                                   " with no encoder waiting at that row");
+        PIXFLOW_INTERNAL_CHECK(e && e->next == row0 && e->height == height, "io: a band of rows for '" + path +
+                                                                                "' from row " + std::to_string(row0) +
+                                                                                " with no encoder waiting at that row");
     }
     if (!step_rows(*e, src)) fail_write(path, "PNG write error: " + one_line(e->said.error, path));
     e->next = row0 + src.height;

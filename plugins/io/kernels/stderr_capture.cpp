@@ -10,10 +10,10 @@ namespace pixflow::io::detail {
 namespace {
 
 thread_local std::string* t_sink = nullptr; // the innermost capture of this thread
-std::mutex g_mutex;                          // guards the three below
-int g_active = 0;                            // captures alive in the process
-std::FILE* g_real = nullptr;                 // stderr as it was when the first capture began
-std::FILE* g_ours = nullptr;                 // made once, never closed: a thread may still hold it
+std::mutex g_mutex;                         // guards the three below
+int g_active = 0;                           // captures alive in the process
+std::FILE* g_real = nullptr;                // stderr as it was when the first capture began
+std::FILE* g_ours = nullptr;                // made once, never closed: a thread may still hold it
 
 ssize_t write_to_sink(void*, const char* buf, size_t n) {
     if (t_sink)

@@ -45,9 +45,7 @@ template <class F> std::string error_of(F&& f) {
     return "";
 }
 
-void save(const Image& im, const std::string& path) {
-    run_op("save", "cpu", {&im}, {{"path", path}});
-}
+void save(const Image& im, const std::string& path) { run_op("save", "cpu", {&im}, {{"path", path}}); }
 
 Image load(const std::string& path) {
     auto out = run_op("load", "cpu", {}, {{"path", path}});
@@ -56,8 +54,8 @@ Image load(const std::string& path) {
 }
 
 std::string describe(const Image& im) {
-    return std::to_string(im.width) + "x" + std::to_string(im.height) + "x" +
-           std::to_string(im.channels) + " " + pixflow::dtype_name(im.dtype);
+    return std::to_string(im.width) + "x" + std::to_string(im.height) + "x" + std::to_string(im.channels) + " " +
+           pixflow::dtype_name(im.dtype);
 }
 
 void expect_same(const Image& a, const Image& b) {
@@ -78,9 +76,7 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 /// True when this build reads and writes TIFF (OpenImageIO present; PNG and JPEG may be built in).
 bool have_oiio() {
@@ -103,13 +99,16 @@ constexpr bool k_jpeg = false;
 /// "built-in formats are ..." as codecs.cpp words it for this build.
 std::string builtin_formats() {
     return std::string(".pgm, .ppm, .pnm, .pfm") + (k_png || k_jpeg ? ", .npy" : " and .npy") +
-           (k_png && k_jpeg ? ", .png and .jpg" : k_png ? " and .png" : k_jpeg ? " and .jpg" : "");
+           (k_png && k_jpeg ? ", .png and .jpg"
+            : k_png         ? " and .png"
+            : k_jpeg        ? " and .jpg"
+                            : "");
 }
 
 /// First line of a test of an OpenImageIO format: SKIPPED, never passed, without it.
-#define REQUIRE_OIIO()                                                                             \
-    do {                                                                                           \
-        if (!have_oiio()) GTEST_SKIP() << "this build has no OpenImageIO";                         \
+#define REQUIRE_OIIO()                                                                                                 \
+    do {                                                                                                               \
+        if (!have_oiio()) GTEST_SKIP() << "this build has no OpenImageIO";                                             \
     } while (0)
 
 // ---- round trips ------------------------------------------------------------------------------
@@ -163,15 +162,13 @@ TEST(IoPgm, WritesBigEndianU16WithMaxval65535) {
     im.at<std::uint16_t>(0, 0) = 0x0102;
     im.at<std::uint16_t>(1, 0) = 0xA0B0;
     save(im, dir / "a.pgm");
-    EXPECT_EQ(read_file(dir / "a.pgm"),
-              std::string("P5\n2 1\n65535\n") + std::string("\x01\x02\xA0\xB0", 4));
+    EXPECT_EQ(read_file(dir / "a.pgm"), std::string("P5\n2 1\n65535\n") + std::string("\x01\x02\xA0\xB0", 4));
 }
 
 TEST(IoPgm, ReadsCommentsAndKeepsSamplesOfASmallMaxval) {
     TempDir dir;
-    write_file(dir / "c.pgm",
-               std::string("P5\n# made by hand\n3 # width\n1\n#maxval next\n1000\n") +
-                   std::string("\x00\x07\x03\xE8\x01\x00", 6));
+    write_file(dir / "c.pgm", std::string("P5\n# made by hand\n3 # width\n1\n#maxval next\n1000\n") +
+                                  std::string("\x00\x07\x03\xE8\x01\x00", 6));
     Image im = load(dir / "c.pgm");
     ASSERT_EQ(describe(im), "3x1x1 u16");
     EXPECT_EQ(im.at<std::uint16_t>(0, 0), 7);
@@ -198,8 +195,7 @@ TEST(IoPfm, StoresRowsBottomToTop) {
 TEST(IoPfm, ReadsBigEndianFiles) {
     TempDir dir;
     // 1x2, scale +1 (big-endian); stored bottom row first: bottom = 1.5, top = -2.25.
-    write_file(dir / "be.pfm",
-               std::string("Pf\n1 2\n1.0\n") + std::string("\x3F\xC0\x00\x00\xC0\x10\x00\x00", 8));
+    write_file(dir / "be.pfm", std::string("Pf\n1 2\n1.0\n") + std::string("\x3F\xC0\x00\x00\xC0\x10\x00\x00", 8));
     Image im = load(dir / "be.pfm");
     ASSERT_EQ(describe(im), "1x2x1 f32");
     EXPECT_EQ(im.at<float>(0, 0), -2.25f);
@@ -209,9 +205,8 @@ TEST(IoPfm, ReadsBigEndianFiles) {
 /// A .npy file as NumPy writes it (format 1.0, header padded to 64 bytes).
 std::string npy_file(const std::string& descr, const std::string& shape, const std::string& data,
                      bool fortran = false) {
-    std::string dict = "{'descr': '" + descr +
-                       "', 'fortran_order': " + (fortran ? "True" : "False") +
-                       ", 'shape': " + shape + ", }";
+    std::string dict =
+        "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
     std::size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;
     dict.append(total - 10 - dict.size() - 1, ' ');
     dict += '\n';
@@ -224,8 +219,7 @@ std::string npy_file(const std::string& descr, const std::string& shape, const s
 TEST(IoNpy, ReadsTwoDimensionalArraysAsOneChannel) {
     TempDir dir;
     write_file(dir / "a.npy",
-               npy_file("<u2", "(2, 3)",
-                        std::string("\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x01", 12)));
+               npy_file("<u2", "(2, 3)", std::string("\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x01", 12)));
     Image im = load(dir / "a.npy");
     ASSERT_EQ(describe(im), "3x2x1 u16");
     EXPECT_EQ(im.at<std::uint16_t>(2, 0), 3);
@@ -252,8 +246,7 @@ TEST(IoNpy, WritesOneChannelAsTwoDimensionalLittleEndian) {
     const std::string bytes = read_file(dir / "a.npy");
     ASSERT_GT(bytes.size(), 24u);
     EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
-    EXPECT_NE(bytes.find("'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"),
-              std::string::npos);
+    EXPECT_NE(bytes.find("'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"), std::string::npos);
     EXPECT_EQ((bytes.size() - 24) % 64, 0u) << "data must start on a 64-byte boundary";
 }
 
@@ -339,8 +332,7 @@ TEST(IoSave, RefusesAFormatThatCannotHoldTheImage) {
         const char* says;
     };
     const std::vector<Case> cases = {
-        {"a.pgm", 3, DType::u8,
-         "cannot save u8 with 3 channels as .pgm; accepted: u8 or u16, 1 channel"},
+        {"a.pgm", 3, DType::u8, "cannot save u8 with 3 channels as .pgm; accepted: u8 or u16, 1 channel"},
         {"a.ppm", 3, DType::f32,
          "cannot save f32 with 3 channels as .ppm; accepted: u8 or u16, 3 channels (use convert), "
          "or save as .npy/.pfm"},
@@ -362,10 +354,9 @@ TEST(IoSave, PngNamesWhatItAccepts) {
     Image im = Image::make(4, 4, 3, DType::f32);
     const std::string e = error_of([&] { save(im, dir / "a.png"); });
     if (have_oiio() || k_png)
-        EXPECT_NE(
-            e.find("cannot save f32 with 3 channels as .png; accepted: u8 or u16, 1 to 4 channels "
-                   "(use convert), or save as .npy/.pfm"),
-            std::string::npos)
+        EXPECT_NE(e.find("cannot save f32 with 3 channels as .png; accepted: u8 or u16, 1 to 4 channels "
+                         "(use convert), or save as .npy/.pfm"),
+                  std::string::npos)
             << e;
     else
         EXPECT_NE(e.find("OpenImageIO"), std::string::npos) << e;
@@ -387,9 +378,8 @@ TEST(IoOiio, WithoutOpenImageIOOtherFormatsAreAClearError) {
     if (have_oiio()) GTEST_SKIP() << "this build has OpenImageIO; the other IoOiio tests cover it";
     TempDir dir;
     write_file(dir / "a.tif", "II*\0");
-    for (const std::string& e : {error_of([&] { load(dir / "a.tif"); }), error_of([&] {
-                                     save(Image::make(2, 2, 3, DType::u8), dir / "b.tif");
-                                 })}) {
+    for (const std::string& e : {error_of([&] { load(dir / "a.tif"); }),
+                                 error_of([&] { save(Image::make(2, 2, 3, DType::u8), dir / "b.tif"); })}) {
         EXPECT_NE(e.find(".tif files need OpenImageIO"), std::string::npos) << e;
         EXPECT_NE(e.find(builtin_formats()), std::string::npos) << e;
     }
@@ -403,14 +393,12 @@ TEST(IoOiio, RoundTripsLosslessFormatsInTheirNativeDtype) {
         int channels;
         DType dtype;
     };
-    const std::vector<Case> cases = {{".png", 1, DType::u8},  {".png", 4, DType::u8},
-                                     {".png", 2, DType::u16}, {".png", 3, DType::u16},
-                                     {".tif", 3, DType::f32}, {".tif", 1, DType::i16},
+    const std::vector<Case> cases = {{".png", 1, DType::u8},  {".png", 4, DType::u8},  {".png", 2, DType::u16},
+                                     {".png", 3, DType::u16}, {".tif", 3, DType::f32}, {".tif", 1, DType::i16},
                                      {".tif", 4, DType::f64}, {".exr", 4, DType::f32}};
     std::uint32_t seed = 20;
     for (const Case& c : cases) {
-        SCOPED_TRACE(std::string(c.ext) + " " + pixflow::dtype_name(c.dtype) + " x" +
-                     std::to_string(c.channels));
+        SCOPED_TRACE(std::string(c.ext) + " " + pixflow::dtype_name(c.dtype) + " x" + std::to_string(c.channels));
         Image im = random_image(10, 7, c.channels, c.dtype, seed++);
         // RGBA with some fully transparent pixels: colours must survive (no premultiplication)
         if (c.channels == 4 && c.dtype == DType::u8) im.at<std::uint8_t>(0, 0, 3) = 0;
@@ -426,8 +414,7 @@ TEST(IoOiio, JpegRoundTripIsClose) {
     Image im = Image::make(16, 16, 3, DType::u8);
     for (int y = 0; y < 16; ++y)
         for (int x = 0; x < 16; ++x)
-            for (int c = 0; c < 3; ++c)
-                im.at<std::uint8_t>(x, y, c) = std::uint8_t(8 * x + 4 * c + 2 * y);
+            for (int c = 0; c < 3; ++c) im.at<std::uint8_t>(x, y, c) = std::uint8_t(8 * x + 4 * c + 2 * y);
     save(im, dir / "a.jpg");
     Image back = load(dir / "a.jpg");
     ASSERT_EQ(describe(back), describe(im));
@@ -467,7 +454,8 @@ TEST(IoCodecs, WriteAndReadThroughPaddedViewsInEveryBuiltInFormat) {
 
 TEST(IoCodecs, ANameWithoutExtensionListsTheFormats) {
     const std::string e = error_of([] { pixflow::io::read_header("/tmp/no-extension"); });
-    EXPECT_NE(e.find("no extension to choose a format by; built-in formats are " + builtin_formats()), std::string::npos)
+    EXPECT_NE(e.find("no extension to choose a format by; built-in formats are " + builtin_formats()),
+              std::string::npos)
         << e;
 }
 
@@ -491,9 +479,7 @@ Image load_with(const std::string& path, const std::map<std::string, std::string
     return out.at(0);
 }
 
-std::string be32(std::uint32_t v) {
-    return {char(v >> 24), char(v >> 16 & 0xFF), char(v >> 8 & 0xFF), char(v & 0xFF)};
-}
+std::string be32(std::uint32_t v) { return {char(v >> 24), char(v >> 16 & 0xFF), char(v >> 8 & 0xFF), char(v & 0xFF)}; }
 
 std::uint32_t crc32(const std::string& bytes) { // PNG's CRC (ISO 3309), bit by bit
     std::uint32_t c = 0xFFFFFFFFu;
@@ -561,7 +547,8 @@ std::pair<std::size_t, std::size_t> jpeg_segment(const std::string& jpg, std::in
     std::size_t i = 2;
     while (i + 4 <= jpg.size() && static_cast<unsigned char>(jpg[i]) == 0xFF) {
         const int m = static_cast<unsigned char>(jpg[i + 1]);
-        const std::size_t len = std::size_t(static_cast<unsigned char>(jpg[i + 2])) << 8 | static_cast<unsigned char>(jpg[i + 3]);
+        const std::size_t len =
+            std::size_t(static_cast<unsigned char>(jpg[i + 2])) << 8 | static_cast<unsigned char>(jpg[i + 3]);
         for (int want : markers)
             if (m == want) return {i, i + 2 + len};
         i += 2 + len;
@@ -574,7 +561,9 @@ Image noise(int w, int h, int c = 3) { return random_image(w, h, c, DType::u8, 7
 
 /// Patches the width and height of a little-endian TIFF's first IFD.
 std::string patch_tiff_size(std::string tif, std::uint32_t w, std::uint32_t h) {
-    auto u16 = [&](std::size_t at) { return unsigned(static_cast<unsigned char>(tif[at])) | unsigned(static_cast<unsigned char>(tif[at + 1])) << 8; };
+    auto u16 = [&](std::size_t at) {
+        return unsigned(static_cast<unsigned char>(tif[at])) | unsigned(static_cast<unsigned char>(tif[at + 1])) << 8;
+    };
     auto u32 = [&](std::size_t at) { return u16(at) | u16(at + 2) << 16; };
     EXPECT_EQ(tif.substr(0, 4), std::string("II*\0", 4));
     const std::size_t ifd = u32(4);
@@ -679,7 +668,8 @@ TEST(IoLimits, ValidateRefusesHugePngJpegAndTiffHeadersWithoutDecoding) {
         const std::string e = error_of([&] { load(path); });
         EXPECT_NE(e.find("max_pixels = 268435456"), std::string::npos) << e;
     }
-    EXPECT_NE(error_of([&] { load(dir / "huge.png"); }).find("1000000x1000000 = 1000000000000 pixels"), std::string::npos);
+    EXPECT_NE(error_of([&] { load(dir / "huge.png"); }).find("1000000x1000000 = 1000000000000 pixels"),
+              std::string::npos);
     EXPECT_NE(error_of([&] { load(dir / "huge.jpg"); }).find("20000x20000 = 400000000 pixels"), std::string::npos);
     EXPECT_FALSE(std::filesystem::exists(dir / "out.npy"));
 }
@@ -705,7 +695,8 @@ TEST(IoLoad, AShortBuiltInFileNamesTheBytesExpectedAndPresent) {
     std::string pgm = read_file(dir / "a.pgm");
     write_file(dir / "cut.pgm", pgm.substr(0, pgm.size() - 1));
     std::string e = error_of([&] { load(dir / "cut.pgm"); });
-    EXPECT_NE(e.find("truncated: the pixel data needs 12 bytes after the header, the file has 11"), std::string::npos) << e;
+    EXPECT_NE(e.find("truncated: the pixel data needs 12 bytes after the header, the file has 11"), std::string::npos)
+        << e;
     save(random_image(4, 2, 1, DType::f64, 1), dir / "a.npy"); // 64 bytes of data
     std::string npy = read_file(dir / "a.npy");
     write_file(dir / "cut.npy", npy.substr(0, npy.size() - 10));
@@ -904,7 +895,8 @@ TEST(IoCodecs, DecoderMessagesBecomeOneLine) {
     using pixflow::io::detail::one_line;
     EXPECT_EQ(one_line("JPEG error: Premature end (\"/x/a.jpg\")\n\nsecond\r\nsecond\n  third\tpart  ", "/x/a.jpg"),
               "JPEG error: Premature end; second; third part");
-    const std::string many = one_line(std::string(300, 'a') + "\n" + std::string(300, 'b') + "\n" + std::string(5, 'c'));
+    const std::string many =
+        one_line(std::string(300, 'a') + "\n" + std::string(300, 'b') + "\n" + std::string(5, 'c'));
     EXPECT_EQ(many, std::string(300, 'a') + "; ... (2 more)");
     EXPECT_EQ(one_line("bell\a"), "bell?");
 }
@@ -925,13 +917,14 @@ TEST(IoPngRows, BandsInAnyOrderGiveTheWholeReadsRows) {
             // in order with overlaps (a stencil's halos), then backwards, then the same band twice:
             // the kept rows, a cursor opened again from the top, and one reused without decoding
             const std::vector<std::pair<int, int>> bands = {{0, 10}, {6, 14}, {16, 30}, {26, 61}, {50, 61}, {40, 55},
-                                                            {0, 3},  {3, 20}, {3, 20}, {20, 21}, {21, 61}};
+                                                            {0, 3},  {3, 20}, {3, 20},  {20, 21}, {21, 61}};
             for (auto [y0, y1] : bands) {
                 SCOPED_TRACE(describe(im) + " rows " + std::to_string(y0) + ".." + std::to_string(y1));
                 Image band = Image::make(23, y1 - y0, c, d);
                 pixflow::io::read_rows(dir / "a.png", 61, y0, band.view());
                 const std::size_t rb = std::size_t(23) * c * pixflow::dtype_size(d);
-                EXPECT_TRUE(std::equal(band.bytes.begin(), band.bytes.end(), whole.bytes.begin() + std::ptrdiff_t(y0 * rb)));
+                EXPECT_TRUE(
+                    std::equal(band.bytes.begin(), band.bytes.end(), whole.bytes.begin() + std::ptrdiff_t(y0 * rb)));
             }
         }
 }
@@ -998,7 +991,8 @@ TEST(IoLargeBands, FilesOfSeveralChunksHoldTheLayoutOfEachFormatAndReadBackByAny
             EXPECT_TRUE(same);
             Image packed = Image::make(b.w, y1 - y0, b.c, b.d);
             pixflow::io::read_rows(path, b.h, y0, packed.view());
-            EXPECT_TRUE(std::equal(packed.bytes.begin(), packed.bytes.end(), im.bytes.begin() + std::ptrdiff_t(y0 * rb)));
+            EXPECT_TRUE(
+                std::equal(packed.bytes.begin(), packed.bytes.end(), im.bytes.begin() + std::ptrdiff_t(y0 * rb)));
         }
         // by bands of a padded source, written in order: the same file
         const std::string again = dir / (std::string("b") + (b.name + 1));
@@ -1055,7 +1049,7 @@ namespace {
 #ifdef PIXFLOW_TEST_WITH_OIIO
 /// The module's table, loaded from the build tree; null when it cannot be.
 const pf_io_oiio_module* oiio_module() {
-    static const pf_io_oiio_module* m = [] () -> const pf_io_oiio_module* {
+    static const pf_io_oiio_module* m = []() -> const pf_io_oiio_module* {
         const std::string path = (pixflow::testing::plugin_dir() / "io" / "pixflow_io_oiio.so").string();
         void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!h) return nullptr;
@@ -1092,13 +1086,13 @@ void oiio_save(const Image& im, const std::string& path) {
 }
 #endif
 
-#define REQUIRE_PNG()                                                                              \
-    do {                                                                                           \
-        if (!k_png) GTEST_SKIP() << "this build has no libpng";                                    \
+#define REQUIRE_PNG()                                                                                                  \
+    do {                                                                                                               \
+        if (!k_png) GTEST_SKIP() << "this build has no libpng";                                                        \
     } while (0)
-#define REQUIRE_JPEG()                                                                             \
-    do {                                                                                           \
-        if (!k_jpeg) GTEST_SKIP() << "this build has no libjpeg";                                  \
+#define REQUIRE_JPEG()                                                                                                 \
+    do {                                                                                                               \
+        if (!k_jpeg) GTEST_SKIP() << "this build has no libjpeg";                                                      \
     } while (0)
 
 /// Loads `path` with the built-in codec and, where OpenImageIO is built, expects its path to give
@@ -1189,7 +1183,7 @@ TEST(IoPng, ReadsPalettesLowBitDepthsTransparencyAndInterlacingAsOpenImageIODoes
         bool interlaced;
         const char* palette; // "grey", "colour" or ""
         bool trns;
-        const char* loads;   // the shape load gives (OpenImageIO's, kept)
+        const char* loads; // the shape load gives (OpenImageIO's, kept)
     };
     const int w = 13, h = 11;
     const std::vector<Case> cases = {
@@ -1219,7 +1213,8 @@ TEST(IoPng, ReadsPalettesLowBitDepthsTransparencyAndInterlacingAsOpenImageIODoes
         std::string palette, trns;
         for (int k = 0; k < 1 << std::min(c.depth, 8); ++k) {
             const int v = (k * 37 + 11) % 256;
-            palette += std::string(c.palette) == "grey" ? std::string(3, char(v)) : std::string{char(v), char(k), char(255 - v)};
+            palette += std::string(c.palette) == "grey" ? std::string(3, char(v))
+                                                        : std::string{char(v), char(k), char(255 - v)};
             trns += char((k * 91) % 256);
         }
         const std::string path = dir / (std::string(c.name) + ".png");
@@ -1286,7 +1281,8 @@ TEST(IoPng, ATruncatedFileUnderFailOnNoneGivesTheRowsDecodedThenZeros) {
     ASSERT_EQ(describe(whole), "256x256x3 u8");
     const std::size_t rb = 256 * 3;
     int decoded = 0; // rows equal to the image's, then only zeros
-    while (decoded < 256 && std::memcmp(&whole.bytes[rb * std::size_t(decoded)], &im.bytes[rb * std::size_t(decoded)], rb) == 0)
+    while (decoded < 256 &&
+           std::memcmp(&whole.bytes[rb * std::size_t(decoded)], &im.bytes[rb * std::size_t(decoded)], rb) == 0)
         ++decoded;
     EXPECT_GT(decoded, 64);
     EXPECT_LT(decoded, 256);
@@ -1307,7 +1303,8 @@ TEST(IoJpeg, RoundTripsGrayAndRgbClosely) {
         Image im = Image::make(33, 17, c, DType::u8);
         for (int y = 0; y < 17; ++y)
             for (int x = 0; x < 33; ++x)
-                for (int k = 0; k < c; ++k) im.at<std::uint8_t>(x, y, k) = std::uint8_t(3 * x + 2 * y + 40 * k); // smooth, no wrap
+                for (int k = 0; k < c; ++k)
+                    im.at<std::uint8_t>(x, y, k) = std::uint8_t(3 * x + 2 * y + 40 * k); // smooth, no wrap
         save(im, dir / "a.jpg");
         const Image back = expect_load_as_oiio(dir / "a.jpg");
         ASSERT_EQ(describe(back), describe(im));

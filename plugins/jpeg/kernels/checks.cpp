@@ -14,8 +14,8 @@ namespace {
 
 // Every check below guards an invariant the host keeps (it validates dtypes, channels and, through
 // infer, shapes), so a failure is an internal error; the message names both views.
-#define JPEG_CHECK(ok, op, what)                                                                   \
-    PIXFLOW_INTERNAL_CHECK(ok, std::string(op) + ": " + (what) + " (input " + shape_of(in) + ", output " + \
+#define JPEG_CHECK(ok, op, what)                                                                                       \
+    PIXFLOW_INTERNAL_CHECK(ok, std::string(op) + ": " + (what) + " (input " + shape_of(in) + ", output " +             \
                                    shape_of(out) + ")")
 
 void check_common(const char* op, const ImageView& in, const ImageView& out, bool on_host) {

@@ -20,8 +20,7 @@ using namespace cuda_detail;
 
 template <class T, int C>
 __global__ void __launch_bounds__(kThreads)
-    dct_kernel(ImageView in, ImageView out, int strips, int nbx, int nby, bool wide_in,
-               bool wide_out) {
+    dct_kernel(ImageView in, ImageView out, int strips, int nbx, int nby, bool wide_in, bool wide_out) {
     __shared__ Transpose<C> sm;
     const Place p = place(strips);
     float a[C][8], t[C][8];
@@ -55,8 +54,8 @@ void dct8x8_cuda(const ImageView& in, const ImageView& out, void* stream) {
     const bool wi = wide_ok(in), wo = wide_ok(out);
     visit_dtype<DType::u8, DType::f32>("dct8x8", in.dtype, [&](auto tag) {
         visit_channels("dct8x8", in.channels, [&](auto c) {
-            dct_kernel<decltype(tag), decltype(c)::value><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
-                in, out, l.strips, nbx, nby, wi, wo);
+            dct_kernel<decltype(tag), decltype(c)::value>
+                <<<l.blocks, block, 0, cuda::stream_of(stream)>>>(in, out, l.strips, nbx, nby, wi, wo);
         });
     });
     PIXFLOW_CUDA_CHECK_LAUNCH();

@@ -47,8 +47,8 @@ void idct8x8_cuda(const ImageView& in, const ImageView& out, void* stream) {
     const bool wi = wide_ok(in), wo = wide_ok(out);
     visit_dtype<DType::u8, DType::f32>("idct8x8", out.dtype, [&](auto tag) {
         visit_channels("idct8x8", in.channels, [&](auto c) {
-            idct_kernel<decltype(tag), decltype(c)::value><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
-                in, out, l.strips, nbx, wi, wo);
+            idct_kernel<decltype(tag), decltype(c)::value>
+                <<<l.blocks, block, 0, cuda::stream_of(stream)>>>(in, out, l.strips, nbx, wi, wo);
         });
     });
     PIXFLOW_CUDA_CHECK_LAUNCH();

@@ -107,8 +107,7 @@ JPEG_INLINE void transpose(const Block& a, Block& b) {
     for (int i = 0; i < 8; i += 4)
         for (int j = 0; j < 2; ++j) {
             u[i + 2 * j] = __builtin_shufflevector(t[i + j], t[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-            u[i + 2 * j + 1] =
-                __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+            u[i + 2 * j + 1] = __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
         }
     for (int i = 0; i < 4; ++i) {
         const V lo = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
@@ -126,8 +125,7 @@ JPEG_INLINE void transpose(const Block& a, Block& b) {
 
 /// a[c][y][x] = the level-shifted sample (x0 + x, y0 + y) of channel c, the last column and row
 /// repeated beyond the image.
-template <class T, int C>
-JPEG_INLINE void load_block(const ImageView& in, int x0, int y0, Block (&a)[C]) {
+template <class T, int C> JPEG_INLINE void load_block(const ImageView& in, int x0, int y0, Block (&a)[C]) {
     const bool inside = x0 + 8 <= in.width;
     for (int y = 0; y < 8; ++y) {
         const T* row = in.row<const T>(std::min(y0 + y, in.height - 1));
@@ -151,8 +149,7 @@ template <class T> JPEG_INLINE void convert_block(const float* __restrict s, T* 
 }
 
 /// The block's samples at (x0, y0) from b[c][y][x] (as T), cropped to the image.
-template <class T, int C>
-JPEG_INLINE void store_block(const ImageView& out, int x0, int y0, const Block (&b)[C]) {
+template <class T, int C> JPEG_INLINE void store_block(const ImageView& out, int x0, int y0, const Block (&b)[C]) {
     const int nx = std::min(8, out.width - x0), ny = std::min(8, out.height - y0);
     alignas(32) T v[C][64];
     for (int c = 0; c < C; ++c) convert_block<T>(&b[c][0][0], v[c]);
@@ -181,9 +178,9 @@ template <int C> JPEG_INLINE void load_coeffs(const ImageView& in, int x0, int y
 template <int C> JPEG_INLINE void forward(const Block (&a)[C], Block (&f)[C]) {
     for (int c = 0; c < C; ++c) {
         Block t, r;
-        transpose(a[c], r); // r[x][y]
-        fdct_lanes(r, t);   // t[u][y]: the row transform of every row
-        transpose(t, r);    // r[y][u]
+        transpose(a[c], r);  // r[x][y]
+        fdct_lanes(r, t);    // t[u][y]: the row transform of every row
+        transpose(t, r);     // r[y][u]
         fdct_lanes(r, f[c]); // f[v][u]: the column transform
     }
 }
@@ -215,8 +212,7 @@ template <class T> JPEG_INLINE void zero_markers(const ImageView& out, int y0, i
 
 // ---- bands: block rows by0..by1-1 -------------------------------------------------------------
 
-template <class T, int C>
-JPEG_INLINE void dct_band(const ImageView& in, const ImageView& out, int by0, int by1) {
+template <class T, int C> JPEG_INLINE void dct_band(const ImageView& in, const ImageView& out, int by0, int by1) {
     const int nbx = (in.width + 7) / 8, nby = (in.height + 7) / 8;
     for (int by = by0; by < by1; ++by) {
         for (int bx = 0; bx < nbx; ++bx) {
@@ -230,8 +226,7 @@ JPEG_INLINE void dct_band(const ImageView& in, const ImageView& out, int by0, in
     }
 }
 
-template <class T, int C>
-JPEG_INLINE void idct_band(const ImageView& in, const ImageView& out, int by0, int by1) {
+template <class T, int C> JPEG_INLINE void idct_band(const ImageView& in, const ImageView& out, int by0, int by1) {
     const int nbx = coeff_blocks(in.width);
     for (int by = by0; by < by1; ++by)
         for (int bx = 0; bx < nbx; ++bx) {
@@ -243,8 +238,7 @@ JPEG_INLINE void idct_band(const ImageView& in, const ImageView& out, int by0, i
 }
 
 template <class Ti, class To, int C>
-JPEG_INLINE void roundtrip_band(const ImageView& in, const ImageView& out, const QuantTable& q,
-                                int by0, int by1) {
+JPEG_INLINE void roundtrip_band(const ImageView& in, const ImageView& out, const QuantTable& q, int by0, int by1) {
     const int nbx = (in.width + 7) / 8;
     for (int by = by0; by < by1; ++by)
         for (int bx = 0; bx < nbx; ++bx) {
@@ -264,8 +258,7 @@ JPEG_INLINE void roundtrip_band(const ImageView& in, const ImageView& out, const
 
 /// quantize (f32 -> i16) or dequantize (i16 -> f32) of rows y0..y1-1; C channels.
 template <int C, class Ti, class To>
-JPEG_INLINE void quant_rows(const ImageView& in, const ImageView& out, const QuantTable& q, int y0,
-                            int y1) {
+JPEG_INLINE void quant_rows(const ImageView& in, const ImageView& out, const QuantTable& q, int y0, int y1) {
     const int nbx = coeff_blocks(in.width), rows = coeff_blocks(in.height) * 8;
     for (int y = y0; y < std::min(y1, rows); ++y) {
         float qv[8 * C], rv[8 * C]; // the table row, one entry per sample of a block row
@@ -293,16 +286,15 @@ JPEG_INLINE void quant_rows(const ImageView& in, const ImageView& out, const Qua
 // The clones: one function per dtype combination, picked at load time. The channel switch is
 // written out inside each (a lambda would be a separate function, compiled without the clone's
 // target: no FMA).
-#define JPEG_BAND(NAME, CALL)                                                                     \
-    JPEG_CLONES void NAME(const ImageView& in, const ImageView& out, const QuantTable& q, int a,   \
-                          int b) {                                                                \
-        (void)q;                                                                                  \
-        switch (in.channels) {                                                                    \
-        case 1: CALL(1); break;                                                                   \
-        case 2: CALL(2); break;                                                                   \
-        case 3: CALL(3); break;                                                                   \
-        default: CALL(4); break;                                                                  \
-        }                                                                                         \
+#define JPEG_BAND(NAME, CALL)                                                                                          \
+    JPEG_CLONES void NAME(const ImageView& in, const ImageView& out, const QuantTable& q, int a, int b) {              \
+        (void)q;                                                                                                       \
+        switch (in.channels) {                                                                                         \
+        case 1: CALL(1); break;                                                                                        \
+        case 2: CALL(2); break;                                                                                        \
+        case 3: CALL(3); break;                                                                                        \
+        default: CALL(4); break;                                                                                       \
+        }                                                                                                              \
     }
 #define DCT_U8(C) dct_band<std::uint8_t, C>(in, out, a, b)
 #define DCT_F32(C) dct_band<float, C>(in, out, a, b)

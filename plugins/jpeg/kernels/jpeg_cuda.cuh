@@ -40,14 +40,12 @@
 
 namespace pixflow::jpeg::cuda_detail {
 
-constexpr int kLanes = 32;              // tiles per block
-constexpr int kThreads = kLanes * 8;    // one thread per tile row
-constexpr int kTileStride = 65;         // floats per tile and channel in shared memory
+constexpr int kLanes = 32;           // tiles per block
+constexpr int kThreads = kLanes * 8; // one thread per tile row
+constexpr int kTileStride = 65;      // floats per tile and channel in shared memory
 
 /// The transpose buffer of a block: [channel][tile][65].
-template <int C> struct Transpose {
-    float v[C][kLanes][kTileStride];
-};
+template <int C> struct Transpose { float v[C][kLanes][kTileStride]; };
 
 /// Where a thread is: its tile (tx, ty), its row r in the tile, its lane (tile in the strip).
 struct Place {
@@ -55,8 +53,7 @@ struct Place {
 };
 __device__ inline Place place(int strips) {
     const int b = int(blockIdx.x);
-    return {(b % strips) * kLanes + int(threadIdx.x), b / strips, int(threadIdx.y),
-            int(threadIdx.x)};
+    return {(b % strips) * kLanes + int(threadIdx.x), b / strips, int(threadIdx.y), int(threadIdx.x)};
 }
 
 /// 8 pixels x C samples of T, also viewable as 8- or 16-byte words for wide accesses.
@@ -97,8 +94,7 @@ __device__ inline void load_row(const ImageView& im, int x0, int y, bool wide, R
 
 /// Stores pixels x0..x0+n-1 (n <= 8) of row y.
 template <class T, int C>
-__device__ inline void store_row(const ImageView& im, int x0, int y, int n, bool wide,
-                                 const RowBuf<T, C>& b) {
+__device__ inline void store_row(const ImageView& im, int x0, int y, int n, bool wide, const RowBuf<T, C>& b) {
     T* row = im.row<T>(y);
     if (wide && n == 8) {
         auto* p = reinterpret_cast<typename RowBuf<T, C>::Word*>(row + x0 * C);
@@ -117,8 +113,8 @@ __device__ inline void store_row(const ImageView& im, int x0, int y, int n, bool
 /// (8 u8 or 4 f32 samples each), so that every store instruction of the warp writes one
 /// contiguous run of 256 or 512 bytes. Pixels from 8 * tx0 up to x_end (exclusive) are written.
 template <class T, int C>
-__device__ inline void store_row_from_smem(const ImageView& im, const Transpose<C>& sm, int r,
-                                           int lane, int tx0, int y, int x_end, bool wide) {
+__device__ inline void store_row_from_smem(const ImageView& im, const Transpose<C>& sm, int r, int lane, int tx0, int y,
+                                           int x_end, bool wide) {
     constexpr int W = sizeof(T) == 1 ? 8 : 4; // samples per word: 8 or 16 bytes
     using Word = std::conditional_t<sizeof(T) == 1, uint2, uint4>;
     T* row = im.row<T>(y) + 8 * tx0 * C;
@@ -146,14 +142,14 @@ __device__ inline void store_row_from_smem(const ImageView& im, const Transpose<
 /// How a thread's row of 8 pixels x C samples of T leaves the kernel: directly (the lanes' pieces
 /// are contiguous, and each piece is at most 32 bytes: u8, f32 gray), or through shared memory
 /// with store_row_from_smem (f32 with 2 to 4 channels: 64 to 128 bytes per lane).
-template <class T, int C> constexpr bool kStoreViaSmem = 8 * C * int(sizeof(T)) > 32;
+template <class T, int C> constexpr bool kStoreViaSmem = 8 * C* int(sizeof(T)) > 32;
 
 /// Thread (lane, r) of an inverse kernel holds the pixels `px` of row r of its tile; stores them
 /// (converted to T) into row y, cropped to the image: directly, or through the transpose buffer
 /// (which must be free: a barrier since its last read) and one more barrier.
 template <class T, int C>
-__device__ inline void store_pixels(const ImageView& out, Transpose<C>& sm, const Place& p,
-                                    int nbx, bool wide, const float (&px)[C][8]) {
+__device__ inline void store_pixels(const ImageView& out, Transpose<C>& sm, const Place& p, int nbx, bool wide,
+                                    const float (&px)[C][8]) {
     const int y = 8 * p.ty + p.r;
     if constexpr (kStoreViaSmem<T, C>) {
 #pragma unroll
@@ -161,8 +157,7 @@ __device__ inline void store_pixels(const ImageView& out, Transpose<C>& sm, cons
 #pragma unroll
             for (int k = 0; k < 8; ++k) sm.v[c][p.lane][p.r * 8 + k] = px[c][k];
         __syncthreads();
-        if (y < out.height)
-            store_row_from_smem<T, C>(out, sm, p.r, p.lane, p.tx - p.lane, y, out.width, wide);
+        if (y < out.height) store_row_from_smem<T, C>(out, sm, p.r, p.lane, p.tx - p.lane, y, out.width, wide);
     } else {
         if (p.tx >= nbx || y >= out.height) return;
         RowBuf<T, C> dst;
@@ -184,8 +179,7 @@ template <class T> __device__ inline void zero_samples(const ImageView& im, int 
 /// the row) and gets column r back (b[c][k], k down the column). Two barriers: the buffer is
 /// free again when this returns.
 template <int C>
-__device__ inline void transpose(Transpose<C>& sm, int lane, int r, const float (&a)[C][8],
-                                 float (&b)[C][8]) {
+__device__ inline void transpose(Transpose<C>& sm, int lane, int r, const float (&a)[C][8], float (&b)[C][8]) {
 #pragma unroll
     for (int c = 0; c < C; ++c)
 #pragma unroll
@@ -213,8 +207,8 @@ __device__ inline void transpose(Transpose<C>& sm, int lane, int r, const float 
 /// (fdct8(a[c], ...) gives F[v][r]). `t` is scratch. Two barriers: the buffer is free again when
 /// this returns.
 template <class T, int C>
-__device__ inline void forward_rows(const ImageView& in, Transpose<C>& sm, const Place& p, int nbx,
-                                    bool wide_in, float (&a)[C][8], float (&t)[C][8]) {
+__device__ inline void forward_rows(const ImageView& in, Transpose<C>& sm, const Place& p, int nbx, bool wide_in,
+                                    float (&a)[C][8], float (&t)[C][8]) {
     const int tx = min(p.tx, nbx - 1); // threads past the last tile compute a copy, store nothing
     RowBuf<T, C> src;
     load_row<T, C>(in, 8 * tx, min(8 * p.ty + p.r, in.height - 1), wide_in, src);
@@ -232,8 +226,8 @@ __device__ inline void forward_rows(const ImageView& in, Transpose<C>& sm, const
 /// them (dct.cu stores them, roundtrip.cu quantises them and starts the inverse). A device
 /// lambda, inlined: the kernels keep their one loop over channels.
 template <class T, int C, class Column>
-__device__ inline void forward_dct(const ImageView& in, Transpose<C>& sm, const Place& p, int nbx,
-                                   bool wide_in, float (&a)[C][8], float (&t)[C][8], Column&& column) {
+__device__ inline void forward_dct(const ImageView& in, Transpose<C>& sm, const Place& p, int nbx, bool wide_in,
+                                   float (&a)[C][8], float (&t)[C][8], Column&& column) {
     forward_rows<T, C>(in, sm, p, nbx, wide_in, a, t); // a[c][y]: column r
 #pragma unroll
     for (int c = 0; c < C; ++c) {
@@ -267,6 +261,5 @@ inline Launch launch_for(int tiles_x, int tiles_y) {
                         PF_ERR_UNSUPPORTED);
     return {strips, unsigned(blocks)};
 }
-
 
 } // namespace pixflow::jpeg::cuda_detail

@@ -79,25 +79,47 @@ PIXFLOW_HD inline float div_rn(float a, float b) {
 
 /// K[u][x] for x < 4 (the other half follows by symmetry). Constant arguments fold to a literal.
 PIXFLOW_HD constexpr float dct_k(int u, int x) {
-    constexpr float c1 = 0x1.f6297cp-2f, c2 = 0x1.d906bcp-2f, c3 = 0x1.a9b662p-2f,
-                    c4 = 0x1.6a09e6p-2f, c5 = 0x1.1c73b4p-2f, c6 = 0x1.87de2ap-3f,
-                    c7 = 0x1.8f8b84p-4f;
+    constexpr float c1 = 0x1.f6297cp-2f, c2 = 0x1.d906bcp-2f, c3 = 0x1.a9b662p-2f, c4 = 0x1.6a09e6p-2f,
+                    c5 = 0x1.1c73b4p-2f, c6 = 0x1.87de2ap-3f, c7 = 0x1.8f8b84p-4f;
     switch (u * 4 + x) {
-    case 0: case 1: case 2: case 3: return c4;
-    case 4: return c1;   case 5: return c3;   case 6: return c5;   case 7: return c7;
-    case 8: return c2;   case 9: return c6;   case 10: return -c6; case 11: return -c2;
-    case 12: return c3;  case 13: return -c7; case 14: return -c1; case 15: return -c5;
-    case 16: return c4;  case 17: return -c4; case 18: return -c4; case 19: return c4;
-    case 20: return c5;  case 21: return -c1; case 22: return c7;  case 23: return c3;
-    case 24: return c6;  case 25: return -c2; case 26: return c2;  case 27: return -c6;
-    case 28: return c7;  case 29: return -c5; case 30: return c3;  case 31: return -c1;
+    case 0:
+    case 1:
+    case 2:
+    case 3: return c4;
+    case 4: return c1;
+    case 5: return c3;
+    case 6: return c5;
+    case 7: return c7;
+    case 8: return c2;
+    case 9: return c6;
+    case 10: return -c6;
+    case 11: return -c2;
+    case 12: return c3;
+    case 13: return -c7;
+    case 14: return -c1;
+    case 15: return -c5;
+    case 16: return c4;
+    case 17: return -c4;
+    case 18: return -c4;
+    case 19: return c4;
+    case 20: return c5;
+    case 21: return -c1;
+    case 22: return c7;
+    case 23: return c3;
+    case 24: return c6;
+    case 25: return -c2;
+    case 26: return c2;
+    case 27: return -c6;
+    case 28: return c7;
+    case 29: return -c5;
+    case 30: return c3;
+    case 31: return -c1;
     default: return 0.0f;
     }
 }
 
 /// fma(k3, e3, fma(k2, e2, fma(k1, e1, k0 * e0))): every transform output is one such chain.
-PIXFLOW_HD inline float chain4(float k0, float e0, float k1, float e1, float k2, float e2, float k3,
-                               float e3) {
+PIXFLOW_HD inline float chain4(float k0, float e0, float k1, float e1, float k2, float e2, float k3, float e3) {
     return fma_rn(k3, e3, fma_rn(k2, e2, fma_rn(k1, e1, mul_rn(k0, e0))));
 }
 /// One output of the forward transform: F[u] from e_0..e_3 (the sums s for even u, the
@@ -115,8 +137,7 @@ PIXFLOW_HD inline float idct_odd(int x, float f1, float f3, float f5, float f7) 
 }
 
 /// The forward transform of one line a[0..7] into f[0..7] (arrays or anything indexable).
-template <class A, class F>
-PIXFLOW_HD inline void fdct8(const A& a, F& f) {
+template <class A, class F> PIXFLOW_HD inline void fdct8(const A& a, F& f) {
     const float s0 = add_rn(a[0], a[7]), d0 = sub_rn(a[0], a[7]);
     const float s1 = add_rn(a[1], a[6]), d1 = sub_rn(a[1], a[6]);
     const float s2 = add_rn(a[2], a[5]), d2 = sub_rn(a[2], a[5]);
@@ -132,8 +153,7 @@ PIXFLOW_HD inline void fdct8(const A& a, F& f) {
 }
 
 /// The inverse transform of one line.
-template <class F, class A>
-PIXFLOW_HD inline void idct8(const F& f, A& a) {
+template <class F, class A> PIXFLOW_HD inline void idct8(const F& f, A& a) {
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
@@ -210,7 +230,7 @@ PIXFLOW_HD inline float div_by(float a, float b, float y) {
 PIXFLOW_HD inline float quantize_value(float f, float q, float rq) {
     const float r = div_by(f, q, rq);
     const float n = round_half_away(min_f(max_f(fabsf(r), 0.0f), 32768.0f)); // NaN -> 0
-    return r < 0.0f ? sub_rn(0.0f, n) : min_f(n, 32767.0f);                 // 0 - 0 = +0
+    return r < 0.0f ? sub_rn(0.0f, n) : min_f(n, 32767.0f);                  // 0 - 0 = +0
 }
 
 /// q = round(F / Q), halves away from zero, saturated to i16; NaN gives 0.
@@ -223,9 +243,7 @@ PIXFLOW_HD inline float dequantize_sample(std::int16_t v, float q) { return mul_
 
 /// dequantize_sample(quantize_sample(f, q, rq), q), bit for bit, without the detour through an
 /// integer (the fused chain).
-PIXFLOW_HD inline float quantize_dequantize(float f, float q, float rq) {
-    return mul_rn(quantize_value(f, q, rq), q);
-}
+PIXFLOW_HD inline float quantize_dequantize(float f, float q, float rq) { return mul_rn(quantize_value(f, q, rq), q); }
 
 /// An inverse-transformed value as u8: v + 128 rounded to the nearest integer (ties to even)
 /// and saturated; NaN gives 0. One addition does both the shift and the rounding: v + (2^23 +

@@ -31,8 +31,7 @@ template <class T> struct Quad {
 
 template <class Ti, class To, int C>
 __global__ void __launch_bounds__(kThreads)
-    quant_kernel(ImageView in, ImageView out, QuantTable q, int strips, int nbx, int nby,
-                 bool wide) {
+    quant_kernel(ImageView in, ImageView out, QuantTable q, int strips, int nbx, int nby, bool wide) {
     const Place p = place(strips);
     const int y = 8 * p.ty + p.r;
     if (y >= out.height) return; // the whole warp
@@ -93,8 +92,8 @@ void launch(const ImageView& in, const ImageView& out, const QuantTable& q, void
     const dim3 block(kLanes, 8);
     const bool wide = wide_ok(in) && wide_ok(out);
     visit_channels(std::is_same_v<To, std::int16_t> ? "quantize" : "dequantize", in.channels, [&](auto c) {
-        quant_kernel<Ti, To, decltype(c)::value><<<l.blocks, block, 0, cuda::stream_of(stream)>>>(
-            in, out, q, l.strips, nbx, nby, wide);
+        quant_kernel<Ti, To, decltype(c)::value>
+            <<<l.blocks, block, 0, cuda::stream_of(stream)>>>(in, out, q, l.strips, nbx, nby, wide);
     });
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }

@@ -27,8 +27,7 @@ using namespace cuda_detail;
 
 template <class Ti, class To, int C>
 __global__ void __launch_bounds__(kThreads)
-    roundtrip_kernel(ImageView in, ImageView out, QuantTable q, int strips, int nbx, bool wide_in,
-                     bool wide_out) {
+    roundtrip_kernel(ImageView in, ImageView out, QuantTable q, int strips, int nbx, bool wide_in, bool wide_out) {
     __shared__ Transpose<C> sm;
     const Place p = place(strips);
     float a[C][8], t[C][8];
@@ -43,8 +42,7 @@ __global__ void __launch_bounds__(kThreads)
 
 } // namespace
 
-void roundtrip8x8_cuda(const ImageView& in, const ImageView& out, const QuantTable& q,
-                       void* stream) {
+void roundtrip8x8_cuda(const ImageView& in, const ImageView& out, const QuantTable& q, void* stream) {
     check_roundtrip(in, out, /*on_host=*/false);
     const int nbx = (in.width + 7) / 8, nby = (in.height + 7) / 8;
     const Launch l = launch_for(nbx, nby);

@@ -65,8 +65,7 @@ std::vector<double> dct_reference(const Image& in) {
                         for (int y = 0; y < 8; ++y)
                             for (int x = 0; x < 8; ++x)
                                 s += padded_sample(in, 8 * bx + x, 8 * by + y, c) *
-                                     std::cos((2 * x + 1) * u * kPi / 16) *
-                                     std::cos((2 * y + 1) * v * kPi / 16);
+                                     std::cos((2 * x + 1) * u * kPi / 16) * std::cos((2 * y + 1) * v * kPi / 16);
                         const double cu = u == 0 ? 1 / std::sqrt(2.0) : 1.0;
                         const double cv = v == 0 ? 1 / std::sqrt(2.0) : 1.0;
                         out[(std::size_t(8 * by + v) * w + 8 * bx + u) * C + c] = 0.25 * cu * cv * s;
@@ -75,14 +74,12 @@ std::vector<double> dct_reference(const Image& in) {
 }
 
 // ITU-T T.81 Annex K, tables K.1 and K.2, typed in again here (natural order).
-const int kLuma[64] = {16, 11, 10, 16, 24,  40,  51,  61,  12, 12, 14, 19, 26,  58,  60,  55,
-                       14, 13, 16, 24, 40,  57,  69,  56,  14, 17, 22, 29, 51,  87,  80,  62,
-                       18, 22, 37, 56, 68,  109, 103, 77,  24, 35, 55, 64, 81,  104, 113, 92,
-                       49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99};
-const int kChroma[64] = {17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99,
-                         24, 26, 56, 99, 99, 99, 99, 99, 47, 66, 99, 99, 99, 99, 99, 99,
-                         99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-                         99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99};
+const int kLuma[64] = {16, 11,  10,  16, 24, 40, 51, 61, 12,  12,  14,  19,  26, 58, 60, 55,  14,  13,  16,  24, 40, 57,
+                       69, 56,  14,  17, 22, 29, 51, 87, 80,  62,  18,  22,  37, 56, 68, 109, 103, 77,  24,  35, 55, 64,
+                       81, 104, 113, 92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98,  112, 100, 103, 99};
+const int kChroma[64] = {17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99, 24, 26, 56, 99, 99, 99,
+                         99, 99, 47, 66, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+                         99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99};
 
 /// The issue's formula (libjpeg jpeg_quality_scaling + jpeg_add_quant_table).
 int table_entry(int quality, bool luma, bool baseline, int i) {
@@ -93,9 +90,7 @@ int table_entry(int quality, bool luma, bool baseline, int i) {
 }
 
 /// round(x) with halves away from zero (C's round), saturated to i16.
-int quantize_ref(double f, double q) {
-    return int(std::clamp(std::round(f / q), -32768.0, 32767.0));
-}
+int quantize_ref(double f, double q) { return int(std::clamp(std::round(f / q), -32768.0, 32767.0)); }
 
 std::string bool_text(bool b) { return b ? "true" : "false"; }
 
@@ -243,8 +238,8 @@ TEST(JpegTables, EveryQualityMatchesTheLibjpegFormula) {
                 for (int i = 0; i < 64; ++i) {
                     const int want = table_entry(quality, luma, baseline, i);
                     ASSERT_EQ(t.get(std::size_t(i)), double(want))
-                        << (luma ? "luma" : "chroma") << " quality " << quality << " baseline "
-                        << baseline << " entry " << i;
+                        << (luma ? "luma" : "chroma") << " quality " << quality << " baseline " << baseline << " entry "
+                        << i;
                     scaled.set(std::size_t(i), double(want) * (i % 7 - 3) + 0.25 * want);
                 }
                 Image q = single("quantize", "cpu", scaled, p);
@@ -277,14 +272,13 @@ TEST_P(JpegOp, QuantizeRoundsHalvesAwayFromZeroAndSaturates) {
     f.set(1, 5.5);                                                // Q[0][1] = 11: 0.5 -> 1
     Image q = single("quantize", GetParam(), f, {{"quality", "50"}});
     const int q_col0[8] = {16, 12, 14, 14, 18, 24, 49, 72};
-    for (int i = 0; i < 7; ++i)
-        EXPECT_EQ(q.get(std::size_t(8 * i)), double(quantize_ref(in[i], q_col0[i]))) << i;
-    EXPECT_EQ(q.get(0), 1.0);    // 8 / 16 = 0.5 -> 1
-    EXPECT_EQ(q.get(8), -1.0);   // -8 / 12 -> -0.67 -> -1
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(q.get(std::size_t(8 * i)), double(quantize_ref(in[i], q_col0[i]))) << i;
+    EXPECT_EQ(q.get(0), 1.0);  // 8 / 16 = 0.5 -> 1
+    EXPECT_EQ(q.get(8), -1.0); // -8 / 12 -> -0.67 -> -1
     EXPECT_EQ(q.get(40), 32767.0);
     EXPECT_EQ(q.get(48), -32768.0);
-    EXPECT_EQ(q.get(56), 0.0);   // NaN -> 0
-    EXPECT_EQ(q.get(1), 1.0);    // 5.5 / 11 = 0.5 -> 1
+    EXPECT_EQ(q.get(56), 0.0); // NaN -> 0
+    EXPECT_EQ(q.get(1), 1.0);  // 5.5 / 11 = 0.5 -> 1
 }
 
 TEST_P(JpegOp, QuantizeIsTheRoundedIeeeQuotientForEveryTable) {
@@ -308,8 +302,8 @@ TEST_P(JpegOp, QuantizeIsTheRoundedIeeeQuotientForEveryTable) {
                     const float Q = float(table_entry(quality, luma, true, (y % 8) * 8 + x % 8));
                     const float quotient = float(in.get(k)) / Q; // IEEE float division
                     ASSERT_EQ(q.get(k), double(quantize_ref(quotient, 1.0)))
-                        << table << " quality " << quality << " at " << x << "," << y << ": " << in.get(k)
-                        << " / " << Q;
+                        << table << " quality " << quality << " at " << x << "," << y << ": " << in.get(k) << " / "
+                        << Q;
                 }
         }
 }
@@ -334,8 +328,7 @@ TEST_P(JpegOp, RoundTripPsnrRisesWithQuality) {
     EXPECT_GT(last, 45.0); // quality 100 (all steps 1) is nearly lossless
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, JpegOp, pixflow::testing::each_backend(),
-                         pixflow::testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, JpegOp, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 
 // ---- CUDA against the CPU --------------------------------------------------------------------------
 
@@ -363,8 +356,8 @@ void expect_f32_close(const Image& cpu, const Image& gpu, const std::string& wha
     for (std::size_t k = 0; k < cpu.samples(); ++k) peak = std::max(peak, std::abs(cpu.get(k)));
     const Diff d = diff(cpu, gpu);
     EXPECT_LE(d.worst, 1e-4 * std::max(peak, 1e-30)) << what;
-    std::printf("[          ] %s: %zu of %zu f32 samples differ (largest %g)\n", what.c_str(), d.count,
-                cpu.samples(), d.worst);
+    std::printf("[          ] %s: %zu of %zu f32 samples differ (largest %g)\n", what.c_str(), d.count, cpu.samples(),
+                d.worst);
 }
 
 /// i16 (and u8): equal, except at most 0.01% of the samples by 1.
@@ -382,8 +375,8 @@ TEST(JpegCuda, EveryOperatorMatchesTheCpu) {
     for (auto [w, h] : {std::pair{1000, 600}, std::pair{17, 33}, std::pair{1, 1}})
         for (int channels : {1, 3, 4})
             for (DType d : {DType::u8, DType::f32}) {
-                const std::string what = std::to_string(w) + "x" + std::to_string(h) + "x" +
-                                         std::to_string(channels) + " " + pixflow::dtype_name(d);
+                const std::string what = std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(channels) +
+                                         " " + pixflow::dtype_name(d);
                 Image in = d == DType::u8 ? smooth_image(w, h, channels, d) : random_f32(w, h, channels, 3, 255.0);
                 if (d == DType::u8 && channels == 4) fill_random(in, 9);
                 const std::map<std::string, std::string> p = {{"quality", "60"}, {"table", "chroma"}};
@@ -396,14 +389,18 @@ TEST(JpegCuda, EveryOperatorMatchesTheCpu) {
                 for (const char* dt : {"u8", "f32"}) {
                     Image i_cpu = single("idct8x8", "cpu", d_cpu, {{"dtype", dt}});
                     Image i_gpu = single("idct8x8", "cuda", d_cpu, {{"dtype", dt}});
-                    if (std::string(dt) == "u8") expect_int_close(i_cpu, i_gpu, std::string("idct8x8 u8 ") + what);
-                    else expect_f32_close(i_cpu, i_gpu, std::string("idct8x8 f32 ") + what);
+                    if (std::string(dt) == "u8")
+                        expect_int_close(i_cpu, i_gpu, std::string("idct8x8 u8 ") + what);
+                    else
+                        expect_f32_close(i_cpu, i_gpu, std::string("idct8x8 f32 ") + what);
                     auto rp = p;
                     rp["dtype"] = dt;
                     Image r_cpu = single("jpeg_roundtrip8x8", "cpu", in, rp);
                     Image r_gpu = single("jpeg_roundtrip8x8", "cuda", in, rp);
-                    if (std::string(dt) == "u8") expect_int_close(r_cpu, r_gpu, std::string("roundtrip u8 ") + what);
-                    else expect_f32_close(r_cpu, r_gpu, std::string("roundtrip f32 ") + what);
+                    if (std::string(dt) == "u8")
+                        expect_int_close(r_cpu, r_gpu, std::string("roundtrip u8 ") + what);
+                    else
+                        expect_f32_close(r_cpu, r_gpu, std::string("roundtrip f32 ") + what);
                 }
             }
 }
@@ -422,14 +419,17 @@ const host::Registry& registry() {
 std::string chain_text(int w, int h, int channels, const std::string& dtype, const std::string& out_dtype,
                        int quality = 50, int dequant_quality = 50) {
     return "[nodes.src]\nop = \"synth\"\npattern = \"shapes\"\nwidth = " + std::to_string(w) +
-           "\nheight = " + std::to_string(h) + "\nchannels = " + std::to_string(channels) +
-           "\ndtype = \"" + dtype + "\"\n"
+           "\nheight = " + std::to_string(h) + "\nchannels = " + std::to_string(channels) + "\ndtype = \"" + dtype +
+           "\"\n"
            "[nodes.dct]\nop = \"dct8x8\"\ninput = \"src\"\n"
-           "[nodes.quant]\nop = \"quantize\"\ninput = \"dct\"\nquality = " + std::to_string(quality) +
+           "[nodes.quant]\nop = \"quantize\"\ninput = \"dct\"\nquality = " +
+           std::to_string(quality) +
            "\ntable = \"chroma\"\n"
            "[nodes.dequant]\nop = \"dequantize\"\ninput = \"quant\"\nquality = " +
-           std::to_string(dequant_quality) + "\ntable = \"chroma\"\n"
-           "[nodes.idct]\nop = \"idct8x8\"\ninput = \"dequant\"\ndtype = \"" + out_dtype + "\"\n";
+           std::to_string(dequant_quality) +
+           "\ntable = \"chroma\"\n"
+           "[nodes.idct]\nop = \"idct8x8\"\ninput = \"dequant\"\ndtype = \"" +
+           out_dtype + "\"\n";
 }
 
 struct Planned {
@@ -466,8 +466,8 @@ TEST_P(JpegFusion, FusedChainEqualsTheUnfusedChainBitForBit) {
         for (int channels : {1, 3})
             for (const char* dtype : {"u8", "f32"})
                 for (const char* out_dtype : {"u8", "f32"}) {
-                    SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(channels) +
-                                 " " + dtype + " -> " + out_dtype);
+                    SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(channels) + " " +
+                                 dtype + " -> " + out_dtype);
                     const std::string text = chain_text(w, h, channels, dtype, out_dtype);
                     Planned fused = plan(text, true, GetParam());
                     Planned plain = plan(text, false, GetParam());
@@ -498,7 +498,8 @@ TEST_P(JpegFusion, TheGraphShowsTheFusedNode) {
     EXPECT_NE(dot.find("jpeg_roundtrip8x8"), std::string::npos) << dot;
     EXPECT_NE(dot.find("fused: dct + quant + dequant + idct"), std::string::npos) << dot;
     bool noted = false;
-    for (const auto& s : r.p.notes) noted |= s.find("fused dct, quant, dequant, idct into one jpeg_roundtrip8x8") != std::string::npos;
+    for (const auto& s : r.p.notes)
+        noted |= s.find("fused dct, quant, dequant, idct into one jpeg_roundtrip8x8") != std::string::npos;
     EXPECT_TRUE(noted);
 }
 
@@ -511,8 +512,7 @@ TEST_P(JpegFusion, DifferentTablesOrAnotherReaderKeepTheChain) {
     EXPECT_TRUE(r.g.find("dct").valid());
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, JpegFusion, pixflow::testing::each_backend(),
-                         pixflow::testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, JpegFusion, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 
 TEST(JpegFusion, PixflowGraphShowsTheFusedNodeAndNoFuseRunsTheChain) {
     auto r = pixflow::testing::run_pixflow("graph pipelines/jpeg-roundtrip.toml");
@@ -584,7 +584,7 @@ TEST(JpegErrors, QuantizeTakesTheSmallestCoefficientImages) {
         for (std::size_t k = 0; k < c.samples(); ++k) c.set(k, 100.0);
         Image q = single("quantize", "cpu", c, {{"quality", "50"}});
         EXPECT_EQ(q.width, w);
-        EXPECT_EQ(q.at<std::int16_t>(0, 0), 6); // 100 / 16 = 6.25
+        EXPECT_EQ(q.at<std::int16_t>(0, 0), 6);                  // 100 / 16 = 6.25
         EXPECT_EQ(q.at<std::int16_t>(w - 1, 0), w == 8 ? 2 : 0); // 100 / 61 or a marker
     }
 }

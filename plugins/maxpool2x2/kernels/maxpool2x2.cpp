@@ -61,7 +61,8 @@ template <int S> MAXPOOL_AVX2 inline __m256i pair_max32(const std::uint8_t* t, c
 /// Output pixels 0..n-1 of one output row, C = 1, 2 or 4 channels, n * C a multiple of 32: each
 /// step reads 64 + C bytes of both input rows and writes 32. The window maxima sit at the bytes
 /// of each even input pixel; pack keeps those and drops the odd pixels' bytes.
-template <int C> MAXPOOL_AVX2 void pool_u8_pow2(const std::uint8_t* t, const std::uint8_t* b, std::uint8_t* dst, int n) {
+template <int C>
+MAXPOOL_AVX2 void pool_u8_pow2(const std::uint8_t* t, const std::uint8_t* b, std::uint8_t* dst, int n) {
     for (int o = 0; o < n * C; o += 32) {
         if (o % 64 == 0) prefetch_ahead(t + 2 * o), prefetch_ahead(b + 2 * o);
         const __m256i u = pair_max32<C>(t + 2 * o, b + 2 * o), v = pair_max32<C>(t + 2 * o + 32, b + 2 * o + 32);
@@ -111,7 +112,7 @@ MAXPOOL_AVX2 void pool_u8_rgb(const std::uint8_t* t, const std::uint8_t* b, std:
             __m128i o = _mm_setzero_si128();
             for (int h = k == 0 ? 0 : 2 * k - 1; h <= 2 * k + 1; ++h)
                 o = _mm_or_si128(o, _mm_shuffle_epi8(m[h], load16(reinterpret_cast<const std::uint8_t*>(
-                                                              rgb_mask[std::size_t(k)][std::size_t(h)].data()))));
+                                                               rgb_mask[std::size_t(k)][std::size_t(h)].data()))));
             _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 6 * x / 2 + 16 * k), o);
         }
     }
@@ -150,16 +151,17 @@ template <class T, int C> void pool_rows(const ImageView& in, const ImageView& o
 #ifdef MAXPOOL_X86
             if constexpr (std::is_same_v<T, std::uint8_t>)
                 if (vec > 0) {
-                    if constexpr (C == 3) pool_u8_rgb(top, bottom, dst, vec);
-                    else pool_u8_pow2<C>(top, bottom, dst, vec);
+                    if constexpr (C == 3)
+                        pool_u8_rgb(top, bottom, dst, vec);
+                    else
+                        pool_u8_pow2<C>(top, bottom, dst, vec);
                 }
 #endif
 #pragma omp simd
             for (int ox = vec; ox < ow; ++ox)
                 for (int c = 0; c < C; ++c) {
                     const std::size_t i = std::size_t(2 * ox) * C + c;
-                    dst[std::size_t(ox) * C + c] =
-                        pool_window(top[i], top[i + C], bottom[i], bottom[i + C]);
+                    dst[std::size_t(ox) * C + c] = pool_window(top[i], top[i + C], bottom[i], bottom[i + C]);
                 }
         }
     });
@@ -168,9 +170,8 @@ template <class T, int C> void pool_rows(const ImageView& in, const ImageView& o
 } // namespace
 
 void check_size(const ImageView& in) {
-    PIXFLOW_USER_CHECK(in.width >= 2 && in.height >= 2,
-                       "maxpool2x2 needs at least 2x2 pixels; got " + std::to_string(in.width) + "x" +
-                           std::to_string(in.height));
+    PIXFLOW_USER_CHECK(in.width >= 2 && in.height >= 2, "maxpool2x2 needs at least 2x2 pixels; got " +
+                                                            std::to_string(in.width) + "x" + std::to_string(in.height));
 }
 
 void maxpool2x2_cpu(const ImageView& in, const ImageView& out, bool portable) {

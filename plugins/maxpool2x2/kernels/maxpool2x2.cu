@@ -45,8 +45,8 @@ constexpr int block_threads = 256;
 constexpr int items_per_thread = 4;
 constexpr int tile = block_threads * items_per_thread; // output samples per block and row
 
-template <class T, int C> __global__ void __launch_bounds__(block_threads)
-    maxpool2x2_kernel(ImageView in, ImageView out) {
+template <class T, int C>
+__global__ void __launch_bounds__(block_threads) maxpool2x2_kernel(ImageView in, ImageView out) {
     const unsigned n = unsigned(out.width) * C; // output samples per row
     const int oy = int(cuda::block_row());
     if (oy >= out.height) return;
@@ -86,12 +86,11 @@ __device__ __forceinline__ unsigned byte_of(const unsigned* v, int i) { return (
 
 constexpr int vec_threads = 128; // = groups per block (a tile of an output row)
 
-template <int C> __global__ void __launch_bounds__(vec_threads)
-    maxpool2x2_u8_vec(ImageView in, ImageView out) {
+template <int C> __global__ void __launch_bounds__(vec_threads) maxpool2x2_u8_vec(ImageView in, ImageView out) {
     using G = U8Group<C>;
     constexpr int in_vecs = G::in_bytes / 16, out_vecs = G::out_bytes / 16; // per group
-    __shared__ uint4 vmax[vec_threads * in_vecs];  // the tile's vertical maxima
-    __shared__ uint4 pooled[vec_threads * out_vecs]; // the tile's output
+    __shared__ uint4 vmax[vec_threads * in_vecs];                           // the tile's vertical maxima
+    __shared__ uint4 pooled[vec_threads * out_vecs];                        // the tile's output
     const int oy = int(cuda::block_row());
     if (oy >= out.height) return;
     const unsigned groups = unsigned(out.width) / G::pixels;

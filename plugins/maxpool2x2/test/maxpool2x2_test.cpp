@@ -32,8 +32,7 @@ const DType all_dtypes[] = {DType::u8,  DType::u16, DType::i16, DType::i32,
 const std::pair<int, int> valid_sizes[] = {{2, 2}, {7, 9}, {1023, 769}, {4096, 3}};
 
 std::string describe(int w, int h, int c, DType d) {
-    return std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c) + " " +
-           pixflow::dtype_name(d);
+    return std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c) + " " + pixflow::dtype_name(d);
 }
 
 /// The documented rule, written out plainly: the first NaN of tl, tr, bl, br if there is one,
@@ -56,8 +55,7 @@ Image reference(const Image& in) {
             for (int x = 0; x < out.width; ++x)
                 for (int c = 0; c < in.channels; ++c) {
                     const T v[4] = {in.at<T>(2 * x, 2 * y, c), in.at<T>(2 * x + 1, 2 * y, c),
-                                    in.at<T>(2 * x, 2 * y + 1, c),
-                                    in.at<T>(2 * x + 1, 2 * y + 1, c)};
+                                    in.at<T>(2 * x, 2 * y + 1, c), in.at<T>(2 * x + 1, 2 * y + 1, c)};
                     out.at<T>(x, y, c) = reference_window(v);
                 }
     });
@@ -118,12 +116,16 @@ TEST_P(Maxpool2x2On, PropagatesTheFirstNanAndKeepsTheFirstOfEqualZeros) {
     const float inf = std::numeric_limits<float>::infinity();
     // One 2x2 window per case, laid side by side: values in order tl, tr, bl, br.
     const std::vector<std::array<float, 4>> windows = {
-        {1.f, nan_a, 2.f, 3.f},   {nan_b, nan_a, 1.f, 1.f}, {1.f, 2.f, nan_b, nan_a},
-        {inf, 1.f, 2.f, nan_a},   {0.f, -0.f, -0.f, 0.f},   {-0.f, 0.f, 0.f, -0.f},
-        {-inf, -inf, -1.f, -2.f}, {-3.f, -2.f, 5.f, 4.f},
+        {1.f, nan_a, 2.f, 3.f}, {nan_b, nan_a, 1.f, 1.f}, {1.f, 2.f, nan_b, nan_a}, {inf, 1.f, 2.f, nan_a},
+        {0.f, -0.f, -0.f, 0.f}, {-0.f, 0.f, 0.f, -0.f},   {-inf, -inf, -1.f, -2.f}, {-3.f, -2.f, 5.f, 4.f},
     };
-    const std::uint32_t want[] = {0x7FC00001u, 0xFFC00002u, 0xFFC00002u, 0x7FC00001u,
-                                  0x00000000u, 0x80000000u, std::bit_cast<std::uint32_t>(-1.f),
+    const std::uint32_t want[] = {0x7FC00001u,
+                                  0xFFC00002u,
+                                  0xFFC00002u,
+                                  0x7FC00001u,
+                                  0x00000000u,
+                                  0x80000000u,
+                                  std::bit_cast<std::uint32_t>(-1.f),
                                   std::bit_cast<std::uint32_t>(5.f)};
     Image in = Image::make(int(windows.size()) * 2, 2, 1, DType::f32);
     for (std::size_t k = 0; k < windows.size(); ++k) {
@@ -150,14 +152,13 @@ TEST_P(Maxpool2x2On, KeepsExtremeIntegers) {
     EXPECT_EQ(pool(GetParam(), s).at<std::int32_t>(0, 0), -7);
 }
 
-INSTANTIATE_TEST_SUITE_P(Maxpool2x2, Maxpool2x2On, pixflow::testing::each_backend(),
-                         pixflow::testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Maxpool2x2, Maxpool2x2On, pixflow::testing::each_backend(), pixflow::testing::backend_name);
 
 TEST(Maxpool2x2, RejectsInputsNarrowerOrShorterThanTwo) {
     for (auto [w, h] : {std::pair{1, 1}, std::pair{1, 7}, std::pair{300, 1}, std::pair{1, 300}}) {
         const Image in = Image::make(w, h, 3, DType::u8);
-        const std::string want = "maxpool2x2 needs at least 2x2 pixels; got " + std::to_string(w) +
-                                 "x" + std::to_string(h);
+        const std::string want =
+            "maxpool2x2 needs at least 2x2 pixels; got " + std::to_string(w) + "x" + std::to_string(h);
         try {
             run_op("maxpool2x2", "cpu", {&in});
             ADD_FAILURE() << w << "x" << h << " was accepted";

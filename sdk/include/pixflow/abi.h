@@ -37,7 +37,8 @@ extern "C" {
 #endif
 
 #define PIXFLOW_ABI_MAJOR 1
-#define PIXFLOW_ABI_MINOR 4 /* 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
+#define PIXFLOW_ABI_MINOR                                                                                              \
+    4 /* 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
                                pf_plugin_desc.access) and strips (pf_run_args.strip); 1.3:
                                pf_access_desc.whole_reason (access that depends on parameters);
                                1.4: PF_OP_SPLIT and pf_run_args.collective (a whole-image op run
@@ -112,9 +113,10 @@ typedef enum pf_param_type {
 
 /* Flags of a parameter. A path flag tells the host what the string means, so that the host can
  * refuse to overwrite a file the same pipeline reads and can write outputs atomically. */
-#define PF_PARAM_REQUIRED 0x1u    /* no default: the pipeline must set it */
-#define PF_PARAM_INPUT_PATH 0x2u  /* a file the op reads */
-#define PF_PARAM_OUTPUT_PATH 0x4u /* a file the op writes: the host hands it a temporary path
+#define PF_PARAM_REQUIRED 0x1u   /* no default: the pipeline must set it */
+#define PF_PARAM_INPUT_PATH 0x2u /* a file the op reads */
+#define PF_PARAM_OUTPUT_PATH                                                                                           \
+    0x4u /* a file the op writes: the host hands it a temporary path
                                      with the same extension and renames it when the whole
                                      pipeline has succeeded */
 
@@ -239,8 +241,7 @@ typedef struct pf_collective {
      * `above` with what rank - 1 sent as its `last`, and `below` with rank + 1's `first`. At the
      * top (rank 0) and the bottom (rank size - 1) the missing neighbour's buffer is left as it
      * is. */
-    int32_t (*exchange_rows)(void* self, const void* first, const void* last, void* above, void* below,
-                             size_t bytes);
+    int32_t (*exchange_rows)(void* self, const void* first, const void* last, void* above, void* below, size_t bytes);
 } pf_collective;
 
 typedef struct pf_run_args {
@@ -305,14 +306,14 @@ typedef int32_t (*pf_run_fn)(const pf_run_args* args);
  * of them. It must be a pure function of its arguments: touch no pixels, keep no state; it may
  * read what the shapes depend on (load reads the file's header). Outputs beyond what it sets
  * are left as the host gave them. */
-typedef int32_t (*pf_infer_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs,
-                               int32_t n_inputs, pf_image* outputs, int32_t n_outputs, char* error,
-                               size_t error_size);
+typedef int32_t (*pf_infer_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs, int32_t n_inputs,
+                               pf_image* outputs, int32_t n_outputs, char* error, size_t error_size);
 
 #define PF_OP_SOURCE 0x1u /* no inputs: produces an image (load, synth) */
 #define PF_OP_SINK 0x2u   /* has side effects (save, compare): always runs, even with no consumer */
 #define PF_OP_FUSED 0x4u  /* implements a chain of other operators (see pf_fusion_desc) */
-#define PF_OP_SPLIT 0x8u  /* ABI 1.4: a whole-image op (PF_ACCESS_WHOLE) that can also run split
+#define PF_OP_SPLIT                                                                                                    \
+    0x8u /* ABI 1.4: a whole-image op (PF_ACCESS_WHOLE) that can also run split
                              over cooperating processes, each computing a band of its outputs'
                              rows (pf_run_args.collective); on the CPU only */
 
@@ -401,8 +402,8 @@ typedef enum pf_access_kind {
 
 /* PF_ACCESS_CARRIED: bytes of state between strips, from the parameters and the whole images'
  * shapes (data == NULL). Called by the host while planning, like infer (pure, concurrent). */
-typedef size_t (*pf_carry_bytes_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs,
-                                    int32_t n_inputs, const pf_image* outputs, int32_t n_outputs);
+typedef size_t (*pf_carry_bytes_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs, int32_t n_inputs,
+                                    const pf_image* outputs, int32_t n_outputs);
 
 /* ABI 1.3. Whether one node of the operator, with these parameters and whole images' shapes
  * (data == NULL), may run by strips after all: 0 when it may; otherwise non-zero, with a clause
@@ -417,11 +418,11 @@ typedef int32_t (*pf_whole_reason_fn)(const pf_value* params, int32_t n_params, 
  * whole_reason from 1.3 on. */
 typedef struct pf_access_desc {
     uint32_t struct_size;
-    const char* op; /* an operator of this plugin (each at most once) */
-    int32_t kind;   /* pf_access_kind */
-    int32_t halo;   /* STENCIL: 1 .. 4096 rows; else 0 */
-    int32_t in_rows;  /* BLOCKS: 1 .. 4096 input rows per block; else 0 */
-    int32_t out_rows; /* BLOCKS: 1 .. 4096 output rows per block; else 0 */
+    const char* op;                /* an operator of this plugin (each at most once) */
+    int32_t kind;                  /* pf_access_kind */
+    int32_t halo;                  /* STENCIL: 1 .. 4096 rows; else 0 */
+    int32_t in_rows;               /* BLOCKS: 1 .. 4096 input rows per block; else 0 */
+    int32_t out_rows;              /* BLOCKS: 1 .. 4096 output rows per block; else 0 */
     pf_carry_bytes_fn carry_bytes; /* CARRIED: never NULL; else NULL */
     /* ABI 1.3 (read only when struct_size covers it): NULL when the access always holds. */
     pf_whole_reason_fn whole_reason;

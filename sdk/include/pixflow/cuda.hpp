@@ -26,9 +26,8 @@ namespace pixflow::cuda {
 
 inline void check(cudaError_t e, const char* expr, const char* file, int line) {
     if (e != cudaSuccess)
-        throw Error(std::string("CUDA error: ") + expr + " failed with " +
-                        cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") at " + file + ":" +
-                        std::to_string(line),
+        throw Error(std::string("CUDA error: ") + expr + " failed with " + cudaGetErrorName(e) + " (" +
+                        cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line),
                     PF_ERR_CUDA);
 }
 

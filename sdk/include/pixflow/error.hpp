@@ -46,7 +46,7 @@ struct SourceLoc {
 /// One error message: `file:line:col: node 'id' (context): message`. Empty parts are left out.
 struct Diagnostic {
     SourceLoc loc;
-    std::string node;    ///< empty when the error is not about one node
+    std::string node; ///< empty when the error is not about one node
     std::string message;
     std::string context; ///< while running: "<op> on <backend>"
     std::string str() const {
@@ -76,12 +76,11 @@ class Error : public std::runtime_error {
 class UserError : public Error {
   public:
     explicit UserError(const std::string& what, pf_status status = PF_ERR_INVALID)
-        : Error(what, status == PF_ERR_UNSUPPORTED ? PF_ERR_UNSUPPORTED : PF_ERR_INVALID),
-          m_diags{Diagnostic{{}, {}, what, {}}} {}
+        : Error(what, status == PF_ERR_UNSUPPORTED ? PF_ERR_UNSUPPORTED : PF_ERR_INVALID), m_diags{Diagnostic{
+                                                                                               {}, {}, what, {}}} {}
     /// The host's form: one or more diagnostics, one per line of what().
     explicit UserError(std::vector<Diagnostic> d, pf_status status = PF_ERR_INVALID)
-        : Error(join(d), status == PF_ERR_UNSUPPORTED ? PF_ERR_UNSUPPORTED : PF_ERR_INVALID),
-          m_diags(std::move(d)) {}
+        : Error(join(d), status == PF_ERR_UNSUPPORTED ? PF_ERR_UNSUPPORTED : PF_ERR_INVALID), m_diags(std::move(d)) {}
     explicit UserError(Diagnostic d) : UserError(std::vector<Diagnostic>{std::move(d)}) {}
     const std::vector<Diagnostic>& diagnostics() const { return m_diags; }
 
@@ -101,8 +100,7 @@ class InternalError : public Error {
     /// The host's form: the message already names the place (or the failing device, file or plugin).
     explicit InternalError(const std::string& what) : Error(what, PF_ERR_RUNTIME) {}
     InternalError(const std::string& what, const char* file, int line)
-        : Error(what + " (internal error at " + std::string(short_file(file)) + ":" +
-                    std::to_string(line) + ")",
+        : Error(what + " (internal error at " + std::string(short_file(file)) + ":" + std::to_string(line) + ")",
                 PF_ERR_RUNTIME) {}
 
     /// The path from its last "plugins/", "sdk/" or "framework/" on: the part that names the
@@ -119,16 +117,16 @@ class InternalError : public Error {
 } // namespace pixflow
 
 /// Throws UserError(message) unless `cond`: a check of the user's input or parameters.
-#define PIXFLOW_USER_CHECK(cond, message)                                                          \
-    do {                                                                                           \
-        if (!(cond)) throw ::pixflow::UserError(message);                                          \
+#define PIXFLOW_USER_CHECK(cond, message)                                                                              \
+    do {                                                                                                               \
+        if (!(cond)) throw ::pixflow::UserError(message);                                                              \
     } while (0)
 
 /// Throws InternalError(message) with this file:line unless `cond`: an invariant that only a bug
 /// can break (the host validated what the operator receives).
-#define PIXFLOW_INTERNAL_CHECK(cond, message)                                                      \
-    do {                                                                                           \
-        if (!(cond)) throw ::pixflow::InternalError(message, __FILE__, __LINE__);                  \
+#define PIXFLOW_INTERNAL_CHECK(cond, message)                                                                          \
+    do {                                                                                                               \
+        if (!(cond)) throw ::pixflow::InternalError(message, __FILE__, __LINE__);                                      \
     } while (0)
 
 /// Throws InternalError(message) with this file:line: a branch only a bug can reach.

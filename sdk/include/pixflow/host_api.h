@@ -22,10 +22,9 @@ int32_t pixflow_host_cuda_usable(void);
  *  outputs:     on success *outputs points to *n_outputs tightly packed host images owned by the
  *               host; release them with pixflow_host_free_outputs.
  * Returns PF_OK, or a status with a one-line message in error. */
-int32_t pixflow_host_run_op(const char* plugin_path, const char* op, const char* backend,
-                            const pf_image* inputs, int32_t n_inputs, const char* const* params,
-                            int32_t n_params, pf_image** outputs, int32_t* n_outputs, char* error,
-                            size_t error_size);
+int32_t pixflow_host_run_op(const char* plugin_path, const char* op, const char* backend, const pf_image* inputs,
+                            int32_t n_inputs, const char* const* params, int32_t n_params, pf_image** outputs,
+                            int32_t* n_outputs, char* error, size_t error_size);
 void pixflow_host_free_outputs(pf_image* outputs, int32_t n_outputs);
 
 #ifdef __cplusplus

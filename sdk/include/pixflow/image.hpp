@@ -94,14 +94,14 @@ struct ImageView {
     int height = 0;
     int channels = 0;
     DType dtype = DType::u8;
-    int device = PF_HOST; ///< PF_HOST or a CUDA device ordinal
+    int device = PF_HOST;   ///< PF_HOST or a CUDA device ordinal
     std::int64_t pitch = 0; ///< bytes between rows
     void* data = nullptr;
 
     ImageView() = default;
     explicit ImageView(const pf_image& im)
-        : width(im.width), height(im.height), channels(im.channels), dtype(DType(im.dtype)),
-          device(im.device), pitch(im.pitch), data(im.data) {}
+        : width(im.width), height(im.height), channels(im.channels), dtype(DType(im.dtype)), device(im.device),
+          pitch(im.pitch), data(im.data) {}
 
     PIXFLOW_HD std::size_t row_samples() const { return std::size_t(width) * channels; }
     std::size_t row_bytes() const { return row_samples() * dtype_size(dtype); }
@@ -115,8 +115,7 @@ struct ImageView {
     }
 
     pf_image to_c() const {
-        return pf_image{sizeof(pf_image), width, height, channels, int32_t(dtype),
-                        device, pitch, data};
+        return pf_image{sizeof(pf_image), width, height, channels, int32_t(dtype), device, pitch, data};
     }
 };
 
@@ -130,8 +129,7 @@ inline std::string shape_of(const ImageView& v) {
 /// such a boundary: the condition for vector loads and stores of that width. Buffers from the
 /// host qualify for 256 bytes (device) and 64 bytes (host); views made elsewhere may not.
 inline bool is_aligned(const ImageView& v, std::size_t bytes) {
-    return reinterpret_cast<std::uintptr_t>(v.data) % bytes == 0 &&
-           static_cast<std::uint64_t>(v.pitch) % bytes == 0;
+    return reinterpret_cast<std::uintptr_t>(v.data) % bytes == 0 && static_cast<std::uint64_t>(v.pitch) % bytes == 0;
 }
 
 } // namespace pixflow

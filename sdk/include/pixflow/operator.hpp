@@ -174,7 +174,9 @@ namespace detail {
 
 /// An enum with a choice list: pixflow_choices(E) is found by argument-dependent lookup.
 template <class E>
-concept ChoiceEnum = std::is_enum_v<E> && requires { pixflow_choices(E{}); };
+concept ChoiceEnum = std::is_enum_v<E> && requires {
+    pixflow_choices(E{});
+};
 
 template <ChoiceEnum E> constexpr std::size_t choice_count() { return pixflow_choices(E{}).size(); }
 template <ChoiceEnum E> constexpr const char* choice_name(std::size_t k) {
@@ -198,8 +200,7 @@ template <class P> inline constexpr char struct_tag = 0;
 /// Converts to any non-aggregate type; only for counting fields in unevaluated contexts.
 struct AnyField {
     template <class T>
-        requires(!std::is_aggregate_v<T>)
-    operator T() const;
+    requires(!std::is_aggregate_v<T>) operator T() const;
 };
 template <class P, std::size_t... I> constexpr bool initializable_with(std::index_sequence<I...>) {
     return requires { P{(void(I), AnyField{})...}; };
@@ -223,13 +224,11 @@ class Schema {
   public:
     Schema(const char* name, const char* doc) : m_name(name), m_doc(doc) {}
 
-    Schema& input(const char* name, std::uint32_t dtype_mask, std::uint32_t channel_mask,
-                  const char* doc = "") {
+    Schema& input(const char* name, std::uint32_t dtype_mask, std::uint32_t channel_mask, const char* doc = "") {
         m_inputs.push_back({sizeof(pf_port_desc), name, doc, dtype_mask, channel_mask});
         return *this;
     }
-    Schema& output(const char* name, std::uint32_t dtype_mask, std::uint32_t channel_mask,
-                   const char* doc = "") {
+    Schema& output(const char* name, std::uint32_t dtype_mask, std::uint32_t channel_mask, const char* doc = "") {
         m_outputs.push_back({sizeof(pf_port_desc), name, doc, dtype_mask, channel_mask});
         return *this;
     }
@@ -242,8 +241,7 @@ class Schema {
         return bind<P>(field, name, nullptr, doc, flags);
     }
     /// The same for a number, accepted within `r` (ends included).
-    template <class P = void, class B, class F>
-    Schema& param(F B::*field, const char* name, Range r, const char* doc) {
+    template <class P = void, class B, class F> Schema& param(F B::*field, const char* name, Range r, const char* doc) {
         static_assert(std::is_arithmetic_v<F> && !std::is_same_v<F, bool>,
                       "a range is for an integer or floating-point field");
         return bind<P>(field, name, &r, doc, 0);
@@ -256,8 +254,7 @@ class Schema {
         m_params.push_back(p);
         return *this;
     }
-    Schema& param_int(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi,
-                      const char* doc) {
+    Schema& param_int(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* doc) {
         pf_param_desc p = base(name, doc, PF_PARAM_INT);
         p.default_value.i = def;
         p.has_range = 1;
@@ -276,8 +273,7 @@ class Schema {
         return *this;
     }
     /// A string; flags may add PF_PARAM_REQUIRED, PF_PARAM_INPUT_PATH or PF_PARAM_OUTPUT_PATH.
-    Schema& param_string(const char* name, const char* def, const char* doc,
-                         std::uint32_t flags = 0) {
+    Schema& param_string(const char* name, const char* def, const char* doc, std::uint32_t flags = 0) {
         pf_param_desc p = base(name, doc, PF_PARAM_STRING);
         p.flags = flags;
         p.default_value.s = keep(def ? def : "");
@@ -285,8 +281,8 @@ class Schema {
         return *this;
     }
     /// One string out of `choices`; the default must be one of them.
-    Schema& param_choice(const char* name, std::initializer_list<const char*> choices,
-                         const char* def, const char* doc) {
+    Schema& param_choice(const char* name, std::initializer_list<const char*> choices, const char* def,
+                         const char* doc) {
         pf_param_desc p = base(name, doc, PF_PARAM_CHOICE);
         set_choices(p, std::vector<const char*>(choices));
         p.default_value.s = keep(def);
@@ -303,8 +299,7 @@ class Schema {
                         (a.kind == PF_ACCESS_STENCIL && a.halo >= 1 && a.halo <= 4096) ||
                         (a.kind == PF_ACCESS_BLOCKS && a.in_rows >= 1 && a.in_rows <= 4096 && a.out_rows >= 1 &&
                          a.out_rows <= 4096);
-        if (!ok)
-            note("its access pattern is out of range (a stencil's halo and a block's rows are 1 to 4096)");
+        if (!ok) note("its access pattern is out of range (a stencil's halo and a block's rows are 1 to 4096)");
         m_access = a;
         return *this;
     }
@@ -352,10 +347,9 @@ class Schema {
     /// The parameter struct filled from the values the host resolved (one per parameter, in
     /// declaration order). P is the struct the fields were bound on (checked at load).
     template <class P> P read(const pf_value* values, int n) const {
-        PIXFLOW_INTERNAL_CHECK(n == int(m_bindings.size()),
-                               std::string(m_name) + ": the host passed " + std::to_string(n) +
-                                   " parameter values for " + std::to_string(m_bindings.size()) +
-                                   " parameters");
+        PIXFLOW_INTERNAL_CHECK(n == int(m_bindings.size()), std::string(m_name) + ": the host passed " +
+                                                                std::to_string(n) + " parameter values for " +
+                                                                std::to_string(m_bindings.size()) + " parameters");
         P p{};
         for (std::size_t k = 0; k < m_bindings.size(); ++k) m_bindings[k].assign(&p, values[k]);
         return p;
@@ -364,7 +358,7 @@ class Schema {
   private:
     struct Binding {
         const char* name;
-        const void* owner;   // detail::struct_tag of the struct the field is read into
+        const void* owner;     // detail::struct_tag of the struct the field is read into
         std::ptrdiff_t offset; // of the field in that struct: no field is bound twice
         std::function<void(void* params, const pf_value& v)> assign;
     };
@@ -403,8 +397,8 @@ class Schema {
             p.has_range = 1;
             p.min = r ? r->lo : double(std::numeric_limits<F>::lowest());
             p.max = r ? r->hi : double(std::numeric_limits<F>::max());
-            if (r && (r->lo < double(std::numeric_limits<F>::lowest()) ||
-                      r->hi > double(std::numeric_limits<F>::max())))
+            if (r &&
+                (r->lo < double(std::numeric_limits<F>::lowest()) || r->hi > double(std::numeric_limits<F>::max())))
                 note(where + ": its range does not fit the field's integer type");
         } else if constexpr (is_float) {
             p.default_value.f = double(def);
@@ -415,8 +409,7 @@ class Schema {
             p.default_value.s = keep(def.c_str());
         } else {
             std::vector<const char*> names;
-            for (std::size_t k = 0; k < detail::choice_count<F>(); ++k)
-                names.push_back(detail::choice_name<F>(k));
+            for (std::size_t k = 0; k < detail::choice_count<F>(); ++k) names.push_back(detail::choice_name<F>(k));
             set_choices(p, names);
             for (std::size_t k = 0; k < names.size() && !p.default_value.s; ++k)
                 if (detail::choice_value<F>(k) == def) p.default_value.s = names[k];
@@ -425,8 +418,7 @@ class Schema {
         if constexpr (is_int || is_float)
             if (r && !(double(def) >= r->lo && double(def) <= r->hi))
                 note(where + ": its default lies outside its range");
-        const std::ptrdiff_t offset = reinterpret_cast<const char*>(&def) -
-                                      reinterpret_cast<const char*>(&probe);
+        const std::ptrdiff_t offset = reinterpret_cast<const char*>(&def) - reinterpret_cast<const char*>(&probe);
         for (const Binding& b : m_bindings)
             if (b.owner == &detail::struct_tag<S> && b.offset == offset)
                 note(where + " binds the same field as '" + b.name + "'");
@@ -518,8 +510,8 @@ class Fusion {
     Fusion& same(const char* param, int a, int b) { return same(a, param, b, param); }
 
     pf_fusion_desc to_c(const char* fused_op) const {
-        return {sizeof(pf_fusion_desc), fused_op,          m_chain.data(),        int32_t(m_chain.size()),
-                m_binds.data(),         int32_t(m_binds.size()), m_same.data(), int32_t(m_same.size())};
+        return {sizeof(pf_fusion_desc),  fused_op,      m_chain.data(),        int32_t(m_chain.size()), m_binds.data(),
+                int32_t(m_binds.size()), m_same.data(), int32_t(m_same.size())};
     }
 
   private:
@@ -533,8 +525,7 @@ class Fusion {
 /// receives them filled in, and a misspelt name fails the build, not a run.
 class Params {
   public:
-    Params(const pf_value* values, const std::vector<pf_param_desc>& descs)
-        : m_values(values), m_descs(&descs) {}
+    Params(const pf_value* values, const std::vector<pf_param_desc>& descs) : m_values(values), m_descs(&descs) {}
 
     /// A float parameter (an int one is converted).
     [[deprecated("bind the parameter to a struct field: Schema::param")]] double
@@ -560,8 +551,8 @@ class Params {
     }
 
   private:
-    const pf_value& find(std::string_view name, int type_a, int type_b, const char* accessor,
-                         const char* file, int line) const {
+    const pf_value& find(std::string_view name, int type_a, int type_b, const char* accessor, const char* file,
+                         int line) const {
         for (std::size_t k = 0; k < m_descs->size(); ++k) {
             const pf_param_desc& d = (*m_descs)[k];
             if (name != d.name) continue;
@@ -646,7 +637,8 @@ class Context {
     /// Which rows of the whole images this call computes (see Strip).
     Strip strip() const {
         Strip s;
-        const pf_strip* c = m_args->struct_size >= offsetof(pf_run_args, strip) + sizeof(pf_strip*) ? m_args->strip : nullptr;
+        const pf_strip* c =
+            m_args->struct_size >= offsetof(pf_run_args, strip) + sizeof(pf_strip*) ? m_args->strip : nullptr;
         if (!c) {
             s.in_height = m_args->n_inputs > 0 ? m_args->inputs[0].height : 0;
             s.out_height = m_args->n_outputs > 0 ? m_args->outputs[0].height : 0;
@@ -673,20 +665,15 @@ class Context {
 
     /// Scratch memory next to the outputs (host or device), freed by the host after the run.
     void* alloc(std::size_t bytes) const {
-        int device = m_args->n_outputs > 0 ? m_args->outputs[0].device
+        int device = m_args->n_outputs > 0  ? m_args->outputs[0].device
                      : m_args->n_inputs > 0 ? m_args->inputs[0].device
                                             : PF_HOST;
         void* p = m_args->host->alloc(m_args->host->self, device, bytes);
-        if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes of scratch",
-                            PF_ERR_RUNTIME);
+        if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes of scratch", PF_ERR_RUNTIME);
         return p;
     }
-    template <class T> T* alloc(std::size_t count) const {
-        return static_cast<T*>(alloc(count * sizeof(T)));
-    }
-    void log(int level, const std::string& msg) const {
-        m_args->host->log(m_args->host->self, level, msg.c_str());
-    }
+    template <class T> T* alloc(std::size_t count) const { return static_cast<T*>(alloc(count * sizeof(T))); }
+    void log(int level, const std::string& msg) const { m_args->host->log(m_args->host->self, level, msg.c_str()); }
     void info(const std::string& msg) const { log(1, msg); }
     void warn(const std::string& msg) const { log(2, msg); }
     bool cancelled() const { return m_args->host->cancelled(m_args->host->self) != 0; }
@@ -733,23 +720,44 @@ template <class T> const Schema& schema_of() {
 }
 
 // What an operator class declares.
-template <class T> concept HasParams = requires { typename T::Params; };
 template <class T>
-concept TypedRunCpu = requires(Context& c, const typename T::Params& p) { T::run_cpu(c, p); };
-template <class T> concept PlainRunCpu = requires(Context& c) { T::run_cpu(c); };
+concept HasParams = requires {
+    typename T::Params;
+};
 template <class T>
-concept TypedRunCuda = requires(Context& c, const typename T::Params& p) { T::run_cuda(c, p); };
-template <class T> concept PlainRunCuda = requires(Context& c) { T::run_cuda(c); };
+concept TypedRunCpu = requires(Context& c, const typename T::Params& p) {
+    T::run_cpu(c, p);
+};
 template <class T>
-concept TypedInfer = requires(const typename T::Params& p, const Shapes& i, Shapes& o) { T::infer(p, i, o); };
+concept PlainRunCpu = requires(Context& c) {
+    T::run_cpu(c);
+};
 template <class T>
-concept NamedInfer = requires(const pixflow::Params& p, const Shapes& i, Shapes& o) { T::infer(p, i, o); };
-template <class T> concept ShapeInfer = requires(const Shapes& i, Shapes& o) { T::infer(i, o); };
+concept TypedRunCuda = requires(Context& c, const typename T::Params& p) {
+    T::run_cuda(c, p);
+};
+template <class T>
+concept PlainRunCuda = requires(Context& c) {
+    T::run_cuda(c);
+};
+template <class T>
+concept TypedInfer = requires(const typename T::Params& p, const Shapes& i, Shapes& o) {
+    T::infer(p, i, o);
+};
+template <class T>
+concept NamedInfer = requires(const pixflow::Params& p, const Shapes& i, Shapes& o) {
+    T::infer(p, i, o);
+};
+template <class T>
+concept ShapeInfer = requires(const Shapes& i, Shapes& o) {
+    T::infer(i, o);
+};
 template <class T>
 concept TypedCarry = requires(const typename T::Params& p, const Shapes& i, const Shapes& o) {
     { T::carry_bytes(p, i, o) } -> std::convertible_to<std::size_t>;
 };
-template <class T> concept ShapeCarry = requires(const Shapes& i, const Shapes& o) {
+template <class T>
+concept ShapeCarry = requires(const Shapes& i, const Shapes& o) {
     { T::carry_bytes(i, o) } -> std::convertible_to<std::size_t>;
 };
 template <class T>
@@ -774,8 +782,8 @@ template <class T> void default_infer(const Shapes& in, Shapes& out) {
 }
 
 template <class T>
-int32_t infer_thunk(const pf_value* params, int32_t n_params, const pf_image* inputs,
-                    int32_t n_inputs, pf_image* outputs, int32_t n_outputs, char* err, std::size_t n) {
+int32_t infer_thunk(const pf_value* params, int32_t n_params, const pf_image* inputs, int32_t n_inputs,
+                    pf_image* outputs, int32_t n_outputs, char* err, std::size_t n) {
     return guarded(err, n, [&] {
         const Schema& s = schema_of<T>();
         Shapes in;
@@ -810,9 +818,7 @@ std::size_t carry_thunk(const pf_value* params, int32_t n_params, const pf_image
             return std::size_t(T::carry_bytes(in, out));
         else
             return 0;
-    } catch (...) {
-        return 0;
-    }
+    } catch (...) { return 0; }
 }
 
 /// whole_reason of operator T: 0 when the node may run by strips, else 1 and why.
@@ -825,9 +831,7 @@ int32_t whole_reason_thunk(const pf_value* params, int32_t n_params, const pf_im
         for (int k = 0; k < n_inputs; ++k) in.emplace_back(inputs[k]);
         for (int k = 0; k < n_outputs; ++k) out.emplace_back(outputs[k]);
         reason = std::string(T::whole_reason(params_of<T>(params, n_params), in, out));
-    } catch (const std::exception& e) {
-        reason = std::string("its whole_reason failed: ") + e.what();
-    } catch (...) {
+    } catch (const std::exception& e) { reason = std::string("its whole_reason failed: ") + e.what(); } catch (...) {
         reason = "its whole_reason failed";
     }
     if (reason.empty()) return 0;
@@ -841,11 +845,15 @@ template <class T, bool Cuda> int32_t run_thunk(const pf_run_args* a) {
         Context ctx(a, schema_of<T>().params());
         if constexpr (Cuda ? TypedRunCuda<T> : TypedRunCpu<T>) {
             const auto p = params_of<T>(a->params, a->n_params);
-            if constexpr (Cuda) T::run_cuda(ctx, p);
-            else T::run_cpu(ctx, p);
+            if constexpr (Cuda)
+                T::run_cuda(ctx, p);
+            else
+                T::run_cpu(ctx, p);
         } else {
-            if constexpr (Cuda) T::run_cuda(ctx);
-            else T::run_cpu(ctx);
+            if constexpr (Cuda)
+                T::run_cuda(ctx);
+            else
+                T::run_cpu(ctx);
         }
     });
 }
@@ -923,8 +931,8 @@ template <class T> void add_fusion(std::vector<pf_fusion_desc>& out) {
 }
 
 /// The parameter `name` of operator `op` among `ops`, or null (also when op is not among them).
-inline const pf_param_desc* find_param(const pf_op_desc* ops, std::size_t n, const char* op,
-                                       const char* name, bool* op_found) {
+inline const pf_param_desc* find_param(const pf_op_desc* ops, std::size_t n, const char* op, const char* name,
+                                       bool* op_found) {
     *op_found = false;
     for (std::size_t k = 0; k < n; ++k) {
         if (!op || std::string_view(ops[k].name) != op) continue;
@@ -1013,9 +1021,7 @@ template <class... Ts> struct Plugin {
                 return;
             }
             load_error<Ts...>() = std::move(problem);
-        } catch (const std::exception& e) {
-            load_error<Ts...>() = e.what();
-        } catch (...) {
+        } catch (const std::exception& e) { load_error<Ts...>() = e.what(); } catch (...) {
             load_error<Ts...>() = "unknown exception while declaring the operators";
         }
         fusions.clear();
@@ -1031,8 +1037,8 @@ template <class... Ts> struct Plugin {
 
 /// Defines the plugin's entry point: PIXFLOW_PLUGIN("name", "1.2.0", OpA, OpB, ...).
 /// The ABI version recorded is the one of the SDK headers the plugin was compiled against.
-#define PIXFLOW_PLUGIN(NAME, VERSION, ...)                                                         \
-    extern "C" PIXFLOW_EXPORT const pf_plugin_desc* pixflow_plugin_entry(void) {                   \
-        static const ::pixflow::detail::Plugin<__VA_ARGS__> plugin(NAME, VERSION);                 \
-        return &plugin.desc;                                                                       \
+#define PIXFLOW_PLUGIN(NAME, VERSION, ...)                                                                             \
+    extern "C" PIXFLOW_EXPORT const pf_plugin_desc* pixflow_plugin_entry(void) {                                       \
+        static const ::pixflow::detail::Plugin<__VA_ARGS__> plugin(NAME, VERSION);                                     \
+        return &plugin.desc;                                                                                           \
     }

@@ -102,9 +102,7 @@ inline void fill_random(Image& im, std::uint32_t seed) {
         case DType::i16: im.set(k, double(std::int16_t(rng() & 0xFFFF))); break;
         case DType::i32: im.set(k, double(std::int32_t(rng() & 0x7FFFFFFF) - 0x3FFFFFFF)); break;
         case DType::u32: im.set(k, double(std::uint32_t(rng()))); break;
-        case DType::u64:
-            reinterpret_cast<std::uint64_t*>(im.bytes.data())[k] = rng();
-            break;
+        case DType::u64: reinterpret_cast<std::uint64_t*>(im.bytes.data())[k] = rng(); break;
         }
     }
 }
@@ -140,8 +138,7 @@ inline std::vector<Image> run_op(const std::string& op, const std::string& backe
     int32_t n = 0;
     char err[4096] = {0};
     int32_t st = pixflow_host_run_op(plugin_path().c_str(), op.c_str(), backend.c_str(), ins.data(),
-                                     int32_t(ins.size()), kvp.data(), int32_t(kvp.size()), &outs, &n,
-                                     err, sizeof err);
+                                     int32_t(ins.size()), kvp.data(), int32_t(kvp.size()), &outs, &n, err, sizeof err);
     if (st != PF_OK) throw std::runtime_error(err);
     std::vector<Image> result;
     for (int32_t k = 0; k < n; ++k) {
@@ -166,8 +163,7 @@ inline double max_abs_diff(const Image& a, const Image& b) {
 /// Runs `op` on the CPU and on CUDA with the same inputs and expects every output to agree
 /// within `tolerance` (0: bit for bit for integers). Call PIXFLOW_REQUIRE_CUDA() first.
 inline void expect_backends_agree(const std::string& op, const std::vector<const Image*>& inputs,
-                                  const std::map<std::string, std::string>& params = {},
-                                  double tolerance = 0) {
+                                  const std::map<std::string, std::string>& params = {}, double tolerance = 0) {
     auto cpu = run_op(op, "cpu", inputs, params);
     auto gpu = run_op(op, "cuda", inputs, params);
     ASSERT_EQ(cpu.size(), gpu.size());
@@ -178,10 +174,9 @@ inline void expect_backends_agree(const std::string& op, const std::vector<const
 } // namespace pixflow::testing
 
 /// First line of a CUDA test: reports SKIPPED (never a pass) without a device.
-#define PIXFLOW_REQUIRE_CUDA()                                                                     \
-    do {                                                                                           \
-        if (!::pixflow::testing::cuda_available())                                                 \
-            GTEST_SKIP() << "no usable CUDA device (or built without CUDA)";                       \
+#define PIXFLOW_REQUIRE_CUDA()                                                                                         \
+    do {                                                                                                               \
+        if (!::pixflow::testing::cuda_available()) GTEST_SKIP() << "no usable CUDA device (or built without CUDA)";    \
     } while (0)
 
 namespace pixflow::testing {

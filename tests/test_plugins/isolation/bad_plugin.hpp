@@ -34,10 +34,12 @@ struct LoadMarker {
     }
 };
 
-inline int32_t infer_copy(const pf_value*, int32_t, const pf_image* in, int32_t n_in, pf_image* out, int32_t,
-                          char*, size_t) {
-    if (n_in > 0) out[0] = in[0];
-    else out[0] = pf_image{sizeof(pf_image), 4, 4, 1, PF_U8, PF_HOST, 0, nullptr};
+inline int32_t infer_copy(const pf_value*, int32_t, const pf_image* in, int32_t n_in, pf_image* out, int32_t, char*,
+                          size_t) {
+    if (n_in > 0)
+        out[0] = in[0];
+    else
+        out[0] = pf_image{sizeof(pf_image), 4, 4, 1, PF_U8, PF_HOST, 0, nullptr};
     out[0].data = nullptr;
     return PF_OK;
 }
@@ -48,15 +50,15 @@ inline const pf_port_desc out_port{sizeof(pf_port_desc), "out", "", PF_DTYPE_BIT
 
 /// A valid op named `name` with the given parameters.
 inline pf_op_desc op(const char* name, const pf_param_desc* params = nullptr, int32_t n_params = 0) {
-    return pf_op_desc{sizeof(pf_op_desc), name, "a test op", 0,       &in_port,   1, &out_port, 1,
-                      params,             n_params, &infer_copy, &run_nothing, nullptr};
+    return pf_op_desc{sizeof(pf_op_desc), name,        "a test op",  0,      &in_port, 1, &out_port, 1, params,
+                      n_params,           &infer_copy, &run_nothing, nullptr};
 }
 
 /// A valid plugin header with `n` ops.
 inline pf_plugin_desc plugin(const char* name, const pf_op_desc* ops, int32_t n,
                              int32_t (*init)(char*, size_t) = nullptr) {
-    return pf_plugin_desc{sizeof(pf_plugin_desc), PIXFLOW_ABI_MAJOR, PIXFLOW_ABI_MINOR, name, "0.0.1", ops, n,
-                          init, nullptr, 0};
+    return pf_plugin_desc{
+        sizeof(pf_plugin_desc), PIXFLOW_ABI_MAJOR, PIXFLOW_ABI_MINOR, name, "0.0.1", ops, n, init, nullptr, 0};
 }
 
 } // namespace bad_plugin

@@ -48,8 +48,10 @@ template <class T> std::vector<T> make_image(int w, int h, Pattern pat, std::mt1
     std::vector<T> img(std::size_t(w) * h);
     std::uniform_real_distribution<float> u(0.f, 1.f);
     auto put = [&](std::size_t i, float v01) { // v01 in [0, 1]
-        if constexpr (std::is_same_v<T, float>) img[i] = v01 * 3.0f - 1.0f;
-        else img[i] = T(std::min(1.f, std::max(0.f, v01)) * float(T(~T(0))));
+        if constexpr (std::is_same_v<T, float>)
+            img[i] = v01 * 3.0f - 1.0f;
+        else
+            img[i] = T(std::min(1.f, std::max(0.f, v01)) * float(T(~T(0))));
     };
     if (pat == Pattern::constant) {
         const float c = u(rng);
@@ -145,7 +147,8 @@ template <class T> struct Case {
         CK(cudaDeviceSynchronize());
         r.phi.resize(std::size_t(w) * h);
         r.mask.resize(std::size_t(w) * h);
-        CK(cudaMemcpy2D(r.phi.data(), std::size_t(w) * 4, dphi.p, phi_pitch, std::size_t(w) * 4, h, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy2D(r.phi.data(), std::size_t(w) * 4, dphi.p, phi_pitch, std::size_t(w) * 4, h,
+                        cudaMemcpyDeviceToHost));
         CK(cudaMemcpy2D(r.mask.data(), w, dmask.p, mask_pitch, w, h, cudaMemcpyDeviceToHost));
         return r;
     }
@@ -155,8 +158,7 @@ static const char* init_name(cv::Init i) {
     return i == cv::Init::checkerboard ? "checker" : i == cv::Init::disk ? "disk" : "small_disk";
 }
 
-template <class T>
-void check(int w, int h, Pattern pat, const cv::Settings& s, std::mt19937& rng, bool all_variants) {
+template <class T> void check(int w, int h, Pattern pat, const cv::Settings& s, std::mt19937& rng, bool all_variants) {
     const auto host = make_image<T>(w, h, pat, rng);
     Case<T> c(w, h, host);
     const Result ref = c.run(old_kernel, s);
@@ -175,18 +177,23 @@ void check(int w, int h, Pattern pat, const cv::Settings& s, std::mt19937& rng, 
         if (!same_phi || !same_mask || !same_out || unwritten) {
             ++failures;
             std::size_t bad = 0;
-            for (std::size_t i = 0; i < ref.phi.size(); ++i)
-                bad += std::memcmp(&ref.phi[i], &got.phi[i], 4) != 0;
-            std::printf("FAIL %s %dx%d %s %s tol=%g max_iter=%d init=%s: phi %zu differ, mask %s, iterations %d vs %d, rms %.17g vs %.17g%s\n",
-                        variant_name(v), w, h, sizeof(T) == 4 ? "f32" : sizeof(T) == 2 ? "u16" : "u8",
-                        pattern_name(pat), s.tol, s.max_iter, init_name(s.init), bad, same_mask ? "same" : "DIFFERS",
-                        ref.out.iterations, got.out.iterations, ref.out.rms_change, got.out.rms_change,
-                        unwritten ? " (reference mask not all 0/255)" : "");
+            for (std::size_t i = 0; i < ref.phi.size(); ++i) bad += std::memcmp(&ref.phi[i], &got.phi[i], 4) != 0;
+            std::printf(
+                "FAIL %s %dx%d %s %s tol=%g max_iter=%d init=%s: phi %zu differ, mask %s, iterations %d vs %d, rms %.17g vs %.17g%s\n",
+                variant_name(v), w, h,
+                sizeof(T) == 4   ? "f32"
+                : sizeof(T) == 2 ? "u16"
+                                 : "u8",
+                pattern_name(pat), s.tol, s.max_iter, init_name(s.init), bad, same_mask ? "same" : "DIFFERS",
+                ref.out.iterations, got.out.iterations, ref.out.rms_change, got.out.rms_change,
+                unwritten ? " (reference mask not all 0/255)" : "");
         }
     }
     std::printf("  %-4s %4dx%-4d %-8s tol=%-6g max_iter=%-3d init=%-10s -> %d iterations, rms %.6g\n",
-                sizeof(T) == 4 ? "f32" : sizeof(T) == 2 ? "u16" : "u8", w, h, pattern_name(pat), s.tol, s.max_iter,
-                init_name(s.init), ref.out.iterations, ref.out.rms_change);
+                sizeof(T) == 4   ? "f32"
+                : sizeof(T) == 2 ? "u16"
+                                 : "u8",
+                w, h, pattern_name(pat), s.tol, s.max_iter, init_name(s.init), ref.out.iterations, ref.out.rms_change);
 }
 
 static void checks(bool small, std::mt19937& rng) {
@@ -232,7 +239,7 @@ static void checks(bool small, std::mt19937& rng) {
     if (!small) {
         check<std::uint8_t>(4096, 4096, Pattern::shapes, tol0, rng, true);
         check<float>(4096, 4096, Pattern::random, early, rng, false);
-        check<std::uint8_t>(2053, 3, Pattern::shapes, tol0, rng, false); // wide and flat
+        check<std::uint8_t>(2053, 3, Pattern::shapes, tol0, rng, false);  // wide and flat
         check<std::uint8_t>(5, 3001, Pattern::shapes, early, rng, false); // tall and narrow
     }
 }
@@ -265,9 +272,9 @@ static void timings(std::mt19937& rng) {
             }
         for (int v = 0; v < n_variants; ++v) {
             char line[200];
-            std::snprintf(line, sizeof line, "%4dx%-5d %-12s best-of-rounds median %8.4f ms = %7.3f us/it; slope %7.3f us/it",
-                          n, n, variant_name(v), best[v][0], best[v][0] * 1000 / 500,
-                          (best[v][0] - best[v][1]) * 1000 / 450);
+            std::snprintf(line, sizeof line,
+                          "%4dx%-5d %-12s best-of-rounds median %8.4f ms = %7.3f us/it; slope %7.3f us/it", n, n,
+                          variant_name(v), best[v][0], best[v][0] * 1000 / 500, (best[v][0] - best[v][1]) * 1000 / 450);
             summary.push_back(line);
         }
     }

@@ -84,7 +84,9 @@ static void reference(const std::vector<std::uint8_t>& in, std::vector<std::uint
             }
             std::swap(prev, cur);
         }
-        for (int x = 0; x < w; ++x) last[std::size_t(ch) * w + x] = std::int16_t(h > 0 ? prev[x + 1] : (above ? (*above)[std::size_t(ch) * w + x] : 0));
+        for (int x = 0; x < w; ++x)
+            last[std::size_t(ch) * w + x] =
+                std::int16_t(h > 0 ? prev[x + 1] : (above ? (*above)[std::size_t(ch) * w + x] : 0));
     }
 }
 
@@ -140,7 +142,8 @@ static void check_case(const Variant& var, int w, int h, int c, bool aligned, bo
         const std::size_t j = i - ob;
         const bool pixel = i >= ob && j / out_pitch < std::size_t(h) && j % out_pitch < row;
         if (pixel) {
-            if (got[i] != ref[(j / out_pitch) * row + j % out_pitch] && bad++ == 0) first = (j / out_pitch) * row + j % out_pitch;
+            if (got[i] != ref[(j / out_pitch) * row + j % out_pitch] && bad++ == 0)
+                first = (j / out_pitch) * row + j % out_pitch;
         } else if (got[i] != 0xAB) {
             ++bad_pad; // written outside the view
         }
@@ -151,10 +154,11 @@ static void check_case(const Variant& var, int w, int h, int c, bool aligned, bo
     for (std::size_t i = 0; i < row; ++i) bad_last += last[i] != ref_last[i];
     if (bad || bad_pad || bad_last) {
         ++failures;
-        std::printf("FAIL %s %s %dx%dx%d aligned=%d strips=%zu: %zu bad, %zu outside, %zu bad carried; first at y=%zu x=%zu c=%zu got %d want %d\n",
-                    var.name.c_str(), label, w, h, c, aligned, bands.size(), bad, bad_pad, bad_last, first / row,
-                    (first % row) / c, first % c, bad ? got[ob + (first / row) * out_pitch + first % row] : 0,
-                    bad ? ref[first] : 0);
+        std::printf(
+            "FAIL %s %s %dx%dx%d aligned=%d strips=%zu: %zu bad, %zu outside, %zu bad carried; first at y=%zu x=%zu c=%zu got %d want %d\n",
+            var.name.c_str(), label, w, h, c, aligned, bands.size(), bad, bad_pad, bad_last, first / row,
+            (first % row) / c, first % c, bad ? got[ob + (first / row) * out_pitch + first % row] : 0,
+            bad ? ref[first] : 0);
     }
 }
 
@@ -255,9 +259,9 @@ int main(int argc, char** argv) {
         shapes(vs, rng);
         return 0;
     }
-    const std::pair<int, int> sizes[] = {{1, 1},    {2, 2},    {15, 1},   {16, 1},    {17, 3},   {1, 40},
-                                         {31, 33},  {33, 31},  {100, 63}, {100, 64},  {100, 65}, {127, 129},
-                                         {128, 128}, {129, 257}, {5, 300}, {300, 130}, {513, 300}, {1000, 1000},
+    const std::pair<int, int> sizes[] = {{1, 1},       {2, 2},     {15, 1},    {16, 1},    {17, 3},    {1, 40},
+                                         {31, 33},     {33, 31},   {100, 63},  {100, 64},  {100, 65},  {127, 129},
+                                         {128, 128},   {129, 257}, {5, 300},   {300, 130}, {513, 300}, {1000, 1000},
                                          {1920, 1080}, {4097, 37}, {70001, 70}};
     int cases = 0;
     for (const auto& var : vs)

@@ -27,14 +27,18 @@ __device__ __forceinline__ unsigned long long trace_ns() {
 }
 
 #ifndef NO_TRACE
-#define PIXFLOW_FS_TRACE(phase)                                                                        \
-    do {                                                                                               \
-        if (g_trace != nullptr && (threadIdx.x & 31) == 0) {                          \
-            unsigned long long* t_ = g_trace + ((long long)top.id * g_trace_chunks + k) * 8;           \
-            t_[3 + (phase)] = clock64();                                                               \
-            if ((phase) == 1) t_[1] = trace_ns();                                                      \
-            if ((phase) == 0 && k == 0) { unsigned sm_; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_)); t_[7] = sm_; } \
-        }                                                                                              \
+#define PIXFLOW_FS_TRACE(phase)                                                                                        \
+    do {                                                                                                               \
+        if (g_trace != nullptr && (threadIdx.x & 31) == 0) {                                                           \
+            unsigned long long* t_ = g_trace + ((long long)top.id * g_trace_chunks + k) * 8;                           \
+            t_[3 + (phase)] = clock64();                                                                               \
+            if ((phase) == 1) t_[1] = trace_ns();                                                                      \
+            if ((phase) == 0 && k == 0) {                                                                              \
+                unsigned sm_;                                                                                          \
+                asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_));                                                       \
+                t_[7] = sm_;                                                                                           \
+            }                                                                                                          \
+        }                                                                                                              \
     } while (0)
 #endif
 
@@ -134,21 +138,27 @@ template <int K> static void trace(const char* name, int w, int h) {
             }
         }
         if (period.empty()) continue;
-        auto mean = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s / double(v.size()); };
+        auto mean = [](const std::vector<double>& v) {
+            double s = 0;
+            for (double x : v) s += x;
+            return s / double(v.size());
+        };
         static const char* kinds[] = {"band 0 (nothing above)", "fed by the warp before (shared memory)",
                                       "a block's first band (fed from the block before)"};
         std::printf("  %s (%zu chunks), cycles: chunk period median %.0f (mean %.0f); wait at its start median %.0f "
                     "(p90 %.0f); its 16 steps and stores median %.0f (p90 %.0f)\n",
-                    kinds[kind], period.size(), pct(period, 0.5), mean(period), pct(wait, 0.5), pct(wait, 0.9), pct(exec, 0.5), pct(exec, 0.9));
-        if (!lag_ns.empty())
-            std::printf("    lag behind the band above at the same chunk: mean %.0f ns", mean(lag_ns));
+                    kinds[kind], period.size(), pct(period, 0.5), mean(period), pct(wait, 0.5), pct(wait, 0.9),
+                    pct(exec, 0.5), pct(exec, 0.9));
+        if (!lag_ns.empty()) std::printf("    lag behind the band above at the same chunk: mean %.0f ns", mean(lag_ns));
         if (!lag_c.empty())
             std::printf(", median %.0f cycles; from its store of chunk k+4 to this chunk's start: median %.0f cycles "
-                        "(p10 %.0f, p90 %.0f)", pct(lag_c, 0.5), pct(from_store, 0.5), pct(from_store, 0.1), pct(from_store, 0.9));
+                        "(p10 %.0f, p90 %.0f)",
+                        pct(lag_c, 0.5), pct(from_store, 0.5), pct(from_store, 0.1), pct(from_store, 0.9));
         if (!lag_ns.empty()) std::printf("\n");
     }
-    std::printf("  band: us from band 0's chunk 0 to its chunk 0 / chunk %d / last chunk; lag behind the band above (ns)\n",
-                chunks / 2);
+    std::printf(
+        "  band: us from band 0's chunk 0 to its chunk 0 / chunk %d / last chunk; lag behind the band above (ns)\n",
+        chunks / 2);
     for (int b = 0; b < bands; ++b) {
         if (!(b < 9 || b % 32 == 0 || b == bands - 1)) continue;
         std::printf("   %4d  %9.2f %9.2f %9.2f", b, (g1(b, 0) - g1(0, 0)) * 1e-3, (g1(b, chunks / 2) - g1(0, 0)) * 1e-3,

@@ -47,7 +47,8 @@ template <class U>
 std::vector<U> reference(const std::vector<std::uint8_t>& in, int w, int h, int c, const std::vector<U>* above) {
     const std::size_t row = std::size_t(w) * c;
     std::vector<std::uint64_t> acc(row, 0);
-    if (above) for (std::size_t i = 0; i < row; ++i) acc[i] = (*above)[i];
+    if (above)
+        for (std::size_t i = 0; i < row; ++i) acc[i] = (*above)[i];
     std::vector<U> out(row * h);
     std::vector<std::uint64_t> rs(c);
     for (int y = 0; y < h; ++y) {
@@ -107,13 +108,15 @@ void check_case(int w, int h, int c, bool aligned, bool strips, std::mt19937& rn
     if (strips) { // the last band's carry = the last row
         std::vector<U> last(row);
         CK(cudaMemcpy(last.data(), carry.p, row * sizeof(U), cudaMemcpyDeviceToHost));
-        for (std::size_t i = 0; i < row; ++i) if (last[i] != ref[(h - 1) * row + i]) ++bad;
+        for (std::size_t i = 0; i < row; ++i)
+            if (last[i] != ref[(h - 1) * row + i]) ++bad;
     }
     if (bad) {
         ++failures;
-        std::printf("FAIL %s %dx%dx%d u%d aligned=%d strips=%zu: %zu bad, first at y=%zu x=%zu c=%zu got %llu want %llu\n",
-                    label, w, h, c, int(8 * sizeof(U)), aligned, bands.size(), bad, first / row, (first % row) / c,
-                    first % c, (unsigned long long)got[first], (unsigned long long)ref[first]);
+        std::printf(
+            "FAIL %s %dx%dx%d u%d aligned=%d strips=%zu: %zu bad, first at y=%zu x=%zu c=%zu got %llu want %llu\n",
+            label, w, h, c, int(8 * sizeof(U)), aligned, bands.size(), bad, first / row, (first % row) / c, first % c,
+            (unsigned long long)got[first], (unsigned long long)ref[first]);
     }
 }
 
@@ -188,10 +191,16 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     };
     std::vector<const char*> names;
     std::vector<std::function<void()>> fns;
-    auto add = [&](const char* n, std::function<void()> f) { names.push_back(n); fns.push_back(std::move(f)); };
-    add("d2d copy of floor bytes", [&] { CK(cudaMemcpyAsync(cpy_b.p, cpy_a.p, floor_bytes / 2, cudaMemcpyDeviceToDevice)); });
-    add("old reduce-then-scan", [&] { pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(old_scratch.p), nullptr, nullptr); });
-    add("lookback before (" PIXFLOW_FROZEN_REV ")", [&] { pi::before::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    auto add = [&](const char* n, std::function<void()> f) {
+        names.push_back(n);
+        fns.push_back(std::move(f));
+    };
+    add("d2d copy of floor bytes",
+        [&] { CK(cudaMemcpyAsync(cpy_b.p, cpy_a.p, floor_bytes / 2, cudaMemcpyDeviceToDevice)); });
+    add("old reduce-then-scan",
+        [&] { pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(old_scratch.p), nullptr, nullptr); });
+    add("lookback before (" PIXFLOW_FROZEN_REV ")",
+        [&] { pi::before::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("now (default)", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     constexpr int W = pi::lb_window<C>();
     constexpr int CD = pi::lb_col_depth<C>();
@@ -206,14 +215,19 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
         CK(cudaGetLastError());
     });
     // the column look-back's window
-    add("column window 1", [&] { pi::launch_lookback<U, C, D, 2, false, W, 1>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("column window 2", [&] { pi::launch_lookback<U, C, D, 2, false, W, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("column window 3", [&] { pi::launch_lookback<U, C, D, 2, false, W, 3>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("column window 4", [&] { pi::launch_lookback<U, C, D, 2, false, W, 4>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("column window 1",
+        [&] { pi::launch_lookback<U, C, D, 2, false, W, 1>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("column window 2",
+        [&] { pi::launch_lookback<U, C, D, 2, false, W, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("column window 3",
+        [&] { pi::launch_lookback<U, C, D, 2, false, W, 3>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("column window 4",
+        [&] { pi::launch_lookback<U, C, D, 2, false, W, 4>(in, out, new_scratch.p, nullptr, nullptr); });
     // taller tiles: fewer tiles and look-backs, 3 blocks an SM; shorter: more tiles in flight
     add("TH 4/3", [&] { pi::launch_lookback<U, C, D * 4 / 3, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 3/4", [&] { pi::launch_lookback<U, C, D * 3 / 4, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("row window 4", [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("row window 4",
+        [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD>(in, out, new_scratch.p, nullptr, nullptr); });
     if (ncu_mode) { // a few launches of two variants for the profiler
         for (int i = 0; i < 3; ++i) fns[2](), fns[3](), fns[1]();
         CK(cudaDeviceSynchronize());
@@ -226,8 +240,9 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
             t[i].push_back(time_it(fns[i], reps));
             if (i && std::strcmp(names[i], "tile copy, no scan") != 0) verify(names[i]);
         }
-    std::printf("8192x8192x%d u8 -> u%d (default TH %d), floor %.3f GB; medians of %d, 3 rounds; x = / copy's first median:\n",
-                C, int(8 * sizeof(U)), D, floor_bytes / 1e9, reps);
+    std::printf(
+        "8192x8192x%d u8 -> u%d (default TH %d), floor %.3f GB; medians of %d, 3 rounds; x = / copy's first median:\n",
+        C, int(8 * sizeof(U)), D, floor_bytes / 1e9, reps);
     for (int i = 0; i < nv; ++i) {
         std::printf("  %-26s", names[i]);
         for (float x : t[i]) std::printf(" %.4f ms (%.3fx)", x, x / t[0][0]);
@@ -261,13 +276,14 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
             t0 = std::min(t0, st[i * S]);
             t1 = std::max(t1, st[i * S + 5]);
         }
-        std::printf("  profile (TH %d RPS 2, %zu tiles): mean us load %.2f, sums %.2f, look-backs+scan %.2f, corner %.2f,"
-                    " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
-                    D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
-                    sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
+        std::printf(
+            "  profile (TH %d RPS 2, %zu tiles): mean us load %.2f, sums %.2f, look-backs+scan %.2f, corner %.2f,"
+            " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
+            D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
+            sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
         { // step 3, tiles below the first row. Before: thread 0's row look-back (stamps 2-6), column
-          // look-back (6-7), the rest (7-3). Now: the column look-back (2-7), the rest (7-3), and the
-          // inclusive column prefixes' flag after step 3 (3-6: warp 3's release store).
+            // look-back (6-7), the rest (7-3). Now: the column look-back (2-7), the rest (7-3), and the
+            // inclusive column prefixes' flag after step 3 (3-6: warp 3's release store).
             double row_lb = 0, col_lb = 0, rest = 0, flag = 0, walked = 0;
             std::size_t n = 0, hist[5] = {};
             for (std::size_t i = std::size_t(ntx2); i < n_tiles; ++i) {
@@ -283,9 +299,9 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
             }
             std::printf("  step 3, thread 0, tiles below row 0: row look-back %.2f us, column look-back %.2f us, then"
                         " publish + block scan %.2f us; column flag %+.2f us after step 3; column predecessors"
-                        " read: mean %.2f (1: %zu, 2: %zu, 3-4: %zu, 5-8: %zu, more: %zu)\n", row_lb / n / 1e3,
-                        col_lb / n / 1e3, rest / n / 1e3, flag / n / 1e3, walked / n, hist[0], hist[1], hist[2], hist[3],
-                        hist[4]);
+                        " read: mean %.2f (1: %zu, 2: %zu, 3-4: %zu, 5-8: %zu, more: %zu)\n",
+                        row_lb / n / 1e3, col_lb / n / 1e3, rest / n / 1e3, flag / n / 1e3, walked / n, hist[0],
+                        hist[1], hist[2], hist[3], hist[4]);
             if (S > 9) { // step 4, tiles with tx > 0 and ty > 0: when the z warp's row look-back (after step 2)
                          // and warp 0's corner (after step 3) were done, and the step's end (after step 3)
                 double rows_done = 0, corner_done = 0, end4 = 0, row_late = 0;
@@ -301,8 +317,8 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
                 }
                 std::printf("  step 4, tiles with tx, ty > 0: the z warp's row look-back done %.2f us after step 2"
                             " (%.2f us past step 3, mean of the late part), the corner %.2f us after step 3, step 4"
-                            " ends %.2f us after step 3\n", rows_done / m / 1e3, row_late / m / 1e3,
-                            corner_done / m / 1e3, end4 / m / 1e3);
+                            " ends %.2f us after step 3\n",
+                            rows_done / m / 1e3, row_late / m / 1e3, corner_done / m / 1e3, end4 / m / 1e3);
             }
         }
         // The timeline: when each tile row was done (its last tile's end), the spacing of those
@@ -368,8 +384,9 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     std::printf("device %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
-    const std::pair<int, int> sizes[] = {{1, 1}, {2, 2}, {511, 1}, {512, 1}, {513, 1}, {1, 23}, {1, 24}, {1, 25},
-                                         {1, 31}, {1, 32}, {1, 33}, {511, 31}, {512, 32}, {513, 33}, {7, 9},
+    const std::pair<int, int> sizes[] = {{1, 1},     {2, 2},      {511, 1},    {512, 1},   {513, 1},
+                                         {1, 23},    {1, 24},     {1, 25},     {1, 31},    {1, 32},
+                                         {1, 33},    {511, 31},   {512, 32},   {513, 33},  {7, 9},
                                          {513, 131}, {1024, 258}, {1023, 769}, {1537, 97}, {3000, 100}};
     int cases = 0;
     for (auto [w, h] : sizes)

@@ -40,7 +40,8 @@ __global__ void sobel_kernel(pixflow::ImageView in, pixflow::ImageView out, floa
 
 void sobel_cuda(const pixflow::ImageView& in, const pixflow::ImageView& out, float scale, void* stream) {
     const dim3 block(TX, TY);
-    const dim3 grid = pixflow::cuda::grid_rows(pixflow::cuda::div_up(in.width, TX), pixflow::cuda::div_up(in.height, TY));
+    const dim3 grid =
+        pixflow::cuda::grid_rows(pixflow::cuda::div_up(in.width, TX), pixflow::cuda::div_up(in.height, TY));
     sobel_kernel<<<grid, block, 0, pixflow::cuda::stream_of(stream)>>>(in, out, scale);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }

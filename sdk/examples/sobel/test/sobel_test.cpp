@@ -59,5 +59,5 @@ TEST_P(SobelTest, CudaMatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, SobelTest,
-                         ::testing::Values(std::make_tuple(1, 1, 1), std::make_tuple(7, 5, 3), std::make_tuple(33, 17, 4),
-                                           std::make_tuple(640, 480, 1)));
+                         ::testing::Values(std::make_tuple(1, 1, 1), std::make_tuple(7, 5, 3),
+                                           std::make_tuple(33, 17, 4), std::make_tuple(640, 480, 1)));
