@@ -36,13 +36,13 @@
 extern "C" {
 #endif
 
+/* The minor versions: 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
+   pf_plugin_desc.access) and strips (pf_run_args.strip); 1.3: pf_access_desc.whole_reason
+   (access that depends on parameters); 1.4: PF_OP_SPLIT and pf_run_args.collective (a
+   whole-image op run split over cooperating processes). Each define stays on one line: CMake
+   reads both from this file (file(STRINGS) in the top CMakeLists.txt). */
 #define PIXFLOW_ABI_MAJOR 1
-#define PIXFLOW_ABI_MINOR                                                                                              \
-    4 /* 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
-                               pf_plugin_desc.access) and strips (pf_run_args.strip); 1.3:
-                               pf_access_desc.whole_reason (access that depends on parameters);
-                               1.4: PF_OP_SPLIT and pf_run_args.collective (a whole-image op run
-                               split over cooperating processes) */
+#define PIXFLOW_ABI_MINOR 4
 
 /* The one symbol every plugin exports. */
 #define PIXFLOW_ENTRY_SYMBOL "pixflow_plugin_entry"
