@@ -2,7 +2,7 @@
 # Lays out every C++ and CUDA source of the repository with clang-format and the checked-in
 # .clang-format (whitespace only: see there).
 #   scripts/format.sh           rewrite the files in place
-#   scripts/format.sh --check   change nothing; list the files that differ and exit 1 if any do
+#   scripts/format.sh --check   change nothing; show each line that differs and exit 1 if any do
 #                               (CTest's Style.SourcesAreClangFormatted); exit 77 (skipped) when
 #                               clang-format is not installed (scripts/setup.sh installs it)
 # The layout is clang-format 14's (Debian 12); another version may lay out a few lines otherwise.
@@ -27,11 +27,6 @@ if [ "$check" = 0 ]; then
     "$fmt" -i --style=file "${files[@]}"
     exit 0
 fi
-status=0
-for f in "${files[@]}"; do
-    if ! "$fmt" --style=file "$f" | cmp -s - "$f"; then
-        echo "format: $f is not laid out as .clang-format says (scripts/format.sh rewrites it)"
-        status=1
-    fi
-done
-exit $status
+# clang-format's own check: each line that differs, with its file and line; non-zero if any.
+"$fmt" --style=file --dry-run -Werror "${files[@]}" ||
+    { echo "format: the files above are not laid out as .clang-format says (scripts/format.sh rewrites them)" >&2; exit 1; }

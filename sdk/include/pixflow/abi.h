@@ -115,10 +115,9 @@ typedef enum pf_param_type {
  * refuse to overwrite a file the same pipeline reads and can write outputs atomically. */
 #define PF_PARAM_REQUIRED 0x1u   /* no default: the pipeline must set it */
 #define PF_PARAM_INPUT_PATH 0x2u /* a file the op reads */
-#define PF_PARAM_OUTPUT_PATH                                                                                           \
-    0x4u /* a file the op writes: the host hands it a temporary path
-                                     with the same extension and renames it when the whole
-                                     pipeline has succeeded */
+/* PF_PARAM_OUTPUT_PATH: a file the op writes; the host hands it a temporary path with the same
+ * extension and renames it when the whole pipeline has succeeded. */
+#define PF_PARAM_OUTPUT_PATH 0x4u
 
 typedef struct pf_value {
     int32_t type; /* pf_param_type */
@@ -312,10 +311,10 @@ typedef int32_t (*pf_infer_fn)(const pf_value* params, int32_t n_params, const p
 #define PF_OP_SOURCE 0x1u /* no inputs: produces an image (load, synth) */
 #define PF_OP_SINK 0x2u   /* has side effects (save, compare): always runs, even with no consumer */
 #define PF_OP_FUSED 0x4u  /* implements a chain of other operators (see pf_fusion_desc) */
-#define PF_OP_SPLIT                                                                                                    \
-    0x8u /* ABI 1.4: a whole-image op (PF_ACCESS_WHOLE) that can also run split
-                             over cooperating processes, each computing a band of its outputs'
-                             rows (pf_run_args.collective); on the CPU only */
+/* PF_OP_SPLIT (ABI 1.4): a whole-image op (PF_ACCESS_WHOLE) that can also run split over
+ * cooperating processes, each computing a band of its outputs' rows (pf_run_args.collective);
+ * on the CPU only. */
+#define PF_OP_SPLIT 0x8u
 
 typedef struct pf_op_desc {
     uint32_t struct_size;
