@@ -945,18 +945,22 @@ template <class U, int C, int TH> struct LookBack {
     }
 };
 
-/// Stores K u32 values (dst 16-byte aligned) as 16-byte vectors, through L2 only.
-template <int K> __device__ __forceinline__ void store_vec(std::uint32_t* dst, const std::uint32_t (&v)[K]) {
+/// Stores thread tid's K u32 values of a tile (`tile` 16-byte aligned) as 16-byte vectors,
+/// through L2 only: vector q of thread t at tile + 4 (q * block_threads + t), so each store
+/// instruction of a warp covers 512 contiguous bytes.
+template <int K> __device__ __forceinline__ void store_vec(std::uint32_t* tile, int tid, const std::uint32_t (&v)[K]) {
     static_assert(K % 4 == 0, "whole vectors");
 #pragma unroll
     for (int q = 0; q < K / 4; ++q)
-        __stcg(reinterpret_cast<uint4*>(dst) + q, make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]));
+        __stcg(reinterpret_cast<uint4*>(tile) + q * block_threads + tid,
+               make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]));
 }
-/// Adds K u32 values loaded from L2 (never a stale L1 line) into v.
-template <int K> __device__ __forceinline__ void add_vec(std::uint32_t (&v)[K], const std::uint32_t* src) {
+/// Adds thread tid's K u32 values of a tile (store_vec's layout), loaded from L2 (never a stale
+/// L1 line), into v.
+template <int K> __device__ __forceinline__ void add_vec(std::uint32_t (&v)[K], const std::uint32_t* tile, int tid) {
 #pragma unroll
     for (int q = 0; q < K / 4; ++q) {
-        const uint4 x = __ldcg(reinterpret_cast<const uint4*>(src) + q);
+        const uint4 x = __ldcg(reinterpret_cast<const uint4*>(tile) + q * block_threads + tid);
         v[4 * q] += x.x, v[4 * q + 1] += x.y, v[4 * q + 2] += x.z, v[4 * q + 3] += x.w;
     }
 }
@@ -1020,8 +1024,7 @@ __device__ __forceinline__ int look_back_packed(const Slot* pk, const unsigned* 
                 for (int s = 0; s < C; ++s) add_packed(acc + 4 * s, a[d][s]);
         if (inc) {
             __syncwarp();
-            add_vec<K>(acc,
-                       inc_col + std::size_t(first - unsigned(done + stop) * stride) * (block_threads * K) + tid * K);
+            add_vec<K>(acc, inc_col + std::size_t(first - unsigned(done + stop) * stride) * (block_threads * K), tid);
             return done + stop + 1; // predecessors read
         }
         done += D;
@@ -1340,7 +1343,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
     }
     bar_arrive(bar_row_aggregates, lb_threads);
     if (ty == 0) { // inclusive prefixes, behind the flag raised after the block scan
-        store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n + base, colsum);
+        store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n, tid, colsum);
     } else {
 #pragma unroll
         for (int q = 0; q < C; ++q)
@@ -1362,7 +1365,7 @@ __global__ void __launch_bounds__(lb_threads, 4)
         U inc[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) inc[k] = cc[k] + colsum[k];
-        store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n + base, inc);
+        store_vec<K>(lb.inc_col + std::size_t(id) * LB::col_n, tid, inc);
     }
     // One block scan: the column carries along the tile (first C values) and, from the totals,
     // z = the sum over the tile's columns of carries and column sums (all input above y0 + TH).
