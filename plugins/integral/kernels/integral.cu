@@ -84,6 +84,9 @@
 // tiles of the row above to its left: looked back by the z warp, first or after its rows, it is
 // no sooner; looked back along y over each tile's row carries it is 3-7% slower (a chain along
 // y slower than the tile rows; docs/performance.md).
+// 2026-11-29 (sixth): the inclusive column prefixes stored vector-major (store_vec/add_vec):
+// each warp access 512 contiguous bytes; harness against d36ada8: RGB 0.3217-0.3250 ->
+// 0.3197-0.3221 ms, RGBA and 2 channels 0.3-0.6% faster, gray level.
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
