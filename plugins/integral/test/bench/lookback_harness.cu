@@ -149,6 +149,21 @@ __global__ void __launch_bounds__(pi::lb_threads, 4) tile_copy_kernel(ImageView 
     }
 }
 
+// The floor's mix of traffic without tiles: each thread reads one 4-byte word of u8 samples and
+// writes them as one 16-byte vector of u32 (a warp: 128 contiguous bytes in, 512 out), one
+// thread a word, no shared memory. What any u8 -> u32 kernel of this output reaches.
+template <bool Streaming>
+__global__ void __launch_bounds__(256) widen_kernel(const std::uint32_t* in, uint4* out, std::size_t words) {
+    const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= words) return;
+    const std::uint32_t w = __ldcs(in + i);
+    const uint4 v = make_uint4(w & 0xFFu, (w >> 8) & 0xFFu, (w >> 16) & 0xFFu, w >> 24);
+    if (Streaming)
+        __stcs(out + i, v);
+    else
+        out[i] = v;
+}
+
 using harness::median;
 using harness::time_it;
 
@@ -214,6 +229,17 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
         tile_copy_kernel<C, D><<<unsigned(tiles), pi::lb_threads, smem>>>(in, out);
         CK(cudaGetLastError());
     });
+    const std::size_t words = row * h / 4; // 8192 * C bytes a row: whole words
+    add("widen u8->u32, no tiles", [&] {
+        widen_kernel<false><<<unsigned((words + 255) / 256), 256>>>(static_cast<const std::uint32_t*>(din.p),
+                                                                    static_cast<uint4*>(dout.p), words);
+        CK(cudaGetLastError());
+    });
+    add("widen, streaming stores", [&] {
+        widen_kernel<true><<<unsigned((words + 255) / 256), 256>>>(static_cast<const std::uint32_t*>(din.p),
+                                                                   static_cast<uint4*>(dout.p), words);
+        CK(cudaGetLastError());
+    });
     // the column look-back's window
     add("column window 1",
         [&] { pi::launch_lookback<U, C, D, 2, false, W, 1>(in, out, new_scratch.p, nullptr, nullptr); });
@@ -238,7 +264,8 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     for (int round = 0; round < 3; ++round)
         for (int i = 0; i < nv; ++i) {
             t[i].push_back(time_it(fns[i], reps));
-            if (i && std::strcmp(names[i], "tile copy, no scan") != 0) verify(names[i]);
+            if (i && std::strcmp(names[i], "tile copy, no scan") != 0 && std::strncmp(names[i], "widen", 5) != 0)
+                verify(names[i]);
         }
     std::printf(
         "8192x8192x%d u8 -> u%d (default TH %d), floor %.3f GB; medians of %d, 3 rounds; x = / copy's first median:\n",
