@@ -143,6 +143,7 @@
 
 #include <cub/block/block_scan.cuh>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -1475,12 +1476,22 @@ void launch_lookback(const ImageView& in, const ImageView& out, void* d_scratch,
     const std::size_t n_tiles = lookback_tiles<U, C, TH>(in, n_tx);
     using LB = LookBack<U, C, TH>;
     const LB lb(d_scratch, n_tiles, n_tx);
-    PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.cleared, 0, LB::cleared_bytes(n_tiles), s)); // lb_none, ticket 0
     constexpr int smem = TH * tile_w * C;
     auto kernel = integral_lookback_kernel<U, C, TH, RPS, Prof, W, CD, G>;
-    PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                            int(cudaSharedmemCarveoutMaxShared)));
+    // The kernel's shared-memory attributes, set once per device (a bit each; devices past 64
+    // every time): two driver calls a launch otherwise, host time that a small image pays in
+    // full while the GPU waits for the memset's successor.
+    static std::atomic<std::uint64_t> attributes_set{0};
+    int device = 0;
+    PIXFLOW_CUDA_CHECK(cudaGetDevice(&device));
+    const std::uint64_t bit = device < 64 ? std::uint64_t(1) << device : 0;
+    if ((attributes_set.load(std::memory_order_acquire) & bit) == 0) {
+        PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                int(cudaSharedmemCarveoutMaxShared)));
+        attributes_set.fetch_or(bit, std::memory_order_release);
+    }
+    PIXFLOW_CUDA_CHECK(cudaMemsetAsync(lb.cleared, 0, LB::cleared_bytes(n_tiles), s)); // lb_none, ticket 0
     kernel<<<unsigned(n_tiles), lb_threads, smem, s>>>(in, out, lb, d_above, is_aligned(in, 16), is_aligned(out, 4),
                                                        is_aligned(out, 16), d_prof);
     PIXFLOW_CUDA_CHECK_LAUNCH();
