@@ -89,8 +89,10 @@
 // 0.3197-0.3221 ms, RGBA and 2 channels 0.3-0.6% faster, gray level.
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
-// tile_w x tile_h = 512 x 128 pixels, one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each row
-// of its tile (K = 4 * C consecutive samples), so a row of a tile is 128 * K samples.
+// tile_w x th = 512 x 128 pixels (th = tiles_rows: 64, 32 or 16 for images of fewer than 1024
+// such tiles; 2026-11-29, H200: 1920 x 1080 x 3 135 -> 44 us, 512 x 512 x 3 123 -> 31 us, 8192^2
+// unchanged), one 128-thread block per tile. Thread t of a block owns pixels 4t .. 4t+3 of each
+// row of its tile (K = 4 * C consecutive samples), so a row of a tile is 128 * K samples.
 //   1. tile_sums:  each block walks down its tile once and writes, for each column of the tile,
 //                  the column's sum over the tile's rows (d_col[ty][x]) and, for each row, the
 //                  row's sum over the tile's columns (d_row[tx][y]). Reads the input once.
@@ -157,7 +159,7 @@ constexpr int block_threads = 128;
 constexpr int warps = block_threads / 32;
 constexpr int px_per_thread = 4;
 constexpr int tile_w = block_threads * px_per_thread; // pixels
-constexpr int tile_h = 128;                           // rows
+constexpr int tile_h = 128;                           // rows, at most (tiles_rows)
 /// Rows of input each thread has in flight while it works on one (tile_sums, integral_tiles):
 /// one row was too few to keep DRAM busy (see the design note).
 constexpr int fetch_depth = 4;
@@ -310,7 +312,18 @@ __device__ __forceinline__ void put_row_vec(U* seg, std::uint32_t* stage, const 
     __syncwarp(); // the staging area is reused by the next row
 }
 
-/// Tile geometry shared by tile_sums and integral_tiles.
+/// Rows of a reduce-then-scan tile for a width x height image: tile_h, halved (down to 16) while
+/// the image has fewer than 1024 tiles. Each block walks its tile's rows one after another, so
+/// an image of few tiles is latency-bound on a few SMs: with 128-row tiles a 1920 x 1080 RGB
+/// image (36 tiles) took 135 us and 512 x 512 123 us (H200, lookback_harness `sizes`).
+inline int tiles_rows(int width, int height) {
+    const long long n_tx = cuda::div_up(width, tile_w);
+    int th = tile_h;
+    while (th > 16 && n_tx * cuda::div_up(height, th) < 1024) th /= 2;
+    return th;
+}
+
+/// Tile geometry shared by tile_sums and integral_tiles (tiles of tile_w x th pixels).
 /// Tile rows are numbered across gridDim.y and gridDim.z (cuda::grid_rows), so any height works;
 /// blocks past the last tile row have rows <= 0 and return at once.
 struct Tile {
@@ -318,11 +331,11 @@ struct Tile {
     unsigned ty; // tile row
     int rows;    // rows of the tile inside the image
     int valid;   // samples of a tile row inside the image
-    __device__ Tile(int width, int height, int channels) {
+    __device__ Tile(int width, int height, int channels, int th) {
         ty = cuda::block_row();
         x0 = blockIdx.x * tile_w;
-        y0 = int(ty) * tile_h;
-        rows = min(tile_h, height - y0);
+        y0 = int(ty) * th;
+        rows = min(th, height - y0);
         valid = min(tile_w, width - x0) * channels;
     }
 };
@@ -352,11 +365,11 @@ __device__ void write_row_sums(const U (&part)[32][warps][C], int n, U* d_row, i
 // d_row. Shared memory: part, and a staging area per warp for the transposing loads.
 template <class T, class U, int C>
 __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
-    tile_sums_kernel(ImageView in, U* d_col, U* d_row, bool aligned) {
+    tile_sums_kernel(ImageView in, U* d_col, U* d_row, bool aligned, int th) {
     using S = Shape<T, U, C>;
     __shared__ std::uint32_t stage[warps][S::stage_words];
     __shared__ U part[32][warps][C];
-    const Tile t(in.width, in.height, C);
+    const Tile t(in.width, in.height, C, th);
     if (t.rows <= 0) return; // past the last tile row (whole block)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const std::size_t seg_offset = std::size_t(t.x0) * C;
@@ -492,13 +505,13 @@ template <int C> __device__ __forceinline__ std::uint32_t row_sum(const std::uin
 // warp shuffle reduction. Shared memory: part[32 rows][warps][C].
 template <class U, int C>
 __global__ void __launch_bounds__(block_threads, 8)
-    tile_sums_u8_kernel(ImageView in, U* d_col, U* d_row, bool aligned) {
+    tile_sums_u8_kernel(ImageView in, U* d_col, U* d_row, bool aligned, int th) {
     static_assert(tile_h * 255 < 65536, "16-bit column sums would overflow");
     static_assert(32 * px_per_thread * 255 < 65536, "16-bit warp row sums would overflow");
     constexpr int K = px_per_thread * C; // bytes = samples of a thread
     constexpr int pairs = (C + 1) / 2;   // registers of packed channel sums
     __shared__ U part[32][warps][C];
-    const Tile t(in.width, in.height, C);
+    const Tile t(in.width, in.height, C, th);
     if (t.rows <= 0) return; // past the last tile row (whole block)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int base = threadIdx.x * K;
@@ -651,11 +664,11 @@ __global__ void carry_scan_kernel(U* a, int n_a, std::size_t m_a, U* b, int n_b,
 template <class T, class U, int C>
 __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
     integral_tiles_kernel(ImageView in, ImageView out, const U* d_top, const U* d_left, bool in_aligned,
-                          bool out_aligned) {
+                          bool out_aligned, int th) {
     using S = Shape<T, U, C>;
     __shared__ std::uint32_t stage[warps][S::stage_words];
     __shared__ typename BlockScanT<U, C>::TempStorage scan[2];
-    const Tile t(in.width, in.height, C);
+    const Tile t(in.width, in.height, C, th);
     if (t.rows <= 0) return; // past the last tile row (whole block)
     const int warp = threadIdx.x >> 5;
     const int base = threadIdx.x * S::K;
@@ -697,7 +710,7 @@ __global__ void __launch_bounds__(block_threads, min_blocks<T, U, C>)
 
 template <class U> std::size_t scratch_elements(const ImageView& in, int& n_tx, int& n_ty) {
     n_tx = int(cuda::div_up(in.width, tile_w));
-    n_ty = int(cuda::div_up(in.height, tile_h));
+    n_ty = int(cuda::div_up(in.height, tiles_rows(in.width, in.height)));
     return std::size_t(n_ty) * in.row_samples() + std::size_t(n_tx) * in.height * in.channels;
 }
 
@@ -705,6 +718,7 @@ template <class T, class U, int C>
 void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const U* d_above, cudaStream_t s) {
     int n_tx = 0, n_ty = 0;
     scratch_elements<U>(in, n_tx, n_ty);
+    const int th = tiles_rows(in.width, in.height);
     const std::size_t row_samples = in.row_samples();
     const std::size_t column_samples = std::size_t(in.height) * C;
     U* d_col = d_scratch;                                   // [n_ty][width * C]
@@ -712,9 +726,9 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const
     const dim3 tiles = cuda::grid_rows(unsigned(n_tx), n_ty);
 
     if constexpr (sizeof(T) == 1)
-        tile_sums_u8_kernel<U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, is_aligned(in, 4));
+        tile_sums_u8_kernel<U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, is_aligned(in, 4), th);
     else
-        tile_sums_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, is_aligned(in, 4));
+        tile_sums_kernel<T, U, C><<<tiles, block_threads, 0, s>>>(in, d_col, d_row, is_aligned(in, 4), th);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     scan_col_rows_kernel<U, C><<<unsigned(n_ty), block_threads, 0, s>>>(d_col, in.width);
     PIXFLOW_CUDA_CHECK_LAUNCH();
@@ -724,7 +738,7 @@ void launch_tiles(const ImageView& in, const ImageView& out, U* d_scratch, const
             d_col, n_ty, row_samples, d_row, n_tx, column_samples, d_above);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     integral_tiles_kernel<T, U, C>
-        <<<tiles, block_threads, 0, s>>>(in, out, d_col, d_row, is_aligned(in, 4), is_aligned(out, 4));
+        <<<tiles, block_threads, 0, s>>>(in, out, d_col, d_row, is_aligned(in, 4), is_aligned(out, 4), th);
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 

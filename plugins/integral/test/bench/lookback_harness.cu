@@ -9,6 +9,7 @@
 //   ./harness          every check, then the timings of 8192 x 8192 x 3 (u32 and u64 outputs)
 //   ./harness small    the checks of small sizes only (for compute-sanitizer)
 //   ./harness ncu      a few launches of two variants, for ncu
+//   ./harness sizes    the timings of smaller images alone (look-back and reduce-then-scan)
 //   ./harness bench    the timings alone (every variant's output is still checked); built with
 //                      -DPIXFLOW_INTEGRAL_BACKOFF_NS=N for another look-back pause than 512 ns
 // Checks: integral_cuda (the dispatch the plugin uses) against a CPU reference byte for byte, on
@@ -166,6 +167,58 @@ __global__ void __launch_bounds__(256) widen_kernel(const std::uint32_t* in, uin
 
 using harness::median;
 using harness::time_it;
+
+// Smaller images, where the host's calls around the launch and the look-backs' latency count:
+// the frozen look-back launch, today's, and reduce-then-scan (launch_tiles), each timed as the
+// operator runs them (events around one call), medians of 200, 3 rounds.
+template <int C> void small_images() {
+    using U = std::uint32_t;
+    for (auto [w, h] : {std::pair{512, 512}, std::pair{1024, 1024}, std::pair{1920, 1080}, std::pair{2048, 2048},
+                        std::pair{3840, 2160}, std::pair{4096, 4096}}) {
+        const std::size_t row = std::size_t(w) * C;
+        Dev din(row * h), dout(row * h * 4);
+        CK(cudaMemset(din.p, 7, row * h));
+        ImageView in, out;
+        in.width = out.width = w;
+        in.height = out.height = h;
+        in.channels = out.channels = C;
+        in.dtype = DType::u8;
+        out.dtype = DType::u32;
+        in.device = out.device = 0;
+        in.pitch = std::int64_t(row);
+        out.pitch = std::int64_t(row * 4);
+        in.data = din.p;
+        out.data = dout.p;
+        constexpr int D = pi::lb_rows<U, C>();
+        int ntx = 0, nty = 0;
+        Dev scratch(std::max({pi::before::lookback_scratch_bytes<U, C, D>(in), pi::lookback_scratch_bytes<U, C, D>(in),
+                              pi::scratch_elements<U>(in, ntx, nty) * sizeof(U),
+                              pi::before::scratch_elements<U>(in, ntx, nty) * sizeof(U)}));
+        float b = 1e9f, n = 1e9f, t = 1e9f, tb = 1e9f;
+        for (int round = 0; round < 3; ++round) {
+            b = std::min(
+                b,
+                time_it([&] { pi::before::launch_lookback<U, C, D, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+            n = std::min(n,
+                         time_it([&] { pi::launch_lookback<U, C, D, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+            t = std::min(t, time_it(
+                                [&] {
+                                    pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(scratch.p), nullptr,
+                                                                         nullptr);
+                                },
+                                200));
+            tb = std::min(tb, time_it(
+                                  [&] {
+                                      pi::before::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(scratch.p),
+                                                                                   nullptr, nullptr);
+                                  },
+                                  200));
+        }
+        std::printf("%dx%dx%d u8 -> u32, best of 3 medians of 200: look-back before %.2f us, now %.2f us; "
+                    "reduce-then-scan before %.2f us, now %.2f us\n",
+                    w, h, C, 1e3 * b, 1e3 * n, 1e3 * tb, 1e3 * t);
+    }
+}
 
 template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = false) {
     using U = std::uint32_t; // u64 outputs go by reduce-then-scan only
@@ -396,45 +449,19 @@ int main(int argc, char** argv) {
         return 0;
     }
     std::mt19937 rng(12345);
-    // Small images, where the host's calls around the launch count: the frozen kernel's launch
-    // and today's, each timed back to back as the operator runs them (events around one call).
-    auto small_images = [&] {
-        for (auto [w, h] : {std::pair{512, 512}, std::pair{1920, 1080}}) {
-            const int C = 3;
-            const std::size_t row = std::size_t(w) * C;
-            Dev din(row * h), dout(row * h * 4);
-            CK(cudaMemset(din.p, 7, row * h));
-            ImageView in, out;
-            in.width = out.width = w;
-            in.height = out.height = h;
-            in.channels = out.channels = C;
-            in.dtype = DType::u8;
-            out.dtype = DType::u32;
-            in.device = out.device = 0;
-            in.pitch = std::int64_t(row);
-            out.pitch = std::int64_t(row * 4);
-            in.data = din.p;
-            out.data = dout.p;
-            constexpr int D = pi::lb_rows<std::uint32_t, C>();
-            Dev scratch(std::max(pi::before::lookback_scratch_bytes<std::uint32_t, C, D>(in),
-                                 pi::lookback_scratch_bytes<std::uint32_t, C, D>(in)));
-            for (int round = 0; round < 3; ++round) {
-                const float b = time_it(
-                    [&] { pi::before::launch_lookback<std::uint32_t, C, D, 2>(in, out, scratch.p, nullptr, nullptr); },
-                    200);
-                const float n = time_it(
-                    [&] { pi::launch_lookback<std::uint32_t, C, D, 2>(in, out, scratch.p, nullptr, nullptr); }, 200);
-                std::printf("%dx%dx3 u8 -> u32, medians of 200: before %.2f us, now %.2f us\n", w, h, 1e3 * b, 1e3 * n);
-            }
-        }
-    };
     auto benches = [&] { // 1-4 channels, RGB first
-        small_images();
+        small_images<3>();
+        small_images<1>();
         bench<3>(25, rng);
         bench<1>(25, rng);
         bench<4>(25, rng);
         bench<2>(25, rng);
     };
+    if (argc > 1 && std::strcmp(argv[1], "sizes") == 0) { // the smaller images alone
+        small_images<3>();
+        small_images<1>();
+        return 0;
+    }
     if (argc > 1 && std::strcmp(argv[1], "bench") == 0) { // the timings alone (each checks its outputs)
         std::printf("look-back pause %u ns\n", pi::lb_backoff_ns);
         benches();
