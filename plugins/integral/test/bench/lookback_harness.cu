@@ -198,13 +198,20 @@ template <int C> void small_images() {
         Dev scratch(std::max({pi::before::lookback_scratch_bytes<U, C, D>(in), pi::lookback_scratch_bytes<U, C, D>(in),
                               pi::scratch_elements<U>(in, ntx, nty) * sizeof(U),
                               pi::before::scratch_elements<U>(in, ntx, nty) * sizeof(U)}));
-        float b = 1e9f, n = 1e9f, t = 1e9f, tb = 1e9f;
+        float b = 1e9f, n = 1e9f, t = 1e9f, tb = 1e9f, n4 = 1e9f, n8 = 1e9f;
+        constexpr int W = pi::lb_window<C>();
         for (int round = 0; round < 3; ++round) {
             b = std::min(
                 b,
                 time_it([&] { pi::before::launch_lookback<U, C, D, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
             n = std::min(n,
                          time_it([&] { pi::launch_lookback<U, C, D, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+            n4 = std::min(
+                n4, time_it([&] { pi::launch_lookback<U, C, D, 2, false, W, 4>(in, out, scratch.p, nullptr, nullptr); },
+                            200));
+            n8 = std::min(
+                n8, time_it([&] { pi::launch_lookback<U, C, D, 2, false, W, 8>(in, out, scratch.p, nullptr, nullptr); },
+                            200));
             t = std::min(t, time_it(
                                 [&] {
                                     pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(scratch.p), nullptr,
@@ -218,9 +225,9 @@ template <int C> void small_images() {
                                   },
                                   200));
         }
-        std::printf("%dx%dx%d u8 -> u32, best of 3 medians of 200: look-back before %.2f us, now %.2f us; "
-                    "reduce-then-scan before %.2f us, now %.2f us\n",
-                    w, h, C, 1e3 * b, 1e3 * n, 1e3 * tb, 1e3 * t);
+        std::printf("%dx%dx%d u8 -> u32, best of 3 medians of 200: look-back before %.2f us, now %.2f us "
+                    "(column window 4: %.2f, 8: %.2f); reduce-then-scan before %.2f us, now %.2f us\n",
+                    w, h, C, 1e3 * b, 1e3 * n, 1e3 * n4, 1e3 * n8, 1e3 * tb, 1e3 * t);
     }
 }
 
