@@ -1,7 +1,7 @@
 // integral.cu: CUDA kernels of integral.
 //
-// u8 -> u32 (issue 18): one pass, "decoupled look-back" between tiles (Merrill & Garland's
-// single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 89, 48, 31, 22 rows for 1-4
+// u8 -> u32 (issue 18; gray images of at most 2048^2 pixels excepted, see u8_u32_by_lookback):
+// one pass, "decoupled look-back" between tiles (Merrill & Garland's single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 89, 48, 31, 22 rows for 1-4
 // channels; for 2-4 channels as many as let 4 blocks share an SM's shared memory), taken in
 // row-major order from an atomic ticket; one block of 4 compute warps and a z warp per tile. The
 // block copies its tile's input into shared memory (cp.async; the input is read from DRAM once),
@@ -1614,11 +1614,21 @@ void launch_seq(const ImageView& in, const ImageView& out, const double* d_above
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
+/// u8 -> u32 goes by the look-back, except gray images of at most 2048 x 2048 pixels: there
+/// reduce-then-scan (with tiles_rows' short tiles) is faster, a look-back tile of 89 gray rows
+/// living about 30 us even on an idle GPU. H200, lookback_harness `sizes`, best of 3 medians of
+/// 200, reduce-then-scan against the look-back: 512 x 512 23.2 against 28.5 us, 1920 x 1080 26.4
+/// against 30.8, 2048 x 2048 29.7 against 30.9, but 3840 x 2160 43.6 against 33.9; RGB: the
+/// look-back at every size (1920 x 1080 x 3: 44.2 against 28.5).
+bool u8_u32_by_lookback(const ImageView& in) {
+    return in.channels > 1 || std::int64_t(in.width) * in.height > std::int64_t(2048) * 2048;
+}
+
 } // namespace
 
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
     int n_tx = 0, n_ty = 0;
-    if (in.dtype == DType::u8 && out.dtype == DType::u32)
+    if (in.dtype == DType::u8 && out.dtype == DType::u32 && u8_u32_by_lookback(in))
         return visit_channels("integral", in.channels, [&](auto channels) {
             return lookback_scratch_bytes<std::uint32_t, decltype(channels)::value>(in);
         });
@@ -1639,7 +1649,7 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
             constexpr int C = decltype(channels)::value;
             if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, static_cast<const double*>(above), s);
             if constexpr (std::is_same_v<T, std::uint8_t>) // one pass (look-back); u64: see the note
-                if (out.dtype == DType::u32)
+                if (out.dtype == DType::u32 && u8_u32_by_lookback(in))
                     return launch_lookback<std::uint32_t, C>(in, out, scratch, static_cast<const std::uint32_t*>(above),
                                                              s);
             if constexpr (std::is_integral_v<T>) {

@@ -222,14 +222,18 @@ TEST(IntegralCuda, MatchesCpuBitForBit) {
 }
 
 // u8 -> u32 on CUDA is one pass with decoupled look-back between tiles of 512 x TH pixels (TH =
-// 50, 48, 31, 22 rows for 1-4 channels; kernels/integral.cu): widths at the tile edge (one
+// 89, 48, 31, 22 rows for 1-4 channels; kernels/integral.cu): widths at the tile edge (one
 // tile, one more pixel, four tile columns so that look-backs add aggregates before they find an
-// inclusive prefix, ten so that a look-back along x reads more than one window of flags), heights at the tile edge (TH - 1, TH, TH + 1, several tile rows, so that the
-// corner comes from the tile row above), a tall image of one tile column and hundreds of tile
-// rows, and a grid of 5 x 20 tiles, all against the reference and the CPU, bit for bit.
+// inclusive prefix, ten so that a look-back along x reads more than one window of flags),
+// heights at the tile edge (TH - 1, TH, TH + 1, several tile rows, so that the corner comes
+// from the tile row above), a tall image of one tile column and hundreds of tile rows, and a
+// grid of 5 x 20 tiles, all against the reference and the CPU, bit for bit. Gray images of at
+// most 2048 x 2048 pixels go by reduce-then-scan instead (u8_u32_by_lookback), so gray also
+// gets those heights on an image 48001 wide (94 tile columns, over 2048^2 pixels) and a tall
+// image of 64 x 70000.
 TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
     PIXFLOW_REQUIRE_CUDA();
-    const int tile_rows[] = {50, 48, 31, 22};
+    const int tile_rows[] = {89, 48, 31, 22};
     std::uint32_t seed = 1300;
     for (int c : {1, 2, 3, 4}) {
         const int th = tile_rows[c - 1];
@@ -238,6 +242,10 @@ TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
             for (int h : {1, th - 1, th, th + 1, 3 * th + 2}) shapes.push_back({w, h});
         shapes.push_back({64, 200 * th + 7});     // one tile column, many tile rows
         shapes.push_back({5 * 512 - 3, 20 * th}); // 5 x 20 tiles
+        if (c == 1) {                             // by the look-back: over 2048 x 2048 pixels
+            for (int h : {th - 1, th, th + 1, 3 * th + 2}) shapes.push_back({48001, h});
+            shapes.push_back({64, 70000});
+        }
         for (auto [w, h] : shapes) {
             SCOPED_TRACE(describe(w, h, c, DType::u8, "u32"));
             Image in = Image::make(w, h, c, DType::u8);
