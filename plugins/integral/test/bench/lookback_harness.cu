@@ -197,8 +197,9 @@ template <int C> void small_images() {
         int ntx = 0, nty = 0;
         Dev scratch(std::max({pi::before::lookback_scratch_bytes<U, C, D>(in), pi::lookback_scratch_bytes<U, C, D>(in),
                               pi::scratch_elements<U>(in, ntx, nty) * sizeof(U),
-                              pi::before::scratch_elements<U>(in, ntx, nty) * sizeof(U)}));
-        float b = 1e9f, n = 1e9f, t = 1e9f, tb = 1e9f, n4 = 1e9f, n8 = 1e9f;
+                              pi::before::scratch_elements<U>(in, ntx, nty) * sizeof(U),
+                              pi::lookback_scratch_bytes<U, C, D / 4>(in)}));
+        float b = 1e9f, n = 1e9f, t = 1e9f, tb = 1e9f, n4 = 1e9f, n8 = 1e9f, h2 = 1e9f, h4 = 1e9f;
         constexpr int W = pi::lb_window<C>();
         for (int round = 0; round < 3; ++round) {
             b = std::min(
@@ -209,6 +210,10 @@ template <int C> void small_images() {
             n4 = std::min(
                 n4, time_it([&] { pi::launch_lookback<U, C, D, 2, false, W, 4>(in, out, scratch.p, nullptr, nullptr); },
                             200));
+            h2 = std::min(
+                h2, time_it([&] { pi::launch_lookback<U, C, D / 2, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+            h4 = std::min(
+                h4, time_it([&] { pi::launch_lookback<U, C, D / 4, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
             n8 = std::min(
                 n8, time_it([&] { pi::launch_lookback<U, C, D, 2, false, W, 8>(in, out, scratch.p, nullptr, nullptr); },
                             200));
@@ -226,8 +231,9 @@ template <int C> void small_images() {
                                   200));
         }
         std::printf("%dx%dx%d u8 -> u32, best of 3 medians of 200: look-back before %.2f us, now %.2f us "
-                    "(column window 4: %.2f, 8: %.2f); reduce-then-scan before %.2f us, now %.2f us\n",
-                    w, h, C, 1e3 * b, 1e3 * n, 1e3 * n4, 1e3 * n8, 1e3 * tb, 1e3 * t);
+                    "(column window 4: %.2f, 8: %.2f; tiles of TH/2 rows %.2f, TH/4 %.2f); reduce-then-scan "
+                    "before %.2f us, now %.2f us\n",
+                    w, h, C, 1e3 * b, 1e3 * n, 1e3 * n4, 1e3 * n8, 1e3 * h2, 1e3 * h4, 1e3 * tb, 1e3 * t);
     }
 }
 
