@@ -1,7 +1,7 @@
 // integral.cu: CUDA kernels of integral.
 //
-// u8 -> u32 (issue 18; gray images of at most 2048^2 pixels excepted, see u8_u32_by_lookback):
-// one pass, "decoupled look-back" between tiles (Merrill & Garland's single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 89, 48, 31, 22 rows for 1-4
+// u8 -> u32 (issue 18): one pass, "decoupled look-back" between tiles (Merrill & Garland's
+// single-pass scan, in 2D; shorter tiles for smaller images, see lb_split). Tiles of 512 x TH pixels (TH = lb_rows: 89, 48, 31, 22 rows for 1-4
 // channels; for 2-4 channels as many as let 4 blocks share an SM's shared memory), taken in
 // row-major order from an atomic ticket; one block of 4 compute warps and a z warp per tile. The
 // block copies its tile's input into shared memory (cp.async; the input is read from DRAM once),
@@ -1614,24 +1614,51 @@ void launch_seq(const ImageView& in, const ImageView& out, const double* d_above
     PIXFLOW_CUDA_CHECK_LAUNCH();
 }
 
-/// u8 -> u32 goes by the look-back, except gray images of at most 2048 x 2048 pixels: there
-/// reduce-then-scan (with tiles_rows' short tiles) is faster, a look-back tile of 89 gray rows
-/// living about 30 us even on an idle GPU. H200, lookback_harness `sizes`, best of 3 medians of
-/// 200, reduce-then-scan against the look-back: 512 x 512 23.2 against 28.5 us, 1920 x 1080 26.4
-/// against 30.8, 2048 x 2048 29.7 against 30.9, but 3840 x 2160 43.6 against 33.9; RGB: the
-/// look-back at every size (1920 x 1080 x 3: 44.2 against 28.5).
-bool u8_u32_by_lookback(const ImageView& in) {
-    return in.channels > 1 || std::int64_t(in.width) * in.height > std::int64_t(2048) * 2048;
+/// The look-back tile's rows for this image, as a divisor of lb_rows: an image of few tiles
+/// runs in one wave, where a tile's own life sets the time, and shorter tiles live shorter.
+/// H200, lookback_harness `sizes`, best of 3 medians of 200, tiles of TH, TH/2 and TH/4 rows:
+/// gray 512 x 512 29.6, 21.3, 17.5 us, 1920 x 1080 31.4, 23.6, 20.7, 2048 x 2048 30.9, 25.1,
+/// 24.8, 3840 x 2160 34.5, 28.9, 30.3, 4096 x 4096 40.8, 41.0, 46.7; RGB 512 x 512 22.9, 20.1,
+/// 19.6, 1024 x 1024 25.7, 23.5, 27.2, 1920 x 1080 28.2, 28.4, 32.7 (reduce-then-scan: gray
+/// 23.4-29.8 us, RGB 31-44 us at those sizes). 2 and 4 channels keep TH (not measured).
+template <int C> int lb_split(const ImageView& in) {
+    const std::int64_t px = std::int64_t(in.width) * in.height;
+    if constexpr (C == 1) return px <= (std::int64_t(1) << 22) ? 4 : px <= (std::int64_t(1) << 23) ? 2 : 1;
+    if constexpr (C == 3) return px <= (std::int64_t(1) << 20) ? 2 : 1;
+    return 1;
+}
+
+/// lookback_scratch_bytes and launch_lookback with lb_split's tile rows.
+template <int C> std::size_t lookback_scratch_bytes_for(const ImageView& in) {
+    constexpr int TH = lb_rows<std::uint32_t, C>();
+    if constexpr (C == 1 || C == 3) {
+        const int split = lb_split<C>(in);
+        if constexpr (C == 1)
+            if (split == 4) return lookback_scratch_bytes<std::uint32_t, C, TH / 4>(in);
+        if (split == 2) return lookback_scratch_bytes<std::uint32_t, C, TH / 2>(in);
+    }
+    return lookback_scratch_bytes<std::uint32_t, C, TH>(in);
+}
+template <int C>
+void launch_lookback_for(const ImageView& in, const ImageView& out, void* scratch, const std::uint32_t* above,
+                         cudaStream_t s) {
+    constexpr int TH = lb_rows<std::uint32_t, C>();
+    if constexpr (C == 1 || C == 3) {
+        const int split = lb_split<C>(in);
+        if constexpr (C == 1)
+            if (split == 4) return launch_lookback<std::uint32_t, C, TH / 4>(in, out, scratch, above, s);
+        if (split == 2) return launch_lookback<std::uint32_t, C, TH / 2>(in, out, scratch, above, s);
+    }
+    launch_lookback<std::uint32_t, C, TH>(in, out, scratch, above, s);
 }
 
 } // namespace
 
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
     int n_tx = 0, n_ty = 0;
-    if (in.dtype == DType::u8 && out.dtype == DType::u32 && u8_u32_by_lookback(in))
-        return visit_channels("integral", in.channels, [&](auto channels) {
-            return lookback_scratch_bytes<std::uint32_t, decltype(channels)::value>(in);
-        });
+    if (in.dtype == DType::u8 && out.dtype == DType::u32)
+        return visit_channels("integral", in.channels,
+                              [&](auto channels) { return lookback_scratch_bytes_for<decltype(channels)::value>(in); });
     switch (out.dtype) {
     case DType::u32: return scratch_elements<std::uint32_t>(in, n_tx, n_ty) * 4;
     case DType::u64: return scratch_elements<std::uint64_t>(in, n_tx, n_ty) * 8;
@@ -1649,9 +1676,8 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
             constexpr int C = decltype(channels)::value;
             if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, static_cast<const double*>(above), s);
             if constexpr (std::is_same_v<T, std::uint8_t>) // one pass (look-back); u64: see the note
-                if (out.dtype == DType::u32 && u8_u32_by_lookback(in))
-                    return launch_lookback<std::uint32_t, C>(in, out, scratch, static_cast<const std::uint32_t*>(above),
-                                                             s);
+                if (out.dtype == DType::u32)
+                    return launch_lookback_for<C>(in, out, scratch, static_cast<const std::uint32_t*>(above), s);
             if constexpr (std::is_integral_v<T>) {
                 if (out.dtype == DType::u32)
                     return launch_tiles<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch),

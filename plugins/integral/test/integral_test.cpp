@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -222,30 +223,39 @@ TEST(IntegralCuda, MatchesCpuBitForBit) {
 }
 
 // u8 -> u32 on CUDA is one pass with decoupled look-back between tiles of 512 x TH pixels (TH =
-// 89, 48, 31, 22 rows for 1-4 channels; kernels/integral.cu): widths at the tile edge (one
-// tile, one more pixel, four tile columns so that look-backs add aggregates before they find an
-// inclusive prefix, ten so that a look-back along x reads more than one window of flags),
-// heights at the tile edge (TH - 1, TH, TH + 1, several tile rows, so that the corner comes
-// from the tile row above), a tall image of one tile column and hundreds of tile rows, and a
-// grid of 5 x 20 tiles, all against the reference and the CPU, bit for bit. Gray images of at
-// most 2048 x 2048 pixels go by reduce-then-scan instead (u8_u32_by_lookback), so gray also
-// gets those heights on an image 48001 wide (94 tile columns, over 2048^2 pixels) and a tall
-// image of 64 x 70000.
+// 89, 48, 31, 22 rows for 1-4 channels; kernels/integral.cu), or TH/2 and TH/4 rows on smaller
+// images (lb_split: gray up to 2^22 pixels TH/4, up to 2^23 TH/2; RGB up to 2^20 TH/2): for
+// each tile height, widths at the tile edge (one tile, one more pixel, four tile columns so that
+// look-backs add aggregates before they find an inclusive prefix, ten so that a look-back along
+// x reads more than one window of flags) or, where the tile height needs more pixels, a width
+// that brings the image into its range; heights at the tile edge (TH - 1, TH, TH + 1, several
+// tile rows, so that the corner comes from the tile row above); a tall image of one tile column
+// and hundreds of tile rows, and a grid of 5 x 20 tiles, all against the reference, bit for bit.
 TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
     PIXFLOW_REQUIRE_CUDA();
     const int tile_rows[] = {89, 48, 31, 22};
+    struct Split {
+        int divisor;
+        std::int64_t above_px; // the tile height is used for images of more pixels than this
+    };
     std::uint32_t seed = 1300;
     for (int c : {1, 2, 3, 4}) {
         const int th = tile_rows[c - 1];
+        std::vector<Split> splits = {{1, 0}};
+        if (c == 1) splits = {{4, 0}, {2, std::int64_t(1) << 22}, {1, std::int64_t(1) << 23}};
+        if (c == 3) splits = {{2, 0}, {1, std::int64_t(1) << 20}};
         std::vector<std::pair<int, int>> shapes;
-        for (int w : {1, 511, 512, 513, 2049, 4609})
-            for (int h : {1, th - 1, th, th + 1, 3 * th + 2}) shapes.push_back({w, h});
+        for (const Split& sp : splits) {
+            const int t = th / sp.divisor;
+            if (sp.above_px == 0) {
+                for (int w : {1, 511, 512, 513, 2049, 4609})
+                    for (int h : {1, t - 1, t, t + 1, 3 * t + 2}) shapes.push_back({w, h});
+            } else {
+                for (int h : {t - 1, t, t + 1, 3 * t + 2}) shapes.push_back({int(sp.above_px / h) + 514, h});
+            }
+        }
         shapes.push_back({64, 200 * th + 7});     // one tile column, many tile rows
         shapes.push_back({5 * 512 - 3, 20 * th}); // 5 x 20 tiles
-        if (c == 1) {                             // by the look-back: over 2048 x 2048 pixels
-            for (int h : {th - 1, th, th + 1, 3 * th + 2}) shapes.push_back({48001, h});
-            shapes.push_back({64, 70000});
-        }
         for (auto [w, h] : shapes) {
             SCOPED_TRACE(describe(w, h, c, DType::u8, "u32"));
             Image in = Image::make(w, h, c, DType::u8);
@@ -255,10 +265,15 @@ TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
             EXPECT_TRUE(gpu.bytes == reference(in, DType::u32).bytes);
         }
     }
-    // the largest values everywhere: every carry and the corner are exercised at their largest
-    Image full = Image::make(2049, 3 * 31 + 2, 3, DType::u8);
-    for (std::size_t k = 0; k < full.samples(); ++k) full.set(k, 255);
-    EXPECT_TRUE(integral("cuda", full, "u32").bytes == integral("cpu", full, "u32").bytes);
+    // the largest values everywhere: every carry and the corner are exercised at their largest,
+    // with the tallest tiles (the column sums packed in 15-bit fields: TH * 255 < 2^15), RGB and
+    // gray images large enough for the full tile height
+    for (auto [w, h, c] : {std::tuple{12289, 3 * 31 + 2, 3}, std::tuple{47000, 2 * 89 + 2, 1}}) {
+        Image full = Image::make(w, h, c, DType::u8);
+        for (std::size_t k = 0; k < full.samples(); ++k) full.set(k, 255);
+        EXPECT_TRUE(integral("cuda", full, "u32").bytes == integral("cpu", full, "u32").bytes)
+            << w << "x" << h << "x" << c;
+    }
 }
 
 } // namespace
