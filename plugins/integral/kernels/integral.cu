@@ -1,8 +1,9 @@
 // integral.cu: CUDA kernels of integral.
 //
 // u8 -> u32 (issue 18): one pass, "decoupled look-back" between tiles (Merrill & Garland's
-// single-pass scan, in 2D; shorter tiles for smaller images, see lb_split). Tiles of 512 x TH pixels (TH = lb_rows: 89, 48, 31, 22 rows for 1-4
-// channels; for 2-4 channels as many as let 4 blocks share an SM's shared memory), taken in
+// single-pass scan, in 2D). Tiles of 512 x TH pixels (TH = lb_rows: 89, 48, 31, 22 rows for 1-4
+// channels; for 2-4 channels as many as let 4 blocks share an SM's shared memory; a half or a
+// quarter of that on smaller images, lb_split), taken in
 // row-major order from an atomic ticket; one block of 4 compute warps and a z warp per tile. The
 // block copies its tile's input into shared memory (cp.async; the input is read from DRAM once),
 // publishes its row sums and column sums, looks back along x for each row's sum left of the tile
@@ -1628,28 +1629,17 @@ template <int C> int lb_split(const ImageView& in) {
     return 1;
 }
 
-/// lookback_scratch_bytes and launch_lookback with lb_split's tile rows.
-template <int C> std::size_t lookback_scratch_bytes_for(const ImageView& in) {
+/// Calls f(std::integral_constant<int, TH>{}) with lb_split's tile rows for this image: the one
+/// place that picks them, so that the scratch asked for and the launch always agree.
+template <int C, class F> decltype(auto) with_lookback_rows(const ImageView& in, F&& f) {
     constexpr int TH = lb_rows<std::uint32_t, C>();
     if constexpr (C == 1 || C == 3) {
         const int split = lb_split<C>(in);
         if constexpr (C == 1)
-            if (split == 4) return lookback_scratch_bytes<std::uint32_t, C, TH / 4>(in);
-        if (split == 2) return lookback_scratch_bytes<std::uint32_t, C, TH / 2>(in);
+            if (split == 4) return f(std::integral_constant<int, TH / 4>{});
+        if (split == 2) return f(std::integral_constant<int, TH / 2>{});
     }
-    return lookback_scratch_bytes<std::uint32_t, C, TH>(in);
-}
-template <int C>
-void launch_lookback_for(const ImageView& in, const ImageView& out, void* scratch, const std::uint32_t* above,
-                         cudaStream_t s) {
-    constexpr int TH = lb_rows<std::uint32_t, C>();
-    if constexpr (C == 1 || C == 3) {
-        const int split = lb_split<C>(in);
-        if constexpr (C == 1)
-            if (split == 4) return launch_lookback<std::uint32_t, C, TH / 4>(in, out, scratch, above, s);
-        if (split == 2) return launch_lookback<std::uint32_t, C, TH / 2>(in, out, scratch, above, s);
-    }
-    launch_lookback<std::uint32_t, C, TH>(in, out, scratch, above, s);
+    return f(std::integral_constant<int, TH>{});
 }
 
 } // namespace
@@ -1657,8 +1647,11 @@ void launch_lookback_for(const ImageView& in, const ImageView& out, void* scratc
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
     int n_tx = 0, n_ty = 0;
     if (in.dtype == DType::u8 && out.dtype == DType::u32)
-        return visit_channels("integral", in.channels,
-                              [&](auto channels) { return lookback_scratch_bytes_for<decltype(channels)::value>(in); });
+        return visit_channels("integral", in.channels, [&](auto channels) {
+            constexpr int C = decltype(channels)::value;
+            return with_lookback_rows<C>(
+                in, [&](auto th) { return lookback_scratch_bytes<std::uint32_t, C, decltype(th)::value>(in); });
+        });
     switch (out.dtype) {
     case DType::u32: return scratch_elements<std::uint32_t>(in, n_tx, n_ty) * 4;
     case DType::u64: return scratch_elements<std::uint64_t>(in, n_tx, n_ty) * 8;
@@ -1677,7 +1670,10 @@ void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, voi
             if (out.dtype == DType::f64) return launch_seq<T, C>(in, out, static_cast<const double*>(above), s);
             if constexpr (std::is_same_v<T, std::uint8_t>) // one pass (look-back); u64: see the note
                 if (out.dtype == DType::u32)
-                    return launch_lookback_for<C>(in, out, scratch, static_cast<const std::uint32_t*>(above), s);
+                    return with_lookback_rows<C>(in, [&](auto th) {
+                        launch_lookback<std::uint32_t, C, decltype(th)::value>(
+                            in, out, scratch, static_cast<const std::uint32_t*>(above), s);
+                    });
             if constexpr (std::is_integral_v<T>) {
                 if (out.dtype == DType::u32)
                     return launch_tiles<T, std::uint32_t, C>(in, out, static_cast<std::uint32_t*>(scratch),

@@ -172,6 +172,21 @@ __global__ void __launch_bounds__(256) widen_kernel(const std::uint32_t* in, uin
 using harness::median;
 using harness::time_it;
 
+/// A w x h x c u8 input over `din` and its u32 output over `dout`, rows packed.
+void u8_u32_views(const Dev& din, const Dev& dout, int w, int h, int c, ImageView& in, ImageView& out) {
+    in = out = ImageView{};
+    in.width = out.width = w;
+    in.height = out.height = h;
+    in.channels = out.channels = c;
+    in.dtype = DType::u8;
+    out.dtype = DType::u32;
+    in.device = out.device = 0;
+    in.pitch = std::int64_t(w) * c;
+    out.pitch = std::int64_t(w) * c * 4;
+    in.data = din.p;
+    out.data = dout.p;
+}
+
 // Smaller images, where the host's calls around the launch and the look-backs' latency count:
 // the frozen look-back launch, today's, and reduce-then-scan (launch_tiles), each timed as the
 // operator runs them (events around one call), medians of 200, 3 rounds.
@@ -183,16 +198,7 @@ template <int C> void small_images() {
         Dev din(row * h), dout(row * h * 4);
         CK(cudaMemset(din.p, 7, row * h));
         ImageView in, out;
-        in.width = out.width = w;
-        in.height = out.height = h;
-        in.channels = out.channels = C;
-        in.dtype = DType::u8;
-        out.dtype = DType::u32;
-        in.device = out.device = 0;
-        in.pitch = std::int64_t(row);
-        out.pitch = std::int64_t(row * 4);
-        in.data = din.p;
-        out.data = dout.p;
+        u8_u32_views(din, dout, w, h, C, in, out);
         constexpr int D = pi::lb_rows<U, C>();
         int ntx = 0, nty = 0;
         Dev scratch(std::max({pi::before::lookback_scratch_bytes<U, C, D>(in), pi::lookback_scratch_bytes<U, C, D>(in),
@@ -246,16 +252,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     Dev din(row * h), dout(row * h * sizeof(U));
     CK(cudaMemcpy(din.p, hin.data(), row * h, cudaMemcpyHostToDevice));
     ImageView in, out;
-    in.width = out.width = w;
-    in.height = out.height = h;
-    in.channels = out.channels = C;
-    in.dtype = DType::u8;
-    out.dtype = sizeof(U) == 4 ? DType::u32 : DType::u64;
-    in.device = out.device = 0;
-    in.pitch = std::int64_t(row);
-    out.pitch = std::int64_t(row * sizeof(U));
-    in.data = din.p;
-    out.data = dout.p;
+    u8_u32_views(din, dout, w, h, C, in, out);
     const std::size_t floor_bytes = row * h * (1 + sizeof(U));
     Dev cpy_a(floor_bytes / 2), cpy_b(floor_bytes / 2);
     CK(cudaMemset(cpy_a.p, 1, floor_bytes / 2));
@@ -289,37 +286,28 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     add("now (default)", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     constexpr int W = pi::lb_window<C>();
     constexpr int CD = pi::lb_col_depth<C>();
-    add("tile copy, no scan", [&] {
+    // the tiles copied with no scan, through put_row or (Vec) the look-back kernel's put_row_vec
+    auto tile_copy = [&](auto vec) {
+        constexpr bool Vec = decltype(vec)::value;
         int ntx3 = 0;
         const std::size_t tiles = pi::lookback_tiles<U, C, D>(in, ntx3);
         constexpr int smem = D * pi::tile_w * C;
-        CK(cudaFuncSetAttribute(tile_copy_kernel<C, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        CK(cudaFuncSetAttribute(tile_copy_kernel<C, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+        CK(cudaFuncSetAttribute(tile_copy_kernel<C, D, Vec>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CK(cudaFuncSetAttribute(tile_copy_kernel<C, D, Vec>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 int(cudaSharedmemCarveoutMaxShared)));
-        tile_copy_kernel<C, D><<<unsigned(tiles), pi::lb_threads, smem>>>(in, out);
+        tile_copy_kernel<C, D, Vec><<<unsigned(tiles), pi::lb_threads, smem>>>(in, out);
         CK(cudaGetLastError());
-    });
-    add("tile copy, put_row_vec", [&] {
-        int ntx3 = 0;
-        const std::size_t tiles = pi::lookback_tiles<U, C, D>(in, ntx3);
-        constexpr int smem = D * pi::tile_w * C;
-        CK(cudaFuncSetAttribute(tile_copy_kernel<C, D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        CK(cudaFuncSetAttribute(tile_copy_kernel<C, D, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                int(cudaSharedmemCarveoutMaxShared)));
-        tile_copy_kernel<C, D, true><<<unsigned(tiles), pi::lb_threads, smem>>>(in, out);
-        CK(cudaGetLastError());
-    });
+    };
+    add("tile copy, no scan", [&] { tile_copy(std::false_type{}); });
+    add("tile copy, put_row_vec", [&] { tile_copy(std::true_type{}); });
     const std::size_t words = row * h / 4; // 8192 * C bytes a row: whole words
-    add("widen u8->u32, no tiles", [&] {
-        widen_kernel<false><<<unsigned((words + 255) / 256), 256>>>(static_cast<const std::uint32_t*>(din.p),
-                                                                    static_cast<uint4*>(dout.p), words);
+    auto widen = [&](auto streaming) {
+        widen_kernel<decltype(streaming)::value><<<unsigned((words + 255) / 256), 256>>>(
+            static_cast<const std::uint32_t*>(din.p), static_cast<uint4*>(dout.p), words);
         CK(cudaGetLastError());
-    });
-    add("widen, streaming stores", [&] {
-        widen_kernel<true><<<unsigned((words + 255) / 256), 256>>>(static_cast<const std::uint32_t*>(din.p),
-                                                                   static_cast<uint4*>(dout.p), words);
-        CK(cudaGetLastError());
-    });
+    };
+    add("widen u8->u32, no tiles", [&] { widen(std::false_type{}); });
+    add("widen, streaming stores", [&] { widen(std::true_type{}); });
     // the column look-back's window
     add("column window 1",
         [&] { pi::launch_lookback<U, C, D, 2, false, W, 1>(in, out, new_scratch.p, nullptr, nullptr); });
