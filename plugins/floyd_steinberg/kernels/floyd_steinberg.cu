@@ -71,6 +71,32 @@
 // t and 16 in + t are two IMADs side by side from the late errors, so the sign of t needs no
 // subtraction after them (one op less on the chain: a band alone 41 -> 38 ns per step).
 //
+// 2026-11-29, on an H200 (test/bench/dither_harness.cu, 2336 cases bit-exact; medians of 15
+// beside the kernel of commit 4c7ce32 in the same run, 3 rounds, three runs):
+//   8192x8192 gray   1.439-1.457 ms, before 1.502-1.521 (-4%; pixflow bench 1.4435 ms)
+//   4096x4096 gray   0.723-0.737,    before 0.761-0.773 (-5%)
+//   1920x1080 gray   0.245-0.248,    before 0.270-0.274 (-9%)
+//   8192x8192 RGB    7.73-7.81,      before 7.85-7.87 (-1%; byte path)
+// Two changes. (1) A band's first 4 chunks (lanes left of column 0) ran the bounded code, about
+// 1350 cycles of steps against 1000 (dither_trace's stamps), while the band above, already past
+// them, ran inner chunks; every band so fell about 2000 cycles behind in its first chunks and
+// never caught up: in steady state a band started its chunks about 2800 cycles after the band
+// above had written what they need (255 bands: about 0.36 ms). On the vector path those chunks
+// now run the inner code with the row padded on the left (kLeftPad: zero input blocks from
+// scratch, outputs left of 0 into a sink, e(y-1, x+1) left out left of 0, so every error there
+// is 0 as before); the start-up slack fell to about 700 cycles. (2) One chunk per loop pass
+// instead of two (the two input blocks swapped in registers): with two, the chunk after the
+// back-edge took 200-280 cycles more than the other; with four a pass, 1.80 ms. The loop body
+// is what the instruction cache holds: the smaller, the faster.
+// Tried on the way and slower (same harness): the next chunk's hand-off polled and voted on at
+// step 15 of the current one, with no __syncwarp and no branch in the inner chunk (1.52 against
+// 1.455 ms with one chunk a pass, 1.61 against 1.50 with two); band 0 held to a fixed pace
+// (clock64) so that the bands below could catch up after a delay (1350-1600 cycles a chunk:
+// level to 2% slower); the padded first chunks as a third copy of the chunk code (level).
+// With the start-up slack gone, the bands run close behind one another and a band's delays
+// add up down the image (dither_trace: the last bands take about 1.5 times band 0's time for
+// their row), so the time is now the fed bands' chunk period, about 1590 cycles traced against
+// 1520 for band 0 (its poll of the band above: about 75 cycles when the bytes are there).
 // 2026-11-28, on an H100 80GB HBM3, bit-exact on every case of test/bench/dither_harness.cu,
 // medians of 15 beside the kernel of commit 62e9adf (lane 0 alone polled, behind a branch, read
 // one new block at step 12, and the first band of a block read L2) in the same run, 3 rounds:
@@ -181,15 +207,17 @@ struct Args {
     std::uint8_t* out;
     long long in_pitch, out_pitch;
     int width, height, channels;
-    int bands;               // per channel
-    int chunks;              // per band
-    long long hand_stride;   // bytes per hand-off row
-    std::uint8_t* hand;      // (bands - 1) * channels hand-off rows, zeroed
-    unsigned* ticket;        // zeroed
-    const std::uint8_t* top; // channels hand-off rows above band 0 (the carried errors), or null
-    std::uint8_t* last;      // channels rows for the last row's errors (byte x + carry_offset), or null
-    int carry_row;           // the band row (0 .. 32 R - 1) of the image's last row in the last band
-    int carry_offset;        // its offset(carry_row)
+    int bands;                // per channel
+    int chunks;               // per band
+    long long hand_stride;    // bytes per hand-off row
+    std::uint8_t* hand;       // (bands - 1) * channels hand-off rows, zeroed
+    unsigned* ticket;         // zeroed
+    const std::uint8_t* top;  // channels hand-off rows above band 0 (the carried errors), or null
+    std::uint8_t* last;       // channels rows for the last row's errors (byte x + carry_offset), or null
+    int carry_row;            // the band row (0 .. 32 R - 1) of the image's last row in the last band
+    int carry_offset;         // its offset(carry_row)
+    const std::uint8_t* zero; // 16 zero bytes (scratch, never written): input blocks left of the row
+    std::uint8_t* sink;       // 16 bytes nobody reads (scratch): output blocks left of the row
 };
 
 // Strips. Thread i makes byte i of the hand-off rows above band 0, channel by channel: column x
@@ -324,8 +352,9 @@ struct Top {
 /// One chunk: steps 16k .. 16k+15 of the band. `cur` and `next` hold each row's input blocks at
 /// 16k - lag and 16k - lag + 16; `cur` is refilled with the block a chunk ahead. kInner: every
 /// row exists and its columns, input blocks and output block lie inside the row, so the chunk
-/// needs no bounds (most chunks of a large image).
-template <int R, int S, bool kVec, bool kInner>
+/// needs no bounds (most chunks of a large image), except, with kLeftPad (vector path), columns
+/// left of 0: zero input, no output, and an error of 0 (see k3 below).
+template <int R, int S, bool kVec, bool kInner, bool kLeftPad = false>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
@@ -337,7 +366,12 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         x0[r] = kChunk * k - s[r].col; // this row's first column
         xb[r] = kChunk * k - s[r].lag; // aligned block holding x0
         in[r] = window(cur[r], next[r], s[r].off);
-        cur[r] = load_block<kVec, kInner>(s[r].src, xb[r] + 2 * kChunk, w, cs);
+        if constexpr (kLeftPad) { // left of the row: zeros
+            const int xn = xb[r] + 2 * kChunk;
+            cur[r] = __ldg(reinterpret_cast<const uint4*>(xn >= 0 ? s[r].src + xn : a.zero));
+        } else {
+            cur[r] = load_block<kVec, kInner>(s[r].src, xb[r] + 2 * kChunk, w, cs);
+        }
         if (s[r].src != nullptr && xb[r] + kPrefetchChunks * kChunk < w)
             prefetch_l2(s[r].src + std::size_t(xb[r] + kPrefetchChunks * kChunk) * cs);
     }
@@ -395,7 +429,11 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             // Everything but this row's and the row above's last errors: 16 in + e(y-1,x-1) +
             // 5 e(y-1,x) (+ 3 e(y-1,x+1) on lane 0's row 0), or kOutside off the row.
             const int ur = r == 0 ? ur0 : s[r - 1].e; // e(y-1, x+1)
-            const int k3 = r == 0 ? top.k3 : 3;
+            // kLeftPad: left of the row (x < 0) the input is 0 and e(y-1, x+1) is left out, so
+            // every error there is 0, as with kOutside (lane 0's row 0 starts at column 16k >= 0;
+            // by induction e(y, x-1), e(y-1, x-1) and e(y-1, x) are 0 left of the row).
+            const int k3_in = r == 0 ? top.k3 : 3;
+            const int k3 = kLeftPad && x < 0 ? 0 : k3_in;
             // The weighted sum and 16 in + sum side by side from the two late errors, so that
             // the sign of the sum (the rounding toward zero) waits for no subtraction.
             const int q = r == 0 ? (inside ? s[r].ul + 5 * s[r].u + 3 * h : kOutside)
@@ -424,8 +462,11 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     for (int r = 0; r < R; ++r) {
         // The aligned block at xb: the last `off` outputs of the previous chunk, then this one's.
         const uint4 out = make_uint4(ow[r][0], ow[r][1], ow[r][2], ow[r][3]);
-        store_block<kVec, kInner>(s[r].dst, xb[r], w, cs,
-                                  window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off));
+        const uint4 ob = window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off);
+        if constexpr (kLeftPad) // left of the row: into the sink
+            *reinterpret_cast<uint4*>(xb[r] >= 0 ? s[r].dst + xb[r] : a.sink) = ob;
+        else
+            store_block<kVec, kInner>(s[r].dst, xb[r], w, cs, ob);
         s[r].out_prev = out;
         // The hand-off row: step 16k + i is byte 16k + i (column 16k + i - col): an aligned block.
         if (s[r].hand_out != nullptr) {
@@ -551,22 +592,28 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
         }
     }
     __syncwarp();
-    // Chunk k is inner when the last row's first block 16k - kLastLag is >= 0 and row 0's last
-    // block read, 16k + 32 .. 16k + 47, ends inside the row.
     const bool full = (band + 1) * G::kRows <= a.height;
-    for (int k = 0; k < a.chunks; k += 2) {
-        if (full && k >= G::kLastLag / kChunk && kChunk * (k + 1) + 3 * kChunk <= a.width) {
-            run_chunk<R, S, kVec, true>(a, s, top, k, in_a, in_b);
-            run_chunk<R, S, kVec, true>(a, s, top, k + 1, in_b, in_a);
-        } else {
+    // Chunk k needs no bounds when the band is whole and row 0's last block read, 16k + 32 ..
+    // 16k + 47, ends inside the row; on the vector path that includes the first chunks, whose
+    // columns left of 0 are padded (kLeftPad). One chunk per pass: the smallest loop body runs
+    // fastest (below).
+    for (int k = 0; k < a.chunks; ++k) {
+        if (full && (kVec || k >= G::kLastLag / kChunk) && kChunk * k + 3 * kChunk <= a.width)
+            run_chunk<R, S, kVec, true, kVec>(a, s, top, k, in_a, in_b);
+        else
             run_chunk<R, S, kVec, false>(a, s, top, k, in_a, in_b);
-            run_chunk<R, S, kVec, false>(a, s, top, k + 1, in_b, in_a);
+#pragma unroll
+        for (int r = 0; r < R; ++r) { // chunk k+1's first block is the one chunk k read second
+            const uint4 t = in_a[r];
+            in_a[r] = in_b[r];
+            in_b[r] = t;
         }
     }
 }
 
 /// Bytes of the ticket and the hand-off rows between bands, which the kernel needs zeroed; the
-/// rows of the carried state (strips) come after them.
+/// rows of the carried state (strips) come after them. Of the first 256 bytes, the ticket takes
+/// 0..3, Args::zero reads 128..143 (never written) and Args::sink takes the writes of 192..207.
 template <int R, int S> std::size_t zeroed_bytes(const ImageView& in) {
     using G = Shape<R, S>;
     const std::size_t bands = std::size_t(in.height + G::kRows - 1) / G::kRows;
@@ -624,6 +671,8 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     a.last = last ? carry_rows + std::size_t(a.channels) * std::size_t(a.hand_stride) : nullptr;
     a.carry_row = (in.height - 1) % G::kRows;
     a.carry_offset = G::offset(a.carry_row);
+    a.zero = static_cast<const std::uint8_t*>(scratch) + 128; // the ticket takes bytes 0..3
+    a.sink = static_cast<std::uint8_t*>(scratch) + 192;
     PIXFLOW_CUDA_CHECK(cudaMemsetAsync(scratch, 0, zeroed_bytes<R, S>(in), s));
     constexpr int carry_threads = 256;
     if (above) {

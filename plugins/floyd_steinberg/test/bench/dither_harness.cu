@@ -1,10 +1,10 @@
 // dither_harness.cu: standalone check and timing of floyd_steinberg.cu (the CUDA kernel of
 // floyd_steinberg), not part of the build. It includes the kernel file itself, so it reaches the
 // kernel shapes in its anonymous namespace (launch<R, S, K>: R rows per lane, lane skew S, K warps
-// per block), and floyd_steinberg_old.cuh, the kernel as of commit 62e9adf (4 bands
-// per block, lane 0 alone polls the hand-off; in namespace ...::old, made from git by
-// scripts/bench/frozen_kernel.sh) to time both in one run. From the repository root:
-//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 62e9adf \
+// per block), and floyd_steinberg_old.cuh, the kernel as of commit 4c7ce32 (a band's first
+// chunks through the bounded code, two chunks a loop pass; in namespace ...::old, made from git
+// by scripts/bench/frozen_kernel.sh) to time both in one run. From the repository root:
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 4c7ce32 \
 //       plugins/floyd_steinberg/kernels/floyd_steinberg.cu old > build-harness/floyd_steinberg_old.cuh
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/floyd_steinberg/kernels -Ibuild-harness \
 //       plugins/floyd_steinberg/test/bench/dither_harness.cu -o build-harness/dither_harness
@@ -53,7 +53,7 @@ struct Variant {
 
 static std::vector<Variant> variants() {
     return {
-        {"old (62e9adf)", fs::old::dither_cuda, fs::old::cuda_scratch_bytes},
+        {"old (4c7ce32)", fs::old::dither_cuda, fs::old::cuda_scratch_bytes},
         {"dither_cuda", fs::dither_cuda, fs::cuda_scratch_bytes},
         {"R1 S2 K1", fs::launch<1, 2, 1>, fs::scratch_bytes<1, 2>},
         {"R1 S2 K2", fs::launch<1, 2, 2>, fs::scratch_bytes<1, 2>},
@@ -201,7 +201,7 @@ static void bench(int w, int h, int c, int reps, const std::vector<Variant>& vs,
         }
     std::printf("%dx%dx%d u8: medians of %d, 3 rounds (x = / first variant's first median)\n", w, h, c, reps);
     for (int i = 0; i < nv; ++i) {
-        std::printf("  %-16s", vs[i].name.c_str());
+        std::printf("  %-28s", vs[i].name.c_str());
         for (float x : t[i]) std::printf(" %.4f ms (%.3fx)", x, x / t[0][0]);
         std::printf("\n");
     }
