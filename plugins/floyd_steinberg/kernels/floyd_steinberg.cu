@@ -72,10 +72,10 @@
 // subtraction after them (one op less on the chain: a band alone 41 -> 38 ns per step).
 //
 // 2026-11-29, on an H200 (test/bench/dither_harness.cu, 2336 cases bit-exact; medians of 15
-// beside the kernel of commit 4c7ce32 in the same run, 3 rounds, three runs):
-//   8192x8192 gray   1.439-1.457 ms, before 1.502-1.521 (-4%; pixflow bench 1.4435 ms)
-//   4096x4096 gray   0.723-0.737,    before 0.761-0.773 (-5%)
-//   1920x1080 gray   0.245-0.248,    before 0.270-0.274 (-9%)
+// beside the kernel of commit 4c7ce32 in the same run, 3 rounds, four runs):
+//   8192x8192 gray   1.439-1.457 ms, before 1.499-1.521 (-4%; pixflow bench 1.4435 ms)
+//   4096x4096 gray   0.723-0.737,    before 0.758-0.773 (-5%)
+//   1920x1080 gray   0.244-0.248,    before 0.268-0.274 (-9%)
 //   8192x8192 RGB    7.73-7.81,      before 7.85-7.87 (-1%; byte path)
 // Two changes. (1) A band's first 4 chunks (lanes left of column 0) ran the bounded code, about
 // 1350 cycles of steps against 1000 (dither_trace's stamps), while the band above, already past
@@ -92,7 +92,9 @@
 // step 15 of the current one, with no __syncwarp and no branch in the inner chunk (1.52 against
 // 1.455 ms with one chunk a pass, 1.61 against 1.50 with two); band 0 held to a fixed pace
 // (clock64) so that the bands below could catch up after a delay (1350-1600 cycles a chunk:
-// level to 2% slower); the padded first chunks as a third copy of the chunk code (level).
+// level to 2% slower); the padded first chunks as a third copy of the chunk code (level); the
+// next hand-off's window and test made at step 14 from loads at step 12 or 8 (ptxas had sunk
+// the step-12 loads below the last shuffle; 0.5 and 1.8% slower all the same).
 // With the start-up slack gone, the bands run close behind one another and a band's delays
 // add up down the image (dither_trace: the last bands take about 1.5 times band 0's time for
 // their row), so the time is now the fed bands' chunk period, about 1590 cycles traced against
