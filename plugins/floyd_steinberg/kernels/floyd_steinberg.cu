@@ -24,10 +24,10 @@
 //    loads each block once, a chunk ahead (and into L2 eight chunks ahead), and extracts its
 //    window with a per-lane funnel shift. Outputs are assembled the same way and written as
 //    one aligned 16-byte store per lane and chunk. Images of 2 to 4 channels are copied into
-//    planes in scratch (16-byte rows), dithered there in place and copied back (to_planes_kernel,
-//    from_planes_kernel: 8192^2 RGB 2.48 ms against 7.87 when the kernel gathered and scattered
-//    each channel's bytes). One channel whose rows are not 16-byte aligned takes the byte path
-//    (load_block/store_block byte by byte).
+//    planes in scratch (16-byte rows), dithered there in place and copied back (planes_kernel:
+//    8192^2 RGB 2.48 ms against 7.87 when the kernel gathered and scattered each channel's
+//    bytes). One channel whose rows are not 16-byte aligned takes the byte path (load_block and
+//    store_block byte by byte).
 //  - Bands hand their last row to the next band through a hand-off row: in the block's shared
 //    memory between the warps of a block (3 rows of about W + 64 bytes: 24.8 KB at 8192 wide),
 //    in global memory from the block's last warp to the next block, where a fifth warp, the
@@ -251,30 +251,21 @@ __global__ void carry_out_kernel(const std::uint8_t* rows, std::int16_t* last, i
     last[i] = std::int16_t(int(rows[c * stride + x + offset]) - 127);
 }
 
-// Images of several channels run planar: to_planes_kernel copies channel c of row y to plane c,
-// row y (rows of `ppitch` bytes, a multiple of 16), and from_planes_kernel copies the dithered
-// planes back. Thread x of block (bx, by) does pixel bx * blockDim.x + x of rows by, by +
-// gridDim.y, ...
-__global__ void to_planes_kernel(const std::uint8_t* in, long long pitch, int w, int h, int channels,
-                                 std::uint8_t* planes, long long ppitch) {
+// Images of several channels run planar: planes_kernel<true> copies channel c of row y of the
+// interleaved image (rows of `pitch` bytes) to plane c, row y (rows of `ppitch` bytes, a multiple
+// of 16), planes_kernel<false> copies the dithered planes back. Thread x of block (bx, by) does
+// pixel bx * blockDim.x + x of rows by, by + gridDim.y, ...
+template <bool kToPlanes>
+__global__ void planes_kernel(const std::uint8_t* from, std::uint8_t* to, long long pitch, long long ppitch, int w,
+                              int h, int channels) {
     const int x = int(blockIdx.x * blockDim.x + threadIdx.x);
     if (x >= w) return;
     const long long plane = (long long)h * ppitch;
-    for (int y = int(blockIdx.y); y < h; y += int(gridDim.y)) {
-        const std::uint8_t* p = in + y * pitch + (long long)x * channels;
-        for (int c = 0; c < channels; ++c) planes[c * plane + y * ppitch + x] = p[c];
-    }
-}
-
-__global__ void from_planes_kernel(const std::uint8_t* planes, long long ppitch, int w, int h, int channels,
-                                   std::uint8_t* out, long long pitch) {
-    const int x = int(blockIdx.x * blockDim.x + threadIdx.x);
-    if (x >= w) return;
-    const long long plane = (long long)h * ppitch;
-    for (int y = int(blockIdx.y); y < h; y += int(gridDim.y)) {
-        std::uint8_t* p = out + y * pitch + (long long)x * channels;
-        for (int c = 0; c < channels; ++c) p[c] = planes[c * plane + y * ppitch + x];
-    }
+    for (int y = int(blockIdx.y); y < h; y += int(gridDim.y))
+        for (int c = 0; c < channels; ++c) {
+            const long long i = y * pitch + (long long)x * channels + c, p = c * plane + y * ppitch + x;
+            to[kToPlanes ? p : i] = from[kToPlanes ? i : p];
+        }
 }
 
 __device__ __forceinline__ uint4 load_relaxed(const std::uint8_t* p) {
@@ -734,8 +725,8 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     const dim3 plane_grid(unsigned((a.width + carry_threads - 1) / carry_threads), unsigned(std::min(a.height, 65535)));
     if (planar) {
         std::uint8_t* planes = static_cast<std::uint8_t*>(scratch) + planes_offset<R, S>(in);
-        to_planes_kernel<<<plane_grid, carry_threads, 0, s>>>(a.in, a.in_pitch, a.width, a.height, a.channels, planes,
-                                                              plane_pitch(a.width));
+        planes_kernel<true><<<plane_grid, carry_threads, 0, s>>>(a.in, planes, a.in_pitch, plane_pitch(a.width),
+                                                                 a.width, a.height, a.channels);
         PIXFLOW_CUDA_CHECK_LAUNCH();
         a.in = a.out = planes;
         a.in_pitch = a.out_pitch = plane_pitch(a.width);
@@ -755,8 +746,8 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     kernel<<<blocks, kBlockThreads<K, kRecv>, shared, s>>>(a);
     PIXFLOW_CUDA_CHECK_LAUNCH();
     if (planar) {
-        from_planes_kernel<<<plane_grid, carry_threads, 0, s>>>(a.out, a.out_pitch, a.width, a.height, a.channels,
-                                                                static_cast<std::uint8_t*>(out.data), out.pitch);
+        planes_kernel<false><<<plane_grid, carry_threads, 0, s>>>(
+            a.out, static_cast<std::uint8_t*>(out.data), out.pitch, a.out_pitch, a.width, a.height, a.channels);
         PIXFLOW_CUDA_CHECK_LAUNCH();
     }
     if (last) { // after the kernel that read `above` (it may be the same memory), on the stream
