@@ -99,7 +99,9 @@
 // (clock64) so that the bands below could catch up after a delay (1350-1600 cycles a chunk:
 // level to 2% slower); the padded first chunks as a third copy of the chunk code (level); the
 // next hand-off's window and test made at step 14 from loads at step 12 or 8 (ptxas had sunk
-// the step-12 loads below the last shuffle; 0.5 and 1.8% slower all the same).
+// the step-12 loads below the last shuffle; 0.5 and 1.8% slower all the same); hand-offs every 8
+// columns (two 8-byte stores by lane 31, a second poll at step 8, the receiver copying halves:
+// minimum lag 72 steps instead of 80; 1.52-1.53 against 1.46 ms).
 // With the start-up slack gone, the bands run close behind one another and a band's delays
 // add up down the image (dither_trace: the last bands take about 1.5 times band 0's time for
 // their row), so the time is now the fed bands' chunk period, about 1590 cycles traced against
