@@ -181,8 +181,10 @@ TEST(FloydSteinbergCuda, MatchesCpuBitForBit) {
 
 TEST(FloydSteinbergCuda, MatchesCpuOnATallAndAWideImage) {
     PIXFLOW_REQUIRE_CUDA();
-    // Many bands waiting on each other, and rows much longer than the band lag.
-    for (auto [w, h, c] : {std::tuple{300, 4099, 1}, std::tuple{4099, 300, 1}, std::tuple{777, 1500, 3}}) {
+    // Many bands waiting on each other, and rows much longer than the band lag; 2 to 4 channels
+    // run as planes in scratch, widths that are and are not multiples of 16.
+    for (auto [w, h, c] : {std::tuple{300, 4099, 1}, std::tuple{4099, 300, 1}, std::tuple{777, 1500, 3},
+                           std::tuple{1024, 200, 2}, std::tuple{513, 700, 4}}) {
         const Image in = random_image(w, h, c, std::uint32_t(w + h));
         EXPECT_EQ(first_difference(dither(in, "cuda"), dither(in, "cpu")), "") << w << "x" << h << "x" << c;
     }
