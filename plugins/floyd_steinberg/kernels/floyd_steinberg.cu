@@ -216,8 +216,6 @@ struct Args {
     const std::uint8_t* in;
     std::uint8_t* out;
     long long in_pitch, out_pitch;
-    long long cstride; // bytes from channel c to c+1: 1 (interleaved) or a plane (planar)
-    int step;          // bytes from a sample to the next of its channel: channels, or 1 (planar)
     int width, height, channels;
     int bands;                // per channel
     int chunks;               // per band
@@ -319,11 +317,10 @@ __device__ __forceinline__ unsigned word_of(const uint4& v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-/// 16 pixels of channel sample `row[x * cs]` for x = xb .. xb + 15 (xb a multiple of 16); 0
-/// outside 0 .. w-1 or for a missing row. kVec: one vector load when the block is whole.
+/// 16 pixels `row[x]` for x = xb .. xb + 15 (xb a multiple of 16); 0 outside 0 .. w-1 or for a
+/// missing row. kVec: one vector load when the block is whole.
 /// kWhole: the caller knows the row exists and the block lies inside it.
-template <bool kVec, bool kWhole>
-__device__ __forceinline__ uint4 load_block(const std::uint8_t* row, int xb, int w, int cs) {
+template <bool kVec, bool kWhole> __device__ __forceinline__ uint4 load_block(const std::uint8_t* row, int xb, int w) {
     if constexpr (kVec && kWhole) {
         return __ldg(reinterpret_cast<const uint4*>(row + xb));
     } else {
@@ -332,14 +329,14 @@ __device__ __forceinline__ uint4 load_block(const std::uint8_t* row, int xb, int
         unsigned b[4] = {0, 0, 0, 0};
 #pragma unroll
         for (int i = 0; i < kChunk; ++i)
-            if (kWhole || xb + i < w) b[i / 4] |= unsigned(row[std::size_t(xb + i) * cs]) << (8 * (i % 4));
+            if (kWhole || xb + i < w) b[i / 4] |= unsigned(row[xb + i]) << (8 * (i % 4));
         return make_uint4(b[0], b[1], b[2], b[3]);
     }
 }
 
 /// Stores the pixels of block xb that lie in 0 .. w-1 (kWhole: all of them).
 template <bool kVec, bool kWhole>
-__device__ __forceinline__ void store_block(std::uint8_t* row, int xb, int w, int cs, uint4 v) {
+__device__ __forceinline__ void store_block(std::uint8_t* row, int xb, int w, uint4 v) {
     if constexpr (kVec && kWhole) {
         *reinterpret_cast<uint4*>(row + xb) = v;
     } else {
@@ -350,7 +347,7 @@ __device__ __forceinline__ void store_block(std::uint8_t* row, int xb, int w, in
         }
 #pragma unroll
         for (int i = 0; i < kChunk; ++i)
-            if (kWhole || xb + i < w) row[std::size_t(xb + i) * cs] = std::uint8_t(word_of(v, i / 4) >> (8 * (i % 4)));
+            if (kWhole || xb + i < w) row[xb + i] = std::uint8_t(word_of(v, i / 4) >> (8 * (i % 4)));
     }
 }
 
@@ -387,7 +384,7 @@ template <int R, int S, bool kVec, bool kInner, bool kLeftPad = false>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
-    const int w = a.width, cs = a.step;
+    const int w = a.width;
     uint4 in[R];
     int x0[R], xb[R];
 #pragma unroll
@@ -399,10 +396,10 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             const int xn = xb[r] + 2 * kChunk;
             cur[r] = __ldg(reinterpret_cast<const uint4*>(xn >= 0 ? s[r].src + xn : a.zero));
         } else {
-            cur[r] = load_block<kVec, kInner>(s[r].src, xb[r] + 2 * kChunk, w, cs);
+            cur[r] = load_block<kVec, kInner>(s[r].src, xb[r] + 2 * kChunk, w);
         }
         if (s[r].src != nullptr && xb[r] + kPrefetchChunks * kChunk < w)
-            prefetch_l2(s[r].src + std::size_t(xb[r] + kPrefetchChunks * kChunk) * cs);
+            prefetch_l2(s[r].src + xb[r] + kPrefetchChunks * kChunk);
     }
 
     // Lane 0 below another band: e(y-1, x+1) for x = x0 .. x0+15 are hand-off bytes
@@ -495,7 +492,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         if constexpr (kLeftPad) // left of the row: into the sink
             *reinterpret_cast<uint4*>(xb[r] >= 0 ? s[r].dst + xb[r] : a.sink) = ob;
         else
-            store_block<kVec, kInner>(s[r].dst, xb[r], w, cs, ob);
+            store_block<kVec, kInner>(s[r].dst, xb[r], w, ob);
         s[r].out_prev = out;
         // The hand-off row: step 16k + i is byte 16k + i (column 16k + i - col): an aligned block.
         if (s[r].hand_out != nullptr) {
@@ -576,8 +573,10 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
         s[r].off = unsigned(-s[r].col) & (kChunk - 1);
         s[r].out_off = (kChunk - s[r].off) & (kChunk - 1);
         s[r].lag = s[r].col + int(s[r].off);
-        s[r].src = y < a.height ? a.in + y * a.in_pitch + c * a.cstride : nullptr;
-        s[r].dst = y < a.height ? a.out + y * a.out_pitch + c * a.cstride : nullptr;
+        // channel c's row y: row c * height + y (planes one under the other; c = 0 for one channel)
+        const long long row = (long long)c * a.height + y;
+        s[r].src = y < a.height ? a.in + row * a.in_pitch : nullptr;
+        s[r].dst = y < a.height ? a.out + row * a.out_pitch : nullptr;
         s[r].hand_out = band + 1 < a.bands && v == G::kRows - 1
                             ? (warp + 1 < K ? shared_rows + warp * a.hand_stride // the next warp of the block
                                             : a.hand + (band * a.channels + c) * a.hand_stride)
@@ -586,13 +585,13 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
         s[r].out_prev = make_uint4(0, 0, 0, 0);
         // Start the row's input on its way before waiting: the first two blocks, and the next
         // ones into L2 (run_chunk keeps kPrefetchChunks ahead from then on).
-        in_a[r] = load_block<kVec, false>(s[r].src, -s[r].lag, a.width, a.step);
-        in_b[r] = load_block<kVec, false>(s[r].src, -s[r].lag + kChunk, a.width, a.step);
+        in_a[r] = load_block<kVec, false>(s[r].src, -s[r].lag, a.width);
+        in_b[r] = load_block<kVec, false>(s[r].src, -s[r].lag + kChunk, a.width);
         if (s[r].src != nullptr)
 #pragma unroll
             for (int j = 2; j < kPrefetchChunks + 2; ++j)
                 if (-s[r].lag + j * kChunk >= 0 && -s[r].lag + j * kChunk < a.width)
-                    prefetch_l2(s[r].src + std::size_t(-s[r].lag + j * kChunk) * a.step);
+                    prefetch_l2(s[r].src + (-s[r].lag + j * kChunk));
     }
     Top top;
     top.k3 = lane == 0 ? 0 : 3;
@@ -701,8 +700,6 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     // on the byte path.
     const bool planar = in.channels > 1;
     const bool vec = planar || (is_aligned(in, 16) && is_aligned(out, 16));
-    a.cstride = 1;
-    a.step = a.channels;
     const std::size_t shared = std::size_t(kSharedRows<K, kRecv>) * std::size_t(a.hand_stride);
     if constexpr (K > 1) {
         // One band per block on the byte path (8192x8192 RGB ran 10.6 ms with 4 warps per block,
@@ -732,8 +729,6 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
         PIXFLOW_CUDA_CHECK_LAUNCH();
         a.in = a.out = planes;
         a.in_pitch = a.out_pitch = plane_pitch(a.width);
-        a.cstride = (long long)a.height * a.in_pitch;
-        a.step = 1;
     }
     if (above) {
         const long long n = a.hand_stride * a.channels;
