@@ -45,7 +45,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 /// `mpiexec --oversubscribe -np N <command>` (mpiexec_prefix: from the source dir, as root too).
 CommandResult run_mpi(int np, const std::string& command) {
     TempDir t;
-    std::string cmd = pixflow::testing::mpiexec_prefix() + "-np " + std::to_string(np) + " " + command + " >" +
+    std::string cmd = pixflow::testing::mpiexec_prefix(t.path) + "-np " + std::to_string(np) + " " + command + " >" +
                       q(t / "out") + " 2>" + q(t / "err");
     int status = std::system(cmd.c_str());
     CommandResult r;

@@ -58,7 +58,7 @@ void write_ppm(const fs::path& p, int w, int h, unsigned seed) {
 /// `mpiexec --oversubscribe <args>` (mpiexec_prefix: from the source dir, as root too).
 CommandResult run_mpi(const std::string& args) {
     TempDir t;
-    std::string cmd = pixflow::testing::mpiexec_prefix() + args + " >" + q(t / "out") + " 2>" + q(t / "err");
+    std::string cmd = pixflow::testing::mpiexec_prefix(t.path) + args + " >" + q(t / "out") + " 2>" + q(t / "err");
     int status = std::system(cmd.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
