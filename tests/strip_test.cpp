@@ -191,6 +191,83 @@ TEST(StripAccess, TheValidatorRefusesBadAccessDeclarations) {
     EXPECT_NE(check({sz - 8, "op", PF_ACCESS_POINTWISE, 0, 0, 0, nullptr}).find("struct_size"), std::string::npos);
 }
 
+TEST(StripAccess, TheValidatorRefusesBadScratchEstimates) {
+    static const pf_port_desc port{sizeof(pf_port_desc), "in", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    static const pf_port_desc out{sizeof(pf_port_desc), "out", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    auto infer = [](const pf_value*, int32_t, const pf_image*, int32_t, pf_image*, int32_t, char*, size_t) -> int32_t {
+        return PF_OK;
+    };
+    auto run_fn = [](const pf_run_args*) -> int32_t { return PF_OK; };
+    auto bytes = [](const pf_value*, int32_t, const pf_image*, int32_t, const pf_image*, int32_t, int32_t, size_t* h,
+                    size_t* d) { *h = *d = 0; };
+    static const pf_op_desc ops[] = {
+        {sizeof(pf_op_desc), "op", "doc", 0, &port, 1, &out, 1, nullptr, 0, infer, run_fn, nullptr}};
+    auto check = [&](std::vector<pf_scratch_desc> sc, uint32_t minor = PIXFLOW_ABI_MINOR) {
+        pf_plugin_desc d{};
+        d.struct_size = sizeof d;
+        d.abi_major = PIXFLOW_ABI_MAJOR;
+        d.abi_minor = minor;
+        d.name = "p";
+        d.version = "1";
+        d.ops = ops;
+        d.n_ops = 1;
+        d.scratch = sc.data();
+        d.n_scratch = int32_t(sc.size());
+        return check_plugin_descriptor(&d);
+    };
+    const uint32_t sz = sizeof(pf_scratch_desc);
+    EXPECT_EQ(check({{sz, "op", bytes}}), "");
+    EXPECT_EQ(check({}), "");
+    EXPECT_NE(check({{sz, "nope", bytes}}).find("does not declare"), std::string::npos);
+    EXPECT_NE(check({{sz, "op", nullptr}}).find("has no function"), std::string::npos);
+    EXPECT_NE(check({{sz, "op", bytes}, {sz, "op", bytes}}).find("declared twice"), std::string::npos);
+    EXPECT_NE(check({{sz - 8, "op", bytes}}).find("struct_size"), std::string::npos);
+    EXPECT_NE(check({{sz, "op", bytes}, {sz, "op", bytes}}).find("declared twice"), std::string::npos);
+    // an ABI 1.4 plugin has no scratch estimates: whatever lies there is not read
+    EXPECT_EQ(check({{sz, "nope", nullptr}}, 4), "");
+}
+
+TEST(StripAccess, AnAbi12PluginsAccessPatternsAreReadAtTheirOwnStride) {
+    // pf_access_desc as ABI 1.2 declared it: no whole_reason, so its entries lie closer together
+    // than this ABI's; the host must not index them with its own sizeof
+    struct access_1_2 {
+        uint32_t struct_size;
+        const char* op;
+        int32_t kind, halo, in_rows, out_rows;
+        pf_carry_bytes_fn carry_bytes;
+    };
+    static_assert(sizeof(access_1_2) == offsetof(pf_access_desc, whole_reason));
+    static const pf_port_desc port{sizeof(pf_port_desc), "in", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    static const pf_port_desc out{sizeof(pf_port_desc), "out", "", PF_ALL_DTYPES, PF_ALL_CHANNELS};
+    auto infer = [](const pf_value*, int32_t, const pf_image*, int32_t, pf_image*, int32_t, char*, size_t) -> int32_t {
+        return PF_OK;
+    };
+    auto run_fn = [](const pf_run_args*) -> int32_t { return PF_OK; };
+    static const pf_op_desc ops[] = {
+        {sizeof(pf_op_desc), "a", "doc", 0, &port, 1, &out, 1, nullptr, 0, infer, run_fn, nullptr},
+        {sizeof(pf_op_desc), "b", "doc", 0, &port, 1, &out, 1, nullptr, 0, infer, run_fn, nullptr},
+        {sizeof(pf_op_desc), "c", "doc", 0, &port, 1, &out, 1, nullptr, 0, infer, run_fn, nullptr}};
+    const uint32_t sz = sizeof(access_1_2);
+    const access_1_2 access[] = {{sz, "a", PF_ACCESS_POINTWISE, 0, 0, 0, nullptr},
+                                 {sz, "b", PF_ACCESS_STENCIL, 2, 0, 0, nullptr},
+                                 {sz, "c", PF_ACCESS_BLOCKS, 0, 2, 1, nullptr}};
+    pf_plugin_desc d{};
+    d.struct_size = offsetof(pf_plugin_desc, scratch); // the 1.2 layout ends after n_access
+    d.abi_major = PIXFLOW_ABI_MAJOR;
+    d.abi_minor = 2;
+    d.name = "p";
+    d.version = "1";
+    d.ops = ops;
+    d.n_ops = 3;
+    d.access = reinterpret_cast<const pf_access_desc*>(access);
+    d.n_access = 3;
+    EXPECT_EQ(check_plugin_descriptor(&d), "");
+    EXPECT_EQ(std::string(access_entry(d, 1).op), "b");
+    EXPECT_EQ(access_entry(d, 1).halo, 2);
+    EXPECT_EQ(std::string(access_entry(d, 2).op), "c");
+    EXPECT_EQ(access_entry(d, 2).out_rows, 1);
+}
+
 // ---- bit for bit, operator by operator -----------------------------------------------------------
 
 TEST(Strips, SynthMakesAnyBandOfRowsAsInTheWholeImage) {
@@ -459,6 +536,131 @@ TEST(StripBudget, ADefaultBudgetStreamsButRefusesOnlyARunThatCannotFitAtAll) {
     EXPECT_TRUE(noted);
     so.host_limit = 200 << 10; // all there is: the run cannot fit
     EXPECT_THROW(plan_strips(c.graph, c.plan, so), pixflow::UserError);
+}
+
+// ---- operators' scratch memory (ABI 1.5) ----------------------------------------------------------
+
+/// What node `id`'s operator says one call takes (host, or device when `cuda`), for the whole
+/// images, or with `in_rows` input and `out_rows` output rows (a strip).
+std::size_t estimated_scratch(const Compiled& c, const std::string& id, bool cuda, int in_rows = -1,
+                              int out_rows = -1) {
+    const Node& n = c.graph.nodes[c.graph.find(id)];
+    if (!n.op->scratch) return 0;
+    std::vector<pf_image> ins, outs(n.outputs.begin(), n.outputs.end());
+    for (const auto& in : n.inputs) ins.push_back(c.graph.nodes[in.node].outputs[std::size_t(in.port)]);
+    if (in_rows >= 0) ins[0].height = in_rows;
+    if (out_rows >= 0) outs[0].height = out_rows;
+    std::size_t host = 0, device = 0;
+    n.op->scratch->bytes(n.params.data(), n.op->desc->n_params, ins.data(), int32_t(ins.size()), outs.data(),
+                         int32_t(outs.size()), cuda ? 1 : 0, &host, &device);
+    return cuda ? device : host;
+}
+
+TEST(StripScratch, TheMemoryEstimateCountsAnOperatorsScratch) {
+    // 256 x 256 gray u8: 64 KiB an image; tp_scratch takes 4 KiB a row, 1 MiB on the whole image
+    const std::string with = synth(256, 256, 1, "u8") + node("copy", "tp_scratch", "src");
+    const std::string without = synth(256, 256, 1, "u8") + node("copy", "tp_scratch", "src", "per_row = 0\n");
+    CompileOptions co;
+    co.backend = "cpu";
+    co.memory_limit = 512 << 10;
+    // without scratch the two images fit whole
+    EXPECT_TRUE(compile(parse_pipeline_text(without, "s.toml"), reg(), co).plan.strips.chains.empty());
+    Compiled c = compile(parse_pipeline_text(with, "s.toml"), reg(), co);
+    EXPECT_GE(c.plan.strips.whole_host_peak, (std::size_t(1) << 20) + (std::size_t(128) << 10));
+    ASSERT_EQ(c.plan.strips.chains.size(), 1u) << "1 MiB of scratch does not fit 512 KiB: the chain streams";
+    const StripChain& ch = c.plan.strips.chains[0];
+    EXPECT_GT(ch.count(), 2);
+    EXPECT_EQ(ch.host_scratch, std::size_t(4096) * std::size_t(ch.rows)); // one set: a CPU chain
+    EXPECT_LE(c.plan.strips.host_peak, std::size_t(512) << 10);
+    // what the calls took, as the host counted it
+    const Result r = run(with, co, "copy");
+    const Result whole = run(without, whole_image("cpu"), "copy");
+    for (const auto& n : r.report.nodes)
+        if (n.id == "copy") {
+            EXPECT_GT(n.strips, 2);
+            EXPECT_EQ(n.scratch_bytes, 4096.0 * ch.rows);
+        }
+    EXPECT_LE(r.report.peak_host_bytes + 4096.0 * ch.rows, double(512 << 10));
+    EXPECT_TRUE(r.image.bytes == whole.image.bytes);
+    auto j = nlohmann::json::parse(r.report.to_json());
+    EXPECT_EQ(j["nodes"][1]["scratch_bytes"].get<double>(), 4096.0 * ch.rows);
+    EXPECT_FALSE(j["nodes"][0].contains("scratch_bytes")); // synth takes none
+}
+
+TEST(StripScratch, AWholeImageOperatorsScratchIsNamedWhenTheRunCannotFit) {
+    std::string text = synth(256, 256, 1, "u8") + node("seg", "chan_vese", "src");
+    CompileOptions co;
+    co.backend = "cpu";
+    co.memory_limit = 600 << 10; // the images (64 + 64 + 256 KiB) fit; 528 KiB of scratch more do not
+    try {
+        compile(parse_pipeline_text(text, "seg.toml"), reg(), co);
+        FAIL() << "expected an error";
+    } catch (const pixflow::UserError& e) {
+        ASSERT_FALSE(e.diagnostics().empty());
+        const pixflow::Diagnostic& d = e.diagnostics()[0];
+        EXPECT_EQ(d.node, "seg");
+        EXPECT_NE(d.message.find("scratch 520.0 KiB"), std::string::npos) << d.message;
+        EXPECT_NE(d.message.find("budget is 600.0 KiB"), std::string::npos) << d.message;
+    }
+    co.memory_limit = 1 << 20; // images and scratch fit
+    EXPECT_NO_THROW(compile(parse_pipeline_text(text, "seg.toml"), reg(), co));
+}
+
+/// Runs `text` on `backend` whole and in strips of `rows`; every node of an operator that takes
+/// scratch must have taken some, and at most what its operator estimated for the images (or the
+/// strip) of its calls.
+void expect_scratch_estimates_hold(const std::string& text, const std::string& id, const std::string& backend,
+                                   int rows) {
+    SCOPED_TRACE(text);
+    const bool cuda = backend == "cuda";
+    for (int r : {0, rows}) {
+        SCOPED_TRACE(r ? "--strip-rows " + std::to_string(r) : std::string("whole images"));
+        const CompileOptions co = r ? in_strips(backend, r) : whole_image(backend);
+        Compiled c = compile(parse_pipeline_text(text, "s.toml"), reg(), co);
+        int in_rows = -1, out_rows = -1;
+        for (const StripChain& ch : c.plan.strips.chains)
+            for (std::size_t i = 0; i < ch.nodes.size(); ++i)
+                if (c.graph.nodes[ch.nodes[i]].id == id) in_rows = ch.max_input[i], out_rows = ch.max_window[i];
+        if (r) ASSERT_GE(out_rows, 0) << id << " did not run in strips";
+        const std::size_t estimate = estimated_scratch(c, id, cuda, in_rows, out_rows);
+        Executor ex(c.graph, c.plan);
+        RunOptions o;
+        o.log = [](int, const std::string&) {};
+        const RunReport rep = ex.run(o);
+        bool found = false;
+        for (const auto& n : rep.nodes)
+            if (n.id == id) {
+                found = true;
+                EXPECT_GT(n.scratch_bytes, 0.0);
+                EXPECT_LE(n.scratch_bytes, double(estimate));
+            }
+        EXPECT_TRUE(found);
+    }
+}
+
+void expect_every_estimate_holds(const std::string& backend) {
+    for (int ch : {1, 3}) {
+        expect_scratch_estimates_hold(synth(301, 97, ch, "u8") + node("fs", "floyd_steinberg", "src"), "fs", backend,
+                                      29);
+        if (backend == "cpu")
+            expect_scratch_estimates_hold(synth(301, 97, ch, "u8") +
+                                              node("fs", "floyd_steinberg", "src", "cpu_schedule = \"sequential\"\n"),
+                                          "fs", backend, 29);
+        for (const char* dtype : {"u32", "u64"})
+            expect_scratch_estimates_hold(
+                synth(301, 97, ch, "u8") + node("sat", "integral", "src", "dtype = \"" + std::string(dtype) + "\"\n"),
+                "sat", backend, 29);
+    }
+    // chan_vese is whole-image: the strips' run is its whole run again
+    expect_scratch_estimates_hold(synth(64, 48, 1, "u8") + node("seg", "chan_vese", "src", "max_iter = 3\n"), "seg",
+                                  backend, 0);
+}
+
+TEST(StripScratch, EveryBuiltInEstimateCoversWhatItsCpuCallsTake) { expect_every_estimate_holds("cpu"); }
+
+TEST(StripScratch, EveryBuiltInEstimateCoversWhatItsCudaCallsTake) {
+    if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+    expect_every_estimate_holds("cuda");
 }
 
 TEST(StripBudget, TheCliTakesSizesAndRefusesNonsense) {

@@ -12,8 +12,8 @@
 //   isolated   worker processes (isolate.cpp) run one image each at a time: each is compiled
 //              with an equal share of the budget, so their sum stays under it
 //
-// The estimates are the planner's (the run's image buffers); codec and operator scratch memory
-// outside them is not counted (docs/guarantees.md says so).
+// The estimates are the planner's (the run's image buffers and the scratch operators declare);
+// codec memory outside them is not counted (docs/guarantees.md says so).
 #pragma once
 
 #include <condition_variable>

@@ -20,6 +20,7 @@ Executor::Impl::Impl(const Graph& g_, const Plan& p_) : g(g_), p(p_), buffers(g_
     timings.start.resize(n);
     timings.end.resize(n);
     timings.strips.assign(n, 0);
+    timings.scratch.assign(n, 0);
     timings.strip_start.resize(n);
     timings.strip_end.resize(n);
     timings.strip_ran.resize(n);
@@ -85,6 +86,7 @@ void Executor::Impl::start(const RunOptions& o) {
     PIXFLOW_ASSERT(!(o.keep_buffers && p.strips.active()),
                    "keep_buffers needs every node's whole output, but the plan streams chains in strips");
     std::fill(timings.strips.begin(), timings.strips.end(), 0);
+    std::fill(timings.scratch.begin(), timings.scratch.end(), std::size_t(0));
     timings.chain_ms.assign(p.strips.chains.size(), 0.0);
     timings.chain_setup_ms.assign(p.strips.chains.size(), 0.0);
     for (const StripChain& c : p.strips.chains)

@@ -68,6 +68,7 @@ void* StepHost::cb_alloc(void* self, int32_t device, size_t bytes) {
             c->m_device_bytes.add((long long)bytes);
         }
         c->m_scratch.push_back({ptr, device != PF_HOST, bytes});
+        c->m_taken += bytes;
         return ptr;
     } catch (...) { return nullptr; }
 }
@@ -86,6 +87,11 @@ void StepHost::cb_metric(void* self, const char* key, double value) {
     try {
         c->m_run.metric(c->m_v, key, value);
     } catch (...) {}
+}
+
+std::size_t StepHost::scratch_taken() {
+    std::lock_guard lk(m_mu);
+    return m_taken;
 }
 
 void StepHost::free_scratch() {

@@ -57,6 +57,8 @@ class StepHost {
     /// scratch of a CUDA node may still be read by its queued work (an async copy from it), so
     /// the host waits for the stream first.
     void free_scratch();
+    /// The scratch bytes the operator has taken in this call so far, host and device.
+    std::size_t scratch_taken();
 
   private:
     static void* cb_alloc(void* self, int32_t device, size_t bytes);
@@ -76,6 +78,7 @@ class StepHost {
     const Stream* m_stream;
     std::mutex m_mu;
     std::vector<Scratch> m_scratch;
+    std::size_t m_taken = 0;
     pf_host m_table;
 };
 

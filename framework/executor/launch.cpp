@@ -1,6 +1,8 @@
 // executor/ launch: pf_run_args, events around CUDA work, host time around CPU work.
 #include "executor/launch.hpp"
 
+#include <algorithm>
+
 namespace pixflow::host {
 
 std::string launch_context(const Node& n, const char* backend) {
@@ -57,6 +59,10 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
                 t.cpu_thread[l.v] = std::this_thread::get_id();
             }
         }
+    }
+    {
+        std::lock_guard<std::mutex> lock(t.strip_mu);
+        t.scratch[l.v] = std::max(t.scratch[l.v], host.scratch_taken());
     }
     host.free_scratch();
     err[sizeof err - 1] = '\0'; // the plugin may have left it unterminated

@@ -34,6 +34,7 @@ RunReport make_report(const Graph& g, const Plan& p, const Timings& t, const Run
         nr.op = n.op->desc->name;
         nr.backend = backend_name(p.backend[v]);
         nr.strips = t.strips[v];
+        nr.scratch_bytes = double(t.scratch[v]);
         if (!p.on_device(v))
             nr.ms = t.cpu_ms[v];
         else if (t.strips[v] > 0)
@@ -179,6 +180,7 @@ nlohmann::json report_json(const RunReport& r) {
         if (!n.metrics.empty()) x["metrics"] = n.metrics;
         if (!n.replaced.empty()) x["replaced"] = n.replaced;
         if (n.strips > 0) x["strips"] = n.strips;
+        if (n.scratch_bytes > 0) x["scratch_bytes"] = n.scratch_bytes;
         j["nodes"].push_back(x);
     }
     j["strips"] = nlohmann::json::array();
@@ -220,6 +222,10 @@ std::string RunReport::table() const {
             std::string ids;
             for (const auto& r : n.replaced) ids += (ids.empty() ? "" : " + ") + r;
             o << "    fused: " << ids << "\n";
+        }
+        if (n.scratch_bytes > 0) {
+            std::snprintf(line, sizeof line, "    scratch: %.2f MB\n", n.scratch_bytes / 1e6);
+            o << line;
         }
         for (const auto& [k, v] : n.metrics) {
             std::snprintf(line, sizeof line, "    %s = %g\n", k.c_str(), v);

@@ -42,7 +42,9 @@ struct Timings {
     // per strip the events around a CUDA launch (kept across runs, grown as needed) or, with
     // spans, a CPU launch's wall times and thread. cpu_ms sums the strips.
     NodeMap<int> strips;
-    std::mutex strip_mu; ///< strips and cpu_ms of a node whose strips run at once (a parallel stage)
+    std::mutex strip_mu; ///< strips, cpu_ms and scratch of a node whose strips run at once (a parallel stage)
+    /// Per node: the most scratch memory (pf_host.alloc, host and device) one of its calls took.
+    NodeMap<std::size_t> scratch;
     NodeMap<std::vector<Event>> strip_start, strip_end;
     /// Per node and strip of its chain: 1 when a CUDA launch of that strip recorded its events in
     /// this run (a process of a split chain runs only its band's strips; a carried node skips

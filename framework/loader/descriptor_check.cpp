@@ -251,9 +251,8 @@ std::string check_fusion(const pf_fusion_desc& f, int index, const pf_plugin_des
 
 std::string check_access(const pf_access_desc& a, int index, const pf_plugin_desc& d) {
     std::string where = "access #" + std::to_string(index);
-    // ABI 1.2 plugins end their pf_access_desc before whole_reason (ABI 1.3)
-    const std::size_t want = d.abi_minor <= 2 ? offsetof(pf_access_desc, whole_reason) : sizeof(pf_access_desc);
-    if (auto e = struct_size_problem(a.struct_size, want, "pf_access_desc"); !e.empty()) return where + ": " + e;
+    if (auto e = struct_size_problem(a.struct_size, access_stride(d), "pf_access_desc"); !e.empty())
+        return where + ": " + e;
     if (auto e = string_problem(a.op, L::name_bytes, Text::name); !e.empty()) return where + ": its operator name " + e;
     const pf_op_desc* op = nullptr;
     for (int j = 0; j < d.n_ops && !op; ++j)
@@ -290,7 +289,34 @@ std::string check_access(const pf_access_desc& a, int index, const pf_plugin_des
     return "";
 }
 
+std::string check_scratch(const pf_scratch_desc& sc, int index, const pf_plugin_desc& d) {
+    std::string where = "scratch estimate #" + std::to_string(index);
+    if (auto e = struct_size_problem(sc.struct_size, sizeof(pf_scratch_desc), "pf_scratch_desc"); !e.empty())
+        return where + ": " + e;
+    if (auto e = string_problem(sc.op, L::name_bytes, Text::name); !e.empty())
+        return where + ": its operator name " + e;
+    bool found = false;
+    for (int j = 0; j < d.n_ops && !found; ++j) found = std::strcmp(d.ops[j].name, sc.op) == 0;
+    if (!found) return where + " names operator '" + sc.op + "', which this plugin does not declare";
+    if (!sc.bytes) return "operator '" + std::string(sc.op) + "': its scratch estimate has no function";
+    return "";
+}
+
 } // namespace
+
+std::size_t access_stride(const pf_plugin_desc& d) {
+    // ABI 1.2 plugins end their pf_access_desc before whole_reason (ABI 1.3)
+    return d.abi_minor <= 2 ? offsetof(pf_access_desc, whole_reason) : sizeof(pf_access_desc);
+}
+
+const pf_access_desc& access_entry(const pf_plugin_desc& d, int k) {
+    return *reinterpret_cast<const pf_access_desc*>(reinterpret_cast<const char*>(d.access) +
+                                                    std::size_t(k) * access_stride(d));
+}
+
+bool has_scratch_estimates(const pf_plugin_desc& d) {
+    return d.abi_minor >= 5 && d.struct_size >= offsetof(pf_plugin_desc, n_scratch) + sizeof(d.n_scratch);
+}
 
 std::string check_plugin_descriptor(const pf_plugin_desc* d) {
     if (!d) return "its entry point returned no descriptor";
@@ -316,6 +342,9 @@ std::string check_plugin_descriptor(const pf_plugin_desc* d) {
         if (auto e = count_problem(d->n_fusions, L::fusions, d->fusions, "fusions"); !e.empty()) return e;
     if (has_access)
         if (auto e = count_problem(d->n_access, L::ops, d->access, "access patterns"); !e.empty()) return e;
+    const bool has_scratch = has_scratch_estimates(*d);
+    if (has_scratch)
+        if (auto e = count_problem(d->n_scratch, L::ops, d->scratch, "scratch estimates"); !e.empty()) return e;
     if (auto e = string_problem(d->name, L::name_bytes, Text::line); !e.empty()) return "its plugin name " + e;
     if (!*d->name) return "its plugin name is empty";
     if (auto e = string_problem(d->version, L::version_bytes, Text::line); !e.empty()) return "its version " + e;
@@ -332,9 +361,18 @@ std::string check_plugin_descriptor(const pf_plugin_desc* d) {
     if (has_access) {
         std::set<std::string_view> described;
         for (int k = 0; k < d->n_access; ++k) {
-            if (auto e = check_access(d->access[k], k, *d); !e.empty()) return e;
-            if (!described.insert(d->access[k].op).second)
-                return "operator '" + std::string(d->access[k].op) + "': its access is declared twice";
+            const pf_access_desc& a = access_entry(*d, k);
+            if (auto e = check_access(a, k, *d); !e.empty()) return e;
+            if (!described.insert(a.op).second)
+                return "operator '" + std::string(a.op) + "': its access is declared twice";
+        }
+    }
+    if (has_scratch) {
+        std::set<std::string_view> estimated;
+        for (int k = 0; k < d->n_scratch; ++k) {
+            if (auto e = check_scratch(d->scratch[k], k, *d); !e.empty()) return e;
+            if (!estimated.insert(d->scratch[k].op).second)
+                return "operator '" + std::string(d->scratch[k].op) + "': its scratch estimate is declared twice";
         }
     }
     return "";

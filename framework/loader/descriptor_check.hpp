@@ -8,7 +8,8 @@
 //    bound (`DescriptorLimits`), and operator, port and parameter names are [A-Za-z0-9_-]+;
 //    docs, choices, plugin name and version are one line of UTF-8 text;
 //  - every count is within its bound and every array with a count > 0 is non-NULL;
-//  - array elements have the struct_size of this ABI (the host indexes arrays with its sizeof);
+//  - array elements have the struct_size of the plugin's ABI (the host indexes arrays with its
+//    sizeof, except access patterns of ABI 1.2, whose elements are shorter: access_entry);
 //  - flags and dtype/channel masks have only known bits and masks are not empty; PF_OP_SPLIT
 //    only from ABI 1.4 on;
 //  - parameters: known type, ranges ordered (no NaN), defaults of the declared type and inside
@@ -18,7 +19,9 @@
 //    2 or more names, binds to parameters of the fused operator and nodes inside the chain;
 //  - access patterns (ABI >= 1.2, when struct_size covers them) name an operator of the plugin,
 //    each at most once, with a known kind, a halo or block rows in 1 .. 4096 exactly where the
-//    kind has them, a carry_bytes function exactly when carried, and a source neither stencil nor blocks.
+//    kind has them, a carry_bytes function exactly when carried, and a source neither stencil nor blocks;
+//  - scratch estimates (ABI >= 1.5, when struct_size covers them) name an operator of the plugin,
+//    each at most once, and have a function.
 // How it reads: it checks a count before touching its array and the NULL-ness of a pointer
 // before following it, reads at most bound + 1 bytes of any string, and reads no field outside
 // the struct_size of the plugin descriptor. It cannot tell a wild pointer from a valid one:
@@ -53,6 +56,14 @@ struct DescriptorLimits {
 /// only strings it has already validated ("operator 'blur', parameter 'border': ...", else
 /// "operator #3: ...").
 std::string check_plugin_descriptor(const pf_plugin_desc* d);
+
+/// Bytes between the entries of d's access array: sizeof(pf_access_desc) of d's ABI (an ABI 1.2
+/// plugin's entries end before whole_reason).
+std::size_t access_stride(const pf_plugin_desc& d);
+/// Entry k of d's access array (d has access patterns: ABI >= 1.2 and a struct_size that covers them).
+const pf_access_desc& access_entry(const pf_plugin_desc& d, int k);
+/// Whether d has the scratch estimates of ABI 1.5 (its minor and struct_size cover them).
+bool has_scratch_estimates(const pf_plugin_desc& d);
 
 /// A message a plugin wrote into a host buffer of `size` bytes, read safely: at most size - 1
 /// bytes, stopped at the first NUL, control bytes replaced (one line). The buffer's last byte is

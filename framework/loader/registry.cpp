@@ -230,10 +230,14 @@ const PluginRecord& Registry::load_in_process(PluginRecord& rec, const fs::path&
     // ABI 1.2: access patterns, likewise; an operator without one is whole-image.
     const bool has_access =
         d->struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d->n_access) && d->abi_minor >= 2;
+    // ABI 1.5: scratch estimates; an operator without one is taken to take no scratch.
+    const bool has_scratch = has_scratch_estimates(*d);
     for (int k = 0; k < d->n_ops; ++k) {
         OpInfo info{&d->ops[k], rec.name, file};
         for (int j = 0; has_access && j < d->n_access; ++j)
-            if (std::strcmp(d->access[j].op, d->ops[k].name) == 0) info.access = &d->access[j];
+            if (std::strcmp(access_entry(*d, j).op, d->ops[k].name) == 0) info.access = &access_entry(*d, j);
+        for (int j = 0; has_scratch && j < d->n_scratch; ++j)
+            if (std::strcmp(d->scratch[j].op, d->ops[k].name) == 0) info.scratch = &d->scratch[j];
         m_ops[d->ops[k].name] = info;
         rec.ops.emplace_back(d->ops[k].name);
     }

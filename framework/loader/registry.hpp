@@ -35,6 +35,8 @@ struct OpInfo {
     std::filesystem::path path;
     /// ABI 1.2: how it reads its input rows; nullptr for whole-image (also every older plugin).
     const pf_access_desc* access = nullptr;
+    /// ABI 1.5: the most scratch memory one run call takes; nullptr: none (also every older plugin).
+    const pf_scratch_desc* scratch = nullptr;
     bool has_cuda() const { return desc->run_cuda != nullptr; }
     pf_access_kind access_kind() const { return access ? pf_access_kind(access->kind) : PF_ACCESS_WHOLE; }
 };

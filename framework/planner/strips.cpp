@@ -160,11 +160,28 @@ std::size_t buffer_bytes(const pf_image& im, bool device, std::size_t rows) {
     return checked_mul(rb, rows).value_or(max_buffer_bytes);
 }
 
+/// The most scratch memory one run call of node n takes, host and device (abi.h,
+/// pf_scratch_bytes_fn): on the CUDA side when `cuda`, with its images' shapes, the first input's
+/// and output's heights replaced by `in_rows` and `out_rows` when they are >= 0 (a strip).
+std::array<std::size_t, 2> node_scratch(const Graph& g, const Node& n, bool cuda, int in_rows = -1, int out_rows = -1) {
+    if (!n.op || !n.op->scratch) return {0, 0};
+    std::vector<pf_image> ins, outs(n.outputs.begin(), n.outputs.end());
+    for (const auto& in : n.inputs) ins.push_back(g.nodes[in.node].outputs[std::size_t(in.port)]);
+    for (pf_image& im : ins) im.data = nullptr;
+    for (pf_image& im : outs) im.data = nullptr;
+    if (in_rows >= 0 && !ins.empty()) ins[0].height = in_rows;
+    if (out_rows >= 0 && !outs.empty()) outs[0].height = out_rows;
+    std::size_t host = 0, device = 0;
+    n.op->scratch->bytes(n.params.data(), n.op->desc->n_params, ins.data(), int32_t(ins.size()), outs.data(),
+                         int32_t(outs.size()), cuda ? 1 : 0, &host, &device);
+    return {host, device};
+}
+
 /// One step of the estimate that went over a budget: what was in memory.
 struct Overrun {
     NodeId node; ///< the node that ran (a chain: its last node)
     bool device = false;
-    std::size_t total = 0, strips = 0;
+    std::size_t total = 0, strips = 0, scratch = 0; ///< scratch: the node's (a chain: its strips'), in total
     struct Image {
         NodeId node;
         int port;
@@ -260,8 +277,10 @@ class Estimate {
         const auto& in = m_g.nodes[v].inputs[i];
         return t >= 0 ? m_transfers[std::size_t(t)] : out(in.node, in.port);
     }
-    /// After a step's allocations: the peaks, and the first step over a budget.
-    void check(NodeId v, const std::size_t extra[2], const std::size_t budget[2]) {
+    /// After a step's allocations: the peaks, and the first step over a budget. `extra`: memory
+    /// besides the whole images (a chain's strip buffers and scratch, a node's scratch), of which
+    /// `scratch` is scratch.
+    void check(NodeId v, const std::size_t extra[2], const std::size_t scratch[2], const std::size_t budget[2]) {
         for (int d = 0; d < 2; ++d) {
             std::size_t total = m_live[d] + extra[d];
             peak[d] = std::max(peak[d], total);
@@ -270,7 +289,8 @@ class Estimate {
                 o.node = v;
                 o.device = d == 1;
                 o.total = total;
-                o.strips = extra[d];
+                o.strips = extra[d] - scratch[d];
+                o.scratch = scratch[d];
                 for (const auto& node : m_outs)
                     for (const Buf& b : node)
                         if (b.live && b.device == bool(d)) o.live.push_back({b.node, b.port, b.bytes});
@@ -284,8 +304,9 @@ class Estimate {
     void run_node(NodeId v, const std::size_t budget[2]) {
         const Node& n = m_g.nodes[v];
         for (auto& b : m_outs[v.index()]) alloc(b);
-        const std::size_t none[2] = {0, 0};
-        check(v, none, budget);
+        const auto sc = node_scratch(m_g, n, m_p.on_device(v));
+        const std::size_t scratch[2] = {sc[0], sc[1]};
+        check(v, scratch, scratch, budget);
         for (std::size_t i = 0; i < n.inputs.size(); ++i) consumed(input(v, i));
         release_unread(v);
     }
@@ -309,7 +330,7 @@ class Estimate {
         }
         alloc(m_transfers[std::size_t(t)]);
         const std::size_t none[2] = {0, 0};
-        check(tr.node, none, budget);
+        check(tr.node, none, none, budget);
         consumed(src);
     }
     void run_chain(std::size_t c, const std::size_t budget[2]) {
@@ -328,7 +349,8 @@ class Estimate {
         }
         around_chain[c] = {m_live[0], m_live[1]};
         const std::size_t extra[2] = {ch.host_bytes, ch.device_bytes};
-        check(tail, extra, budget);
+        const std::size_t scratch[2] = {ch.host_scratch, ch.device_scratch};
+        check(tail, extra, scratch, budget);
         const Node& hn = m_g.nodes[head];
         if (!hn.inputs.empty()) {
             int t = m_p.input_transfer[head][0];
@@ -351,9 +373,11 @@ class Estimate {
 
 /// The strip buffers of chain c as the executor makes them: per node, for each of its buffer sets,
 /// its output window (at least two for a carried node) and a copy of its input when that lies on
-/// the other side; once, its carried state.
+/// the other side; once, its carried state. And its nodes' scratch: each strip in flight (one per
+/// set) runs one node at a time, so per side the sets times the most one node's call takes.
 void strip_bytes(const Graph& g, const Plan& p, StripChain& c) {
     c.host_bytes = c.device_bytes = 0;
+    c.host_scratch = c.device_scratch = 0;
     const std::size_t sets = std::size_t(std::max(1, c.sets));
     const std::size_t host_sets = sets * std::max<std::size_t>(1, c.gpus.size());
     for (std::size_t i = 0; i < c.nodes.size(); ++i) {
@@ -374,7 +398,12 @@ void strip_bytes(const Graph& g, const Plan& p, StripChain& c) {
                     buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i])) * n_sets;
         }
         side += c.carry_bytes[i];
+        const auto sc = node_scratch(g, n, dev, n.inputs.empty() ? -1 : c.max_input[i], c.max_window[i]);
+        c.host_scratch = std::max(c.host_scratch, checked_mul(sc[0], host_sets).value_or(max_buffer_bytes));
+        c.device_scratch = std::max(c.device_scratch, checked_mul(sc[1], sets).value_or(max_buffer_bytes));
     }
+    c.host_bytes += c.host_scratch;
+    c.device_bytes += c.device_scratch;
 }
 
 std::string chain_text(const Graph& g, const StripChain& c) {
@@ -420,6 +449,10 @@ std::string chain_text(const Graph& g, const StripChain& c) {
     }
     if (o.live.size() > 4) images += ", and " + std::to_string(o.live.size() - 4) + " more";
     if (o.strips) images += (images.empty() ? "" : "; ") + std::string("strips ") + bytes_text(double(o.strips));
+    if (o.scratch)
+        images += (images.empty() ? "" : "; ") +
+                  std::string(sp.in_chain(o.node) ? "the strips' scratch " : "scratch ") +
+                  bytes_text(double(o.scratch));
     const char* side = o.device ? "device" : "host";
     std::string budget = bytes_text(double(o.device ? opt.device_budget : opt.host_budget));
     std::string from = o.device ? opt.device_from : opt.host_from;

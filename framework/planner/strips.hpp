@@ -108,7 +108,8 @@ struct StripChain {
     /// The GPUs its strips are spread over, strip k on gpus[k % n] (each with its own streams and
     /// `sets` sets of device buffers; the host holds sets x n); empty: the plan's device alone.
     std::vector<int> gpus;
-    std::size_t host_bytes = 0, device_bytes = 0; ///< its strip buffers, as estimated
+    std::size_t host_bytes = 0, device_bytes = 0;     ///< its strip buffers and scratch, as estimated
+    std::size_t host_scratch = 0, device_scratch = 0; ///< of those: its nodes' scratch (abi.h, pf_scratch_desc)
     int count() const { return int(strips.size()); }
     NodeId tail() const { return nodes.back(); }
 };

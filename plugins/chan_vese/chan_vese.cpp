@@ -4,6 +4,8 @@
 
 #include <pixflow/operator.hpp>
 
+#include <algorithm>
+
 namespace pixflow::chan_vese {
 
 struct ChanVese {
@@ -43,6 +45,18 @@ struct ChanVese {
         out[1].dtype = DType::f32;
     }
 
+    /// Scratch of one call, for the planner's memory estimate (split over processes, a band's is
+    /// at most the whole image's).
+    static std::size_t cpu_scratch_bytes(const Shapes& in, const Shapes&) {
+        return std::max(chan_vese::cpu_scratch_bytes(in[0].width, in[0].height),
+                        split_scratch_bytes(in[0].width, in[0].height));
+    }
+#ifdef PIXFLOW_WITH_CUDA
+    static std::size_t cuda_scratch_bytes(const Shapes& in, const Shapes&) {
+        return chan_vese::cuda_scratch_bytes(in[0]);
+    }
+#endif
+
     static void run_cpu(Context& ctx, const Params& p) {
         const ImageView in = ctx.input();
         Outcome o;
@@ -62,7 +76,8 @@ struct ChanVese {
             report(ctx, o);
             return;
         }
-        if (!chan_vese_cpu(in, ctx.output(0), ctx.output(1), p, ctx.alloc(cpu_scratch_bytes(in.width, in.height)), o,
+        if (!chan_vese_cpu(in, ctx.output(0), ctx.output(1), p,
+                           ctx.alloc(chan_vese::cpu_scratch_bytes(in.width, in.height)), o,
                            [&] { return ctx.cancelled(); }))
             throw Error("chan_vese: cancelled", PF_ERR_CANCELLED);
         report(ctx, o);
@@ -72,7 +87,8 @@ struct ChanVese {
     static void run_cuda(Context& ctx, const Params& p) {
         const ImageView in = ctx.input();
         Outcome o;
-        chan_vese_cuda(in, ctx.output(0), ctx.output(1), p, ctx.alloc(cuda_scratch_bytes(in)), ctx.stream(), o);
+        chan_vese_cuda(in, ctx.output(0), ctx.output(1), p, ctx.alloc(chan_vese::cuda_scratch_bytes(in)), ctx.stream(),
+                       o);
         report(ctx, o);
     }
 #endif

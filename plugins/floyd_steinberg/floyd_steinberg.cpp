@@ -34,6 +34,19 @@ struct FloydSteinberg {
         return floyd_steinberg::carry_bytes(out[0].width, out[0].channels);
     }
 
+    /// Scratch of one call (run by strips: a strip's shapes), for the planner's memory estimate;
+    /// the wavefront's grows with the threads of the arena it runs in.
+    static std::size_t cpu_scratch_bytes(const Params& p, const Shapes& in, const Shapes&) {
+        return p.cpu_schedule == Schedule::sequential
+                   ? sequential_scratch_bytes(in[0])
+                   : wavefront_scratch_bytes(in[0], tbb::this_task_arena::max_concurrency());
+    }
+#ifdef PIXFLOW_WITH_CUDA
+    static std::size_t cuda_scratch_bytes(const Params&, const Shapes& in, const Shapes&) {
+        return floyd_steinberg::cuda_scratch_bytes(in[0]);
+    }
+#endif
+
     /// On a band of rows (ctx.strip()), the kernels start from the carried errors of the row above
     /// the band (none for the band at the top) and leave the band's last row's in it.
     static void run_cpu(Context& ctx, const Params& p) {
@@ -58,7 +71,7 @@ struct FloydSteinberg {
         const ImageView in = ctx.input(), out = ctx.output();
         check_views(in, out, false);
         const Strip s = ctx.strip();
-        const std::size_t bytes = cuda_scratch_bytes(in);
+        const std::size_t bytes = floyd_steinberg::cuda_scratch_bytes(in);
         dither_cuda(in, out, bytes ? ctx.alloc(bytes) : nullptr, ctx.stream(),
                     s.out_row0 > 0 ? s.carry_as<const std::int16_t>() : nullptr, s.carry_as<std::int16_t>());
     }

@@ -73,6 +73,16 @@ struct Integral {
         return out[0].row_samples() * dtype_size(out[0].dtype);
     }
 
+    /// Scratch of one call (run by strips: a strip's shapes), for the planner's memory estimate.
+    static std::size_t cpu_scratch_bytes(const Shapes& in, const Shapes& out) {
+        return integral_cpu_scratch_bytes(in[0], out[0]);
+    }
+#ifdef PIXFLOW_WITH_CUDA
+    static std::size_t cuda_scratch_bytes(const Shapes& in, const Shapes& out) {
+        return integral_cuda_scratch_bytes(in[0], out[0]);
+    }
+#endif
+
     /// On a band of rows (ctx.strip()), the carried state is the whole image's output row just
     /// above the band: the kernels start from it (none for the band at the top) and leave the
     /// band's last row in it.

@@ -1,6 +1,6 @@
 // libFuzzer target: the plugin descriptor validator (framework/loader/descriptor_check.hpp), on a
-// pf_plugin_desc built from the fuzz bytes with its operators, ports, parameters, choices and
-// fusions. The bytes choose every count (small, at a bound, past it, negative, any int32), every
+// pf_plugin_desc built from the fuzz bytes with its operators, ports, parameters, choices,
+// fusions and scratch estimates. The bytes choose every count (small, at a bound, past it, negative, any int32), every
 // struct_size, flag, mask, double and function pointer, and for every string pointer one of:
 // NULL, a terminated string of fuzz bytes, a name shared with other fields (so that fusions can
 // name real operators and duplicates happen), a string of exactly 4097 bytes with no NUL (longer
@@ -37,6 +37,10 @@ int32_t infer_stub(const pf_value*, int32_t, const pf_image*, int32_t, pf_image*
 }
 int32_t run_stub(const pf_run_args*) { return PF_OK; }
 int32_t init_stub(char*, size_t) { return PF_OK; }
+void scratch_stub(const pf_value*, int32_t, const pf_image*, int32_t, const pf_image*, int32_t, int32_t, size_t* h,
+                  size_t* d) {
+    *h = *d = 0;
+}
 
 struct Builder {
     const uint8_t* p;
@@ -234,7 +238,7 @@ struct Builder {
                         : sel == 1 ? uint32_t(offsetof(pf_plugin_desc, fusions)) // ABI 1.0
                                    : uint32_t(sizeof d);
         d.abi_major = u8() % 16 == 0 ? u32() : PIXFLOW_ABI_MAJOR;
-        d.abi_minor = u8() % 16 == 0 ? u32() : u8() % 2;
+        d.abi_minor = u8() % 16 == 0 ? u32() : u8() % (PIXFLOW_ABI_MINOR + 1);
         d.name = string();
         d.version = string();
         auto [co, no] = count(DescriptorLimits::ops);
@@ -248,6 +252,12 @@ struct Builder {
         for (std::size_t k = 0; k < nf; ++k) fusion(fusions[k]);
         d.fusions = array(fusions, cf);
         d.n_fusions = cf;
+        auto [cs, ns] = count(DescriptorLimits::ops); // ABI 1.5: scratch estimates
+        auto* scratch = alloc<pf_scratch_desc>(ns);
+        for (std::size_t k = 0; k < ns; ++k)
+            scratch[k] = {struct_size(sizeof(pf_scratch_desc)), string(), u8() % 4 == 0 ? nullptr : &scratch_stub};
+        d.scratch = array(scratch, cs);
+        d.n_scratch = cs;
         std::size_t size = std::max<std::size_t>(sizeof d.struct_size, std::min<std::size_t>(d.struct_size, sizeof d));
         auto* block = alloc<unsigned char>(size); // new[] of unsigned char: aligned for any scalar
         std::memcpy(block, &d, size);
@@ -283,6 +293,8 @@ std::size_t read_like_the_host(const pf_plugin_desc& d) {
                 sum += std::strlen(f.binds[j].fused_param) + std::strlen(f.binds[j].param);
             for (int j = 0; j < f.n_same; ++j) sum += std::strlen(f.same[j].param_a) + std::strlen(f.same[j].param_b);
         }
+    if (pixflow::host::has_scratch_estimates(d))
+        for (int k = 0; k < d.n_scratch; ++k) sum += std::strlen(d.scratch[k].op);
     return sum;
 }
 

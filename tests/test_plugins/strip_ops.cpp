@@ -4,6 +4,7 @@
 // reader of a compressed file does). tp_row_sum adds up every sample weighted by its row in the whole
 // image, so a strip handed at the wrong row, twice, out of order or not at all changes the sum;
 // the sum goes to the report when the last strip is done. tp_strip_fault fails in one strip.
+// tp_scratch copies through scratch memory it declares (ABI 1.5), for the memory estimate's tests.
 #include <pixflow/operator.hpp>
 
 #include <cstdint>
@@ -95,4 +96,36 @@ struct TpStripFault {
     }
 };
 
-PIXFLOW_PLUGIN("strip_ops", "0.0.1", TpRowSum, TpOrderedSource, TpStripFault)
+/// A pointwise copy through scratch memory of `per_row` bytes per row of its call (ABI 1.5: the
+/// planner counts it; tests of the memory estimate). Each row goes out through the scratch.
+struct TpScratch {
+    struct Params {
+        int per_row = 4096;
+    };
+    static Schema schema() {
+        return Schema("tp_scratch", "test op: copies its input through per_row bytes of scratch per row")
+            .access(pointwise())
+            .input("in", dtypes({DType::u8}), channels(1, 4))
+            .output("out", dtypes({DType::u8}), channels(1, 4))
+            .param(&Params::per_row, "per_row", range(0, 1 << 20), "scratch bytes per row of a call");
+    }
+    static std::size_t cpu_scratch_bytes(const Params& p, const Shapes& in, const Shapes&) {
+        return std::size_t(p.per_row) * std::size_t(in[0].height);
+    }
+    static void run_cpu(Context& ctx, const Params& p) {
+        const ImageView in = ctx.input(), out = ctx.output();
+        const std::size_t per_row = std::size_t(p.per_row), n = in.row_samples();
+        auto* scratch = per_row ? static_cast<std::uint8_t*>(ctx.alloc(per_row * std::size_t(in.height))) : nullptr;
+        for (int y = 0; y < in.height; ++y) {
+            std::uint8_t* row = scratch ? scratch + std::size_t(y) * per_row : nullptr;
+            if (row && n <= per_row) {
+                std::memcpy(row, in.row<std::uint8_t>(y), n);
+                std::memcpy(out.row<std::uint8_t>(y), row, n);
+            } else {
+                std::memcpy(out.row<std::uint8_t>(y), in.row<std::uint8_t>(y), n);
+            }
+        }
+    }
+};
+
+PIXFLOW_PLUGIN("strip_ops", "0.0.1", TpRowSum, TpOrderedSource, TpStripFault, TpScratch)

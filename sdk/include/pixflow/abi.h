@@ -39,10 +39,11 @@ extern "C" {
 /* The minor versions: 1.1: pf_plugin_desc.fusions; 1.2: access patterns (pf_access_desc,
    pf_plugin_desc.access) and strips (pf_run_args.strip); 1.3: pf_access_desc.whole_reason
    (access that depends on parameters); 1.4: PF_OP_SPLIT and pf_run_args.collective (a
-   whole-image op run split over cooperating processes). Each define stays on one line: CMake
-   reads both from this file (file(STRINGS) in the top CMakeLists.txt). */
+   whole-image op run split over cooperating processes); 1.5: scratch estimates (pf_scratch_desc,
+   pf_plugin_desc.scratch). Each define stays on one line: CMake reads both from this file
+   (file(STRINGS) in the top CMakeLists.txt). */
 #define PIXFLOW_ABI_MAJOR 1
-#define PIXFLOW_ABI_MINOR 4
+#define PIXFLOW_ABI_MINOR 5
 
 /* The one symbol every plugin exports. */
 #define PIXFLOW_ENTRY_SYMBOL "pixflow_plugin_entry"
@@ -427,6 +428,24 @@ typedef struct pf_access_desc {
     pf_whole_reason_fn whole_reason;
 } pf_access_desc;
 
+/* ABI 1.5. The most scratch memory (pf_host.alloc) one call of the operator's run_cpu (cuda == 0)
+ * or run_cuda (cuda == 1) takes for these parameters and images' shapes (data == NULL): on the
+ * host into *host_bytes, on the device into *device_bytes (both 0 when it takes none). Run by
+ * strips, the shapes are a strip's (heights: its rows); else the whole images'. The planner counts
+ * it in the run's memory estimate beside the images, so that the budget that decides whole images
+ * or strips (`--memory-limit`, `--device-memory-limit`) covers it. Called by the host while
+ * planning, like infer (pure, concurrent); it cannot fail (a too large answer only makes strips
+ * thinner). An operator with no entry is taken to use none. */
+typedef void (*pf_scratch_bytes_fn)(const pf_value* params, int32_t n_params, const pf_image* inputs, int32_t n_inputs,
+                                    const pf_image* outputs, int32_t n_outputs, int32_t cuda, size_t* host_bytes,
+                                    size_t* device_bytes);
+
+typedef struct pf_scratch_desc {
+    uint32_t struct_size;
+    const char* op;            /* an operator of this plugin (each at most once) */
+    pf_scratch_bytes_fn bytes; /* never NULL */
+} pf_scratch_desc;
+
 typedef struct pf_plugin_desc {
     uint32_t struct_size;
     uint32_t abi_major;
@@ -447,6 +466,10 @@ typedef struct pf_plugin_desc {
      * that has one other than PF_ACCESS_WHOLE; an operator listed nowhere is whole-image. */
     const pf_access_desc* access;
     int32_t n_access;
+    /* ABI 1.5 (read only when struct_size covers them): the scratch estimate of each operator
+     * that takes scratch memory; an operator listed nowhere is taken to take none. */
+    const pf_scratch_desc* scratch;
+    int32_t n_scratch;
 } pf_plugin_desc;
 
 /* The entry point (PIXFLOW_ENTRY_SYMBOL). The host may call it more than once, from one thread

@@ -90,6 +90,15 @@
 //   static std::string whole_reason(const Params& p, const pixflow::Shapes& in,
 //                                   const pixflow::Shapes& out);   // "it reads .png files whole"
 //
+// An operator that takes scratch memory (ctx.alloc) says how much one call takes at most, for a
+// strip's or a whole image's shapes (ABI 1.5), so that the memory budget that decides whole
+// images or strips counts it; each is optional, and one without is taken to take none:
+//
+//   static std::size_t cpu_scratch_bytes(const Params& p, const pixflow::Shapes& in,
+//                                        const pixflow::Shapes& out);   // host, one run_cpu
+//   static std::size_t cuda_scratch_bytes(const Params& p, const pixflow::Shapes& in,
+//                                         const pixflow::Shapes& out);  // device, one run_cuda
+//
 // Deprecated: the string accessors ctx.params().f("sigma"), .i, .b, .s and Schema::param_bool,
 // param_int, param_float, param_string, param_choice, kept for existing third-party plugins.
 // The accessors throw InternalError when the name is unknown or the type is not theirs.
@@ -765,6 +774,25 @@ concept TypedWholeReason = requires(const typename T::Params& p, const Shapes& i
     { T::whole_reason(p, i, o) } -> std::convertible_to<std::string>;
 };
 
+template <class T>
+concept TypedCpuScratch = requires(const typename T::Params& p, const Shapes& i, const Shapes& o) {
+    { T::cpu_scratch_bytes(p, i, o) } -> std::convertible_to<std::size_t>;
+};
+template <class T>
+concept ShapeCpuScratch = requires(const Shapes& i, const Shapes& o) {
+    { T::cpu_scratch_bytes(i, o) } -> std::convertible_to<std::size_t>;
+};
+template <class T>
+concept TypedCudaScratch = requires(const typename T::Params& p, const Shapes& i, const Shapes& o) {
+    { T::cuda_scratch_bytes(p, i, o) } -> std::convertible_to<std::size_t>;
+};
+template <class T>
+concept ShapeCudaScratch = requires(const Shapes& i, const Shapes& o) {
+    { T::cuda_scratch_bytes(i, o) } -> std::convertible_to<std::size_t>;
+};
+template <class T>
+concept DeclaresScratch = TypedCpuScratch<T> || ShapeCpuScratch<T> || TypedCudaScratch<T> || ShapeCudaScratch<T>;
+
 /// The operator's parameter struct, filled from the host's values.
 template <class T> typename T::Params params_of(const pf_value* values, int n) {
     return schema_of<T>().template read<typename T::Params>(values, n);
@@ -819,6 +847,34 @@ std::size_t carry_thunk(const pf_value* params, int32_t n_params, const pf_image
         else
             return 0;
     } catch (...) { return 0; }
+}
+
+/// The scratch estimate of operator T (abi.h, pf_scratch_bytes_fn): cpu_scratch_bytes on the host
+/// for run_cpu, cuda_scratch_bytes on the device for run_cuda (ctx.alloc takes memory where the
+/// images are); 0 for the one it does not define, and both 0 when it throws.
+template <class T>
+void scratch_thunk(const pf_value* params, int32_t n_params, const pf_image* inputs, int32_t n_inputs,
+                   const pf_image* outputs, int32_t n_outputs, int32_t cuda, size_t* host_bytes,
+                   size_t* device_bytes) noexcept {
+    std::size_t host = 0, device = 0;
+    try {
+        Shapes in, out;
+        for (int k = 0; k < n_inputs; ++k) in.emplace_back(inputs[k]);
+        for (int k = 0; k < n_outputs; ++k) out.emplace_back(outputs[k]);
+        if (cuda) {
+            if constexpr (TypedCudaScratch<T>)
+                device = std::size_t(T::cuda_scratch_bytes(params_of<T>(params, n_params), in, out));
+            else if constexpr (ShapeCudaScratch<T>)
+                device = std::size_t(T::cuda_scratch_bytes(in, out));
+        } else {
+            if constexpr (TypedCpuScratch<T>)
+                host = std::size_t(T::cpu_scratch_bytes(params_of<T>(params, n_params), in, out));
+            else if constexpr (ShapeCpuScratch<T>)
+                host = std::size_t(T::cpu_scratch_bytes(in, out));
+        }
+    } catch (...) { host = device = 0; }
+    if (host_bytes) *host_bytes = host;
+    if (device_bytes) *device_bytes = device;
 }
 
 /// whole_reason of operator T: 0 when the node may run by strips, else 1 and why.
@@ -923,6 +979,11 @@ template <class T> void add_access(std::vector<pf_access_desc>& out) {
                    int32_t(a.out_rows), carry, whole});
 }
 
+template <class T> void add_scratch(std::vector<pf_scratch_desc>& out) {
+    if constexpr (DeclaresScratch<T>)
+        out.push_back({sizeof(pf_scratch_desc), schema_of<T>().name(), &scratch_thunk<T>});
+}
+
 template <class T> void add_fusion(std::vector<pf_fusion_desc>& out) {
     if constexpr (requires { T::fusion(); }) {
         static const Fusion f = T::fusion();
@@ -993,6 +1054,7 @@ template <class... Ts> struct Plugin {
     std::array<pf_op_desc, sizeof...(Ts)> ops{};
     std::vector<pf_fusion_desc> fusions;
     std::vector<pf_access_desc> access;
+    std::vector<pf_scratch_desc> scratch;
     pf_plugin_desc desc{};
 
     Plugin(const char* name, const char* version) noexcept {
@@ -1008,6 +1070,7 @@ template <class... Ts> struct Plugin {
                 ops = {make_op<Ts>()...};
                 (add_fusion<Ts>(fusions), ...);
                 (add_access<Ts>(access), ...);
+                (add_scratch<Ts>(scratch), ...);
                 for (const pf_fusion_desc& f : fusions)
                     if (problem.empty()) problem = fusion_problem(ops.data(), ops.size(), f);
             }
@@ -1018,6 +1081,8 @@ template <class... Ts> struct Plugin {
                 desc.n_fusions = int32_t(fusions.size());
                 desc.access = access.data();
                 desc.n_access = int32_t(access.size());
+                desc.scratch = scratch.data();
+                desc.n_scratch = int32_t(scratch.size());
                 return;
             }
             load_error<Ts...>() = std::move(problem);
@@ -1026,6 +1091,7 @@ template <class... Ts> struct Plugin {
         }
         fusions.clear();
         access.clear();
+        scratch.clear();
         desc.ops = nullptr;
         desc.n_ops = 0;
         desc.init = &report_load_error<Ts...>;
