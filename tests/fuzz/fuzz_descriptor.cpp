@@ -1,6 +1,6 @@
 // libFuzzer target: the plugin descriptor validator (framework/loader/descriptor_check.hpp), on a
 // pf_plugin_desc built from the fuzz bytes with its operators, ports, parameters, choices,
-// fusions and scratch estimates. The bytes choose every count (small, at a bound, past it, negative, any int32), every
+// fusions, access patterns (at the stride of the plugin's ABI) and scratch estimates. The bytes choose every count (small, at a bound, past it, negative, any int32), every
 // struct_size, flag, mask, double and function pointer, and for every string pointer one of:
 // NULL, a terminated string of fuzz bytes, a name shared with other fields (so that fusions can
 // name real operators and duplicates happen), a string of exactly 4097 bytes with no NUL (longer
@@ -37,6 +37,10 @@ int32_t infer_stub(const pf_value*, int32_t, const pf_image*, int32_t, pf_image*
 }
 int32_t run_stub(const pf_run_args*) { return PF_OK; }
 int32_t init_stub(char*, size_t) { return PF_OK; }
+size_t carry_stub(const pf_value*, int32_t, const pf_image*, int32_t, const pf_image*, int32_t) { return 8; }
+int32_t whole_stub(const pf_value*, int32_t, const pf_image*, int32_t, const pf_image*, int32_t, char*, size_t) {
+    return 0;
+}
 void scratch_stub(const pf_value*, int32_t, const pf_image*, int32_t, const pf_image*, int32_t, int32_t, size_t* h,
                   size_t* d) {
     *h = *d = 0;
@@ -252,6 +256,25 @@ struct Builder {
         for (std::size_t k = 0; k < nf; ++k) fusion(fusions[k]);
         d.fusions = array(fusions, cf);
         d.n_fusions = cf;
+        // ABI 1.2: access patterns, each entry as long as the plugin's minor says (1.2's end before
+        // whole_reason): a host that indexes them with its own sizeof reads past the block
+        auto [ca, na] = count(DescriptorLimits::ops);
+        const std::size_t stride = d.abi_minor <= 2 ? offsetof(pf_access_desc, whole_reason) : sizeof(pf_access_desc);
+        char* access = bytes(na * stride);
+        for (std::size_t k = 0; k < na; ++k) {
+            pf_access_desc a{};
+            a.struct_size = struct_size(stride);
+            a.op = string();
+            a.kind = u8() % 8 == 0 ? i32() : u8() % 5;
+            a.halo = u8() % 8 == 0 ? i32() : u8() % 3;
+            a.in_rows = u8() % 8 == 0 ? i32() : u8() % 3;
+            a.out_rows = u8() % 8 == 0 ? i32() : u8() % 3;
+            a.carry_bytes = u8() % 2 ? &carry_stub : nullptr;
+            a.whole_reason = u8() % 4 == 0 ? &whole_stub : nullptr;
+            std::memcpy(access + k * stride, &a, stride);
+        }
+        d.access = array(reinterpret_cast<pf_access_desc*>(access), ca);
+        d.n_access = ca;
         auto [cs, ns] = count(DescriptorLimits::ops); // ABI 1.5: scratch estimates
         auto* scratch = alloc<pf_scratch_desc>(ns);
         for (std::size_t k = 0; k < ns; ++k)
@@ -293,6 +316,8 @@ std::size_t read_like_the_host(const pf_plugin_desc& d) {
                 sum += std::strlen(f.binds[j].fused_param) + std::strlen(f.binds[j].param);
             for (int j = 0; j < f.n_same; ++j) sum += std::strlen(f.same[j].param_a) + std::strlen(f.same[j].param_b);
         }
+    if (d.abi_minor >= 2 && d.struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d.n_access))
+        for (int k = 0; k < d.n_access; ++k) sum += std::strlen(pixflow::host::access_entry(d, k).op);
     if (pixflow::host::has_scratch_estimates(d))
         for (int k = 0; k < d.n_scratch; ++k) sum += std::strlen(d.scratch[k].op);
     return sum;
