@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <numeric>
 #include <optional>
+#include <set>
+#include <utility>
 
 namespace pixflow::host {
 
@@ -374,7 +376,8 @@ class Estimate {
 /// The strip buffers of chain c as the executor makes them: per node, for each of its buffer sets,
 /// its output window (at least two for a carried node) and a copy of its input when that lies on
 /// the other side; once, its carried state. And its nodes' scratch: each strip in flight (one per
-/// set) runs one node at a time, so per side the sets times the most one node's call takes.
+/// set) runs one node at a time, so per side the sets times the most one node's call takes (c's
+/// strips must be made: chain_strips).
 void strip_bytes(const Graph& g, const Plan& p, StripChain& c) {
     c.host_bytes = c.device_bytes = 0;
     c.host_scratch = c.device_scratch = 0;
@@ -398,9 +401,19 @@ void strip_bytes(const Graph& g, const Plan& p, StripChain& c) {
                     buffer_bytes(u.outputs[std::size_t(n.inputs[0].port)], dev, std::size_t(c.max_input[i])) * n_sets;
         }
         side += c.carry_bytes[i];
-        const auto sc = node_scratch(g, n, dev, n.inputs.empty() ? -1 : c.max_input[i], c.max_window[i]);
-        c.host_scratch = std::max(c.host_scratch, checked_mul(sc[0], host_sets).value_or(max_buffer_bytes));
-        c.device_scratch = std::max(c.device_scratch, checked_mul(sc[1], sets).value_or(max_buffer_bytes));
+        // the most one call takes, over the shapes of its calls (a few distinct ones: the strips'
+        // rows, the last strip's, a stencil's halo clipped at the edges); scratch need not grow
+        // with the rows (integral's CUDA tiles are shorter on smaller images)
+        std::set<std::pair<int, int>> shapes;
+        for (const auto& strip : c.strips) {
+            const StripRows& r = strip[i];
+            if (n.outputs.empty() ? r.in1 <= r.in0 : r.out1 <= r.out0) continue; // not called
+            if (!shapes.insert({r.in1 - r.in0, r.out1 - r.out0}).second) continue;
+            const auto sc = node_scratch(g, n, dev, n.inputs.empty() ? -1 : r.in1 - r.in0,
+                                         n.outputs.empty() ? -1 : r.out1 - r.out0);
+            c.host_scratch = std::max(c.host_scratch, checked_mul(sc[0], host_sets).value_or(max_buffer_bytes));
+            c.device_scratch = std::max(c.device_scratch, checked_mul(sc[1], sets).value_or(max_buffer_bytes));
+        }
     }
     c.host_bytes += c.host_scratch;
     c.device_bytes += c.device_scratch;
