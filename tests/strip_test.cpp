@@ -721,6 +721,14 @@ TEST(StripReport, GraphAndDescribeShowStrips) {
     auto d = pixflow::testing::run_pixflow("describe maxpool2x2 integral");
     EXPECT_NE(d.out.find("access:   blocks of 2 -> 1 row"), std::string::npos) << d.out;
     EXPECT_NE(d.out.find("access:   carried"), std::string::npos) << d.out;
+    // integral declares its scratch, maxpool2x2 takes none
+    const std::size_t scratch_line = d.out.find("scratch:  says what one call takes");
+    EXPECT_NE(scratch_line, std::string::npos) << d.out;
+    EXPECT_GT(scratch_line, d.out.find("integral:")) << d.out;
+    // validate prints the estimate, whole images here: src (16 x 20 u8) and blur, 320 B each
+    auto v = pixflow::testing::run_pixflow("validate " + (dir / "p.toml"));
+    EXPECT_EQ(v.exit_code, 0) << v.err;
+    EXPECT_NE(v.out.find("p.toml: estimated peak 640 B host, 0 B device"), std::string::npos) << v.out;
     auto bad = pixflow::testing::run_pixflow("run " + (dir / "p.toml") + " --memory-limit lots");
     EXPECT_EQ(bad.exit_code, 1);
     EXPECT_NE(bad.err.find("\"lots\" is not a size"), std::string::npos) << bad.err;

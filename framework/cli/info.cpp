@@ -21,6 +21,7 @@ void describe_text(const OpInfo& op, const FusionInfo* fusion, std::ostream& o) 
     o << "  plugin:   " << op.plugin << " (" << op.path.string() << ")\n";
     o << "  backends: " << backends(op) << "\n";
     o << "  access:   " << access_text(op.access) << " (how it reads rows; strips: docs/strips.md)\n";
+    if (op.scratch) o << "  scratch:  says what one call takes; counted in the memory budget\n";
     if (fusion) o << "  fuses:    " << fusion->text() << " (used automatically; --no-fuse turns it off)\n";
     o << "  inputs:\n";
     if (!d.n_inputs) o << "    (none: a source)\n";

@@ -74,12 +74,16 @@ int validate_command(const Registry& reg, const PipelineArgs& a) {
     for (auto b : c.plan.backend) cuda += b == Backend::cuda;
     std::printf("%s: ok: %zu nodes (%d on cuda), %d upload(s), %d download(s)\n", a.file.c_str(), c.graph.nodes.size(),
                 cuda, c.plan.uploads(), c.plan.downloads());
+    // the planner's estimate: images, strip buffers and the scratch operators declare
     const StripPlan& sp = c.plan.strips;
     if (sp.active())
         std::printf("%s: %zu chain(s) in strips; estimated peak %s host, %s device (whole images: %s, %s)\n",
                     a.file.c_str(), sp.chains.size(), bytes_text(double(sp.host_peak)).c_str(),
                     bytes_text(double(sp.device_peak)).c_str(), bytes_text(double(sp.whole_host_peak)).c_str(),
                     bytes_text(double(sp.whole_device_peak)).c_str());
+    else if (sp.host_peak || sp.device_peak) // 0 with --no-strips: no estimate was made
+        std::printf("%s: estimated peak %s host, %s device\n", a.file.c_str(), bytes_text(double(sp.host_peak)).c_str(),
+                    bytes_text(double(sp.device_peak)).c_str());
     return 0;
 }
 
