@@ -541,16 +541,7 @@ namespace {
 /// images, or with `in_rows` input and `out_rows` output rows (a strip).
 std::size_t estimated_scratch(const Compiled& c, const std::string& id, bool cuda, int in_rows = -1,
                               int out_rows = -1) {
-    const Node& n = c.graph.nodes[c.graph.find(id)];
-    if (!n.op->scratch) return 0;
-    std::vector<pf_image> ins, outs(n.outputs.begin(), n.outputs.end());
-    for (const auto& in : n.inputs) ins.push_back(c.graph.nodes[in.node].outputs[std::size_t(in.port)]);
-    if (in_rows >= 0) ins[0].height = in_rows;
-    if (out_rows >= 0) outs[0].height = out_rows;
-    std::size_t host = 0, device = 0;
-    n.op->scratch->bytes(n.params.data(), n.op->desc->n_params, ins.data(), int32_t(ins.size()), outs.data(),
-                         int32_t(outs.size()), cuda ? 1 : 0, &host, &device);
-    return cuda ? device : host;
+    return node_scratch(c.graph, c.graph.nodes[c.graph.find(id)], cuda, in_rows, out_rows)[cuda ? 1 : 0];
 }
 
 } // namespace

@@ -60,9 +60,11 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
             }
         }
     }
-    {
+    if (l.strip) { // strips of one node may run at once
         std::lock_guard<std::mutex> lock(t.strip_mu);
         t.scratch[l.v] = std::max(t.scratch[l.v], host.scratch_taken());
+    } else {
+        t.scratch[l.v] = host.scratch_taken();
     }
     host.free_scratch();
     err[sizeof err - 1] = '\0'; // the plugin may have left it unterminated

@@ -249,14 +249,19 @@ std::string check_fusion(const pf_fusion_desc& f, int index, const pf_plugin_des
     return "";
 }
 
+/// d's operator called `name` (a validated string), or null.
+const pf_op_desc* op_named(const pf_plugin_desc& d, const char* name) {
+    for (int j = 0; j < d.n_ops; ++j)
+        if (std::strcmp(d.ops[j].name, name) == 0) return &d.ops[j];
+    return nullptr;
+}
+
 std::string check_access(const pf_access_desc& a, int index, const pf_plugin_desc& d) {
     std::string where = "access #" + std::to_string(index);
     if (auto e = struct_size_problem(a.struct_size, access_stride(d), "pf_access_desc"); !e.empty())
         return where + ": " + e;
     if (auto e = string_problem(a.op, L::name_bytes, Text::name); !e.empty()) return where + ": its operator name " + e;
-    const pf_op_desc* op = nullptr;
-    for (int j = 0; j < d.n_ops && !op; ++j)
-        if (std::strcmp(d.ops[j].name, a.op) == 0) op = &d.ops[j];
+    const pf_op_desc* op = op_named(d, a.op);
     if (!op) return where + " names operator '" + a.op + "', which this plugin does not declare";
     std::string w = "operator '" + std::string(a.op) + "': its access";
     auto in_bound = [](std::int32_t v) { return v >= 1 && v <= L::access_rows; };
@@ -295,9 +300,7 @@ std::string check_scratch(const pf_scratch_desc& sc, int index, const pf_plugin_
         return where + ": " + e;
     if (auto e = string_problem(sc.op, L::name_bytes, Text::name); !e.empty())
         return where + ": its operator name " + e;
-    bool found = false;
-    for (int j = 0; j < d.n_ops && !found; ++j) found = std::strcmp(d.ops[j].name, sc.op) == 0;
-    if (!found) return where + " names operator '" + sc.op + "', which this plugin does not declare";
+    if (!op_named(d, sc.op)) return where + " names operator '" + sc.op + "', which this plugin does not declare";
     if (!sc.bytes) return "operator '" + std::string(sc.op) + "': its scratch estimate has no function";
     return "";
 }
@@ -312,6 +315,10 @@ std::size_t access_stride(const pf_plugin_desc& d) {
 const pf_access_desc& access_entry(const pf_plugin_desc& d, int k) {
     return *reinterpret_cast<const pf_access_desc*>(reinterpret_cast<const char*>(d.access) +
                                                     std::size_t(k) * access_stride(d));
+}
+
+bool has_access_patterns(const pf_plugin_desc& d) {
+    return d.abi_minor >= 2 && d.struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d.n_access);
 }
 
 bool has_scratch_estimates(const pf_plugin_desc& d) {
@@ -333,7 +340,7 @@ std::string check_plugin_descriptor(const pf_plugin_desc* d) {
         return "descriptor too small (struct_size " + std::to_string(d->struct_size) + ")";
     bool has_fusions =
         d->abi_minor >= 1 && d->struct_size >= offsetof(pf_plugin_desc, n_fusions) + sizeof(d->n_fusions);
-    bool has_access = d->abi_minor >= 2 && d->struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d->n_access);
+    const bool has_access = has_access_patterns(*d);
 
     // Counts and arrays before any pointer is followed, so that a garbage descriptor is named
     // by its counts rather than crashing on its strings.

@@ -62,6 +62,8 @@ std::string check_plugin_descriptor(const pf_plugin_desc* d);
 std::size_t access_stride(const pf_plugin_desc& d);
 /// Entry k of d's access array (d has access patterns: ABI >= 1.2 and a struct_size that covers them).
 const pf_access_desc& access_entry(const pf_plugin_desc& d, int k);
+/// Whether d has access patterns (ABI >= 1.2: its minor and struct_size cover them).
+bool has_access_patterns(const pf_plugin_desc& d);
 /// Whether d has the scratch estimates of ABI 1.5 (its minor and struct_size cover them).
 bool has_scratch_estimates(const pf_plugin_desc& d);
 

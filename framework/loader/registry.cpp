@@ -228,8 +228,7 @@ const PluginRecord& Registry::load_in_process(PluginRecord& rec, const fs::path&
         if (s != PF_OK) return reject("its init failed: " + (msg.empty() ? std::string("no message") : msg));
     }
     // ABI 1.2: access patterns, likewise; an operator without one is whole-image.
-    const bool has_access =
-        d->struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d->n_access) && d->abi_minor >= 2;
+    const bool has_access = has_access_patterns(*d);
     // ABI 1.5: scratch estimates; an operator without one is taken to take no scratch.
     const bool has_scratch = has_scratch_estimates(*d);
     for (int k = 0; k < d->n_ops; ++k) {

@@ -66,6 +66,23 @@ std::string bytes_text(double b) {
     return buf;
 }
 
+/// The most scratch memory one run call of node n takes, host and device (abi.h,
+/// pf_scratch_bytes_fn): on the CUDA side when `cuda`, with its images' shapes, the first input's
+/// and output's heights replaced by `in_rows` and `out_rows` when they are >= 0 (a strip).
+std::array<std::size_t, 2> node_scratch(const Graph& g, const Node& n, bool cuda, int in_rows, int out_rows) {
+    if (!n.op || !n.op->scratch) return {0, 0};
+    std::vector<pf_image> ins, outs(n.outputs.begin(), n.outputs.end());
+    for (const auto& in : n.inputs) ins.push_back(g.nodes[in.node].outputs[std::size_t(in.port)]);
+    for (pf_image& im : ins) im.data = nullptr;
+    for (pf_image& im : outs) im.data = nullptr;
+    if (in_rows >= 0 && !ins.empty()) ins[0].height = in_rows;
+    if (out_rows >= 0 && !outs.empty()) outs[0].height = out_rows;
+    std::size_t host = 0, device = 0;
+    n.op->scratch->bytes(n.params.data(), n.op->desc->n_params, ins.data(), int32_t(ins.size()), outs.data(),
+                         int32_t(outs.size()), cuda ? 1 : 0, &host, &device);
+    return {host, device};
+}
+
 namespace {
 
 int input_height(const Graph& g, const Node& n) {
@@ -160,23 +177,6 @@ std::size_t buffer_bytes(const pf_image& im, bool device, std::size_t rows) {
     std::size_t rb = checked_row_bytes(im).value_or(max_buffer_bytes);
     if (device) rb = checked_round_up(rb, 256).value_or(max_buffer_bytes);
     return checked_mul(rb, rows).value_or(max_buffer_bytes);
-}
-
-/// The most scratch memory one run call of node n takes, host and device (abi.h,
-/// pf_scratch_bytes_fn): on the CUDA side when `cuda`, with its images' shapes, the first input's
-/// and output's heights replaced by `in_rows` and `out_rows` when they are >= 0 (a strip).
-std::array<std::size_t, 2> node_scratch(const Graph& g, const Node& n, bool cuda, int in_rows = -1, int out_rows = -1) {
-    if (!n.op || !n.op->scratch) return {0, 0};
-    std::vector<pf_image> ins, outs(n.outputs.begin(), n.outputs.end());
-    for (const auto& in : n.inputs) ins.push_back(g.nodes[in.node].outputs[std::size_t(in.port)]);
-    for (pf_image& im : ins) im.data = nullptr;
-    for (pf_image& im : outs) im.data = nullptr;
-    if (in_rows >= 0 && !ins.empty()) ins[0].height = in_rows;
-    if (out_rows >= 0 && !outs.empty()) outs[0].height = out_rows;
-    std::size_t host = 0, device = 0;
-    n.op->scratch->bytes(n.params.data(), n.op->desc->n_params, ins.data(), int32_t(ins.size()), outs.data(),
-                         int32_t(outs.size()), cuda ? 1 : 0, &host, &device);
-    return {host, device};
 }
 
 /// One step of the estimate that went over a budget: what was in memory.

@@ -27,6 +27,7 @@
 
 #include "pipeline/pipeline.hpp"
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct RowAccess {
 };
 /// The access of node n's operator; whole-image for external nodes and undeclared operators.
 RowAccess row_access(const Node& n);
+
+/// The most scratch memory one run call of node n takes, {host, device} (abi.h,
+/// pf_scratch_bytes_fn): on the CUDA side when `cuda`, with its images' shapes, the first input's
+/// and output's heights replaced by `in_rows` and `out_rows` when they are >= 0 (a strip's call).
+std::array<std::size_t, 2> node_scratch(const Graph& g, const Node& n, bool cuda, int in_rows = -1, int out_rows = -1);
 /// "pointwise", "stencil (halo 2)", "blocks of 2 -> 1 rows", "carried", "whole image".
 std::string access_text(const pf_access_desc* a);
 

@@ -316,7 +316,7 @@ std::size_t read_like_the_host(const pf_plugin_desc& d) {
                 sum += std::strlen(f.binds[j].fused_param) + std::strlen(f.binds[j].param);
             for (int j = 0; j < f.n_same; ++j) sum += std::strlen(f.same[j].param_a) + std::strlen(f.same[j].param_b);
         }
-    if (d.abi_minor >= 2 && d.struct_size >= offsetof(pf_plugin_desc, n_access) + sizeof(d.n_access))
+    if (pixflow::host::has_access_patterns(d))
         for (int k = 0; k < d.n_access; ++k) sum += std::strlen(pixflow::host::access_entry(d, k).op);
     if (pixflow::host::has_scratch_estimates(d))
         for (int k = 0; k < d.n_scratch; ++k) sum += std::strlen(d.scratch[k].op);
