@@ -258,6 +258,127 @@ TEST(ApiCuda, DeviceInputAndDeviceOutputStayOnTheDevice) {
     EXPECT_EQ(compiles(p), 1);
 }
 
+// A caller's device images whose rows do not start 256-byte aligned (a packed tensor 1000 bytes
+// wide, a view one sample into a buffer), in and out, for every CUDA operator: the input is
+// copied on the device into a staging buffer and the output into the caller's buffer after the
+// run (never through the host, and the notes say so), the output has the bits of a run on
+// pixflow's own buffers (which each operator's tests compare with the CPU), and nothing around
+// the caller's rows is written (the padding between rows is poisoned and checked).
+TEST(ApiCuda, EveryOperatorTakesUnalignedDeviceImages) {
+    PIXFLOW_REQUIRE_CUDA();
+    using namespace pixflow::host;
+    struct Case {
+        std::string node; // the op and its parameters, TOML
+        std::vector<std::string> outs;
+        int w, h, c;
+        DType dtype;
+    };
+    const std::vector<Case> cases = {
+        {"op = \"gauss5x5\"", {"op"}, 1000, 67, 3, DType::u8},
+        {"op = \"gauss5x5\"", {"op"}, 333, 41, 1, DType::f32},
+        {"op = \"maxpool2x2\"", {"op"}, 1001, 64, 3, DType::u8},
+        {"op = \"maxpool2x2\"", {"op"}, 250, 33, 2, DType::u16},
+        {"op = \"grayscale\"", {"op"}, 1000, 50, 3, DType::u8},
+        {"op = \"grayscale\"", {"op"}, 999, 50, 4, DType::u8},
+        {"op = \"integral\"", {"op"}, 1000, 131, 1, DType::u8},
+        {"op = \"integral\"", {"op"}, 700, 60, 3, DType::u8},
+        {"op = \"integral\"\ndtype = \"u64\"", {"op"}, 513, 40, 2, DType::u16},
+        {"op = \"floyd_steinberg\"", {"op"}, 1000, 300, 1, DType::u8},
+        {"op = \"floyd_steinberg\"", {"op"}, 8191, 70, 1, DType::u8},
+        {"op = \"floyd_steinberg\"", {"op"}, 517, 90, 3, DType::u8},
+        {"op = \"convert\"\ndtype = \"f32\"\nscale = 0.5", {"op"}, 1000, 20, 3, DType::u8},
+        {"op = \"dct8x8\"", {"op"}, 1000, 64, 1, DType::u8},
+        {"op = \"jpeg_roundtrip8x8\"", {"op"}, 1000, 64, 3, DType::u8},
+        {"op = \"chan_vese\"\nmax_iter = 30", {"op.mask", "op.phi"}, 1000, 100, 1, DType::u8},
+    };
+    constexpr std::byte poison{0xAB};
+    for (const Case& k : cases) {
+        SCOPED_TRACE(k.node + ", " + std::to_string(k.w) + "x" + std::to_string(k.h) + "x" + std::to_string(k.c) + " " +
+                     pixflow::dtype_name(k.dtype));
+        const std::string text = kMemorySource + "[nodes.op]\ninput = \"src\"\n" + k.node + "\n";
+        Image in = noise(k.w, k.h, k.c, 17);
+        if (k.dtype != DType::u8) { // the same noise widened (floats in 0..1)
+            Image wide(k.w, k.h, k.c, k.dtype);
+            for (std::size_t i = 0; i < in.size_bytes(); ++i) {
+                const auto v = std::uint8_t(in.data()[i]);
+                if (k.dtype == DType::u16)
+                    reinterpret_cast<std::uint16_t*>(wide.data())[i] = std::uint16_t(v * 257 + i % 3);
+                else
+                    reinterpret_cast<float*>(wide.data())[i] = float(v) / 255.0f;
+            }
+            in = std::move(wide);
+        }
+        // pixflow's buffers: the host image uploaded into aligned device memory
+        Pipeline ref = engine().load_string(text, "aligned.toml");
+        ref.backend("cuda").input("src", in.view());
+        for (const auto& o : k.outs) ref.output(o);
+        ref.run();
+
+        // the caller's: rows one sample longer than packed, the first one sample into the buffer
+        const std::size_t sample = pixflow::dtype_size(k.dtype), in_row = in.view().row_bytes();
+        const std::int64_t in_pitch = std::int64_t(in_row + sample);
+        Stream stream(0);
+        DeviceBuffer d_in(std::size_t(in_pitch) * std::size_t(k.h) + 2 * sample, 0);
+        copy_2d_async(static_cast<std::byte*>(d_in.get()) + sample, in_pitch, in.data(), in.pitch(), in_row, k.h,
+                      stream);
+        ImageView vin = in.view();
+        vin.device = 0;
+        vin.pitch = in_pitch;
+        vin.data = static_cast<std::byte*>(d_in.get()) + sample;
+        Pipeline p = engine().load_string(text, "unaligned.toml");
+        p.backend("cuda").input("src", vin);
+        struct Dest {
+            ImageView view;
+            std::size_t row, pitch, bytes;
+            DeviceBuffer mem;
+        };
+        std::vector<Dest> dests;
+        for (const auto& o : k.outs) {
+            ImageView v = p.shape(o);
+            const std::size_t os = pixflow::dtype_size(v.dtype), row = v.row_bytes(), pitch = row + os;
+            const std::size_t bytes = pitch * std::size_t(v.height) + 2 * os;
+            DeviceBuffer mem(bytes, 0);
+            const std::vector<std::byte> fill(bytes, poison);
+            copy_2d_async(mem.get(), std::int64_t(bytes), fill.data(), std::int64_t(bytes), bytes, 1, stream);
+            stream.synchronize();
+            v.device = 0;
+            v.pitch = std::int64_t(pitch);
+            v.data = static_cast<std::byte*>(mem.get()) + os;
+            p.output(o, v);
+            dests.push_back({v, row, pitch, bytes, std::move(mem)});
+        }
+        stream.synchronize();
+        const pixflow::RunReport r = p.run();
+        EXPECT_EQ(r.h2d_count + r.d2h_count, 0) << "copied on the device, never through the host";
+        std::string notes;
+        for (const auto& n : r.notes) notes += n + "\n";
+        EXPECT_NE(notes.find("input(\"src\"): copied into a staging buffer"), std::string::npos) << notes;
+        for (const auto& o : k.outs)
+            EXPECT_NE(notes.find("output(\"" + o + "\"): copied into the caller's buffer after the run"),
+                      std::string::npos)
+                << notes;
+        for (std::size_t i = 0; i < k.outs.size(); ++i) {
+            const Dest& d = dests[i];
+            std::vector<std::byte> got(d.bytes);
+            copy_2d_async(got.data(), std::int64_t(d.bytes), d.mem.get(), std::int64_t(d.bytes), d.bytes, 1, stream);
+            stream.synchronize();
+            const Image want = ref.result(k.outs[i]);
+            const std::size_t os = pixflow::dtype_size(d.view.dtype);
+            std::size_t bad = 0, outside = 0;
+            for (std::size_t b = 0; b < d.bytes; ++b) {
+                const bool sample_byte =
+                    b >= os && (b - os) / d.pitch < std::size_t(d.view.height) && (b - os) % d.pitch < d.row;
+                if (!sample_byte)
+                    outside += got[b] != poison;
+                else
+                    bad += got[b] != want.data()[(b - os) / d.pitch * std::size_t(want.pitch()) + (b - os) % d.pitch];
+            }
+            EXPECT_EQ(bad, 0u) << k.outs[i] << ": bytes unlike the aligned run's";
+            EXPECT_EQ(outside, 0u) << k.outs[i] << ": bytes written outside the view";
+        }
+    }
+}
+
 TEST(ApiCuda, HostOutputOfADeviceChainIsCopiedBack) {
     PIXFLOW_REQUIRE_CUDA();
     Image in = noise(64, 40, 3, 8);

@@ -716,8 +716,9 @@ TEST(StripReport, GraphAndDescribeShowStrips) {
     const std::size_t scratch_line = d.out.find("scratch:  says what one call takes");
     EXPECT_NE(scratch_line, std::string::npos) << d.out;
     EXPECT_GT(scratch_line, d.out.find("integral:")) << d.out;
-    // validate prints the estimate, whole images here: src (16 x 20 u8) and blur, 320 B each
-    auto v = pixflow::testing::run_pixflow("validate " + (dir / "p.toml"));
+    // validate prints the estimate, whole images here: src (16 x 20 u8) and blur, 320 B each, on
+    // the host (with a GPU, `auto` would put blur there)
+    auto v = pixflow::testing::run_pixflow("validate " + (dir / "p.toml") + " --backend cpu");
     EXPECT_EQ(v.exit_code, 0) << v.err;
     EXPECT_NE(v.out.find("p.toml: estimated peak 640 B host, 0 B device"), std::string::npos) << v.out;
     auto bad = pixflow::testing::run_pixflow("run " + (dir / "p.toml") + " --memory-limit lots");

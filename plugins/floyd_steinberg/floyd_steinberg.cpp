@@ -35,15 +35,17 @@ struct FloydSteinberg {
     }
 
     /// Scratch of one call (run by strips: a strip's shapes), for the planner's memory estimate;
-    /// the wavefront's grows with the threads of the arena it runs in.
+    /// the wavefront's grows with the threads of the arena it runs in. CUDA: planes for several
+    /// channels; a caller's device image of unaligned rows (embedding) takes a plane more than
+    /// its shape, which counts as aligned, says.
     static std::size_t cpu_scratch_bytes(const Params& p, const Shapes& in, const Shapes&) {
         return p.cpu_schedule == Schedule::sequential
                    ? sequential_scratch_bytes(in[0])
                    : wavefront_scratch_bytes(in[0], tbb::this_task_arena::max_concurrency());
     }
 #ifdef PIXFLOW_WITH_CUDA
-    static std::size_t cuda_scratch_bytes(const Params&, const Shapes& in, const Shapes&) {
-        return floyd_steinberg::cuda_scratch_bytes(in[0]);
+    static std::size_t cuda_scratch_bytes(const Params&, const Shapes& in, const Shapes& out) {
+        return floyd_steinberg::cuda_scratch_bytes(in[0], out[0]);
     }
 #endif
 
@@ -71,7 +73,7 @@ struct FloydSteinberg {
         const ImageView in = ctx.input(), out = ctx.output();
         check_views(in, out, false);
         const Strip s = ctx.strip();
-        const std::size_t bytes = floyd_steinberg::cuda_scratch_bytes(in);
+        const std::size_t bytes = floyd_steinberg::cuda_scratch_bytes(in, out);
         dither_cuda(in, out, bytes ? ctx.alloc(bytes) : nullptr, ctx.stream(),
                     s.out_row0 > 0 ? s.carry_as<const std::int16_t>() : nullptr, s.carry_as<std::int16_t>());
     }

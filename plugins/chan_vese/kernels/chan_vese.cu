@@ -484,13 +484,16 @@ template <class T> Layout layout_for(const ImageView& in) {
     l.quads_per_row = (in.width + 3) / 4;
     l.pitch = int(align_up(std::size_t(l.quads_per_row) * 4, 32)); // 128-byte phi rows
     l.quads = (long long)l.quads_per_row * in.height;
-    int sms = 0, per_sm = 0, coop = 0;
-    PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, in.device));
+    // The image's device, or for a shape (the planner's scratch estimate: no data, device
+    // PF_HOST) the current one, where the node's call will run.
+    int device = in.device, sms = 0, per_sm = 0, coop = 0;
+    if (device < 0) PIXFLOW_CUDA_CHECK(cudaGetDevice(&device));
+    PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device));
     if (!coop)
-        throw UserError("chan_vese: CUDA device " + std::to_string(in.device) +
+        throw UserError("chan_vese: CUDA device " + std::to_string(device) +
                             " does not support cooperative launches; run this node on the CPU",
                         PF_ERR_UNSUPPORTED);
-    PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, in.device));
+    PIXFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     PIXFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chan_vese_kernel<T>, threads, 0));
     PIXFLOW_INTERNAL_CHECK(per_sm >= 1, "chan_vese: the CUDA kernel does not fit on an SM");
     const long long wanted = std::max<long long>(1, (l.quads + threads - 1) / threads);

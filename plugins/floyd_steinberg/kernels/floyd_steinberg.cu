@@ -26,8 +26,9 @@
 //    one aligned 16-byte store per lane and chunk. Images of 2 to 4 channels are copied into
 //    planes in scratch (16-byte rows), dithered there in place and copied back (planes_kernel:
 //    8192^2 RGB 2.48 ms against 7.87 when the kernel gathered and scattered each channel's
-//    bytes). One channel whose rows are not 16-byte aligned takes the byte path (load_block and
-//    store_block byte by byte).
+//    bytes); so is one channel whose rows are not 16-byte aligned (cudaMemcpy2DAsync both ways:
+//    a caller's packed rows, e.g. a torch tensor 1000 wide), which until 2026-11-30 took that
+//    byte path (figures below). Only a row's last, partial block is read and written byte by byte.
 //  - Bands hand their last row to the next band through a hand-off row: in the block's shared
 //    memory between the warps of a block (3 rows of about W + 64 bytes: 24.8 KB at 8192 wide),
 //    in global memory from the block's last warp to the next block, where a fifth warp, the
@@ -53,9 +54,9 @@
 //    already running (it drew its ticket earlier) and waits only on earlier tickets, and the
 //    other warps (and the receiver) wait on a warp of their own block or an earlier ticket: no
 //    deadlock, whatever the number of resident blocks. Channels are independent bands of their
-//    own (ticket t: bands 4 (t / C) .. 4 (t / C) + 3, channel t % C). The byte path, and rows
-//    too wide for the shared rows (kMaxShared: over about 51,000 columns), keep one warp per
-//    block and no receiver, every hand-off read from L2.
+//    own (ticket t: bands 4 (t / C) .. 4 (t / C) + 3, channel t % C). Rows too wide for the
+//    shared rows (kMaxShared: over about 51,000 columns) keep one warp per block and no
+//    receiver, every hand-off read from L2.
 //  - Lanes part only at row ends; __syncwarp() joins them before the steps. A warp that parts
 //    runs each step twice, once per part (3x slower bands); when lane 0 alone polled, every
 //    chunk whose first poll failed ran its 16 steps in 2370 cycles instead of 1000
@@ -317,37 +318,37 @@ __device__ __forceinline__ unsigned word_of(const uint4& v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-/// 16 pixels `row[x]` for x = xb .. xb + 15 (xb a multiple of 16); 0 outside 0 .. w-1 or for a
-/// missing row. kVec: one vector load when the block is whole.
-/// kWhole: the caller knows the row exists and the block lies inside it.
-template <bool kVec, bool kWhole> __device__ __forceinline__ uint4 load_block(const std::uint8_t* row, int xb, int w) {
-    if constexpr (kVec && kWhole) {
+/// 16 pixels `row[x]` for x = xb .. xb + 15 (xb a multiple of 16, rows 16-byte aligned); 0
+/// outside 0 .. w-1 or for a missing row: one vector load when the block is whole, else byte by
+/// byte (a row's last block, which may end the buffer). kWhole: the caller knows the row exists
+/// and the block lies inside it.
+template <bool kWhole> __device__ __forceinline__ uint4 load_block(const std::uint8_t* row, int xb, int w) {
+    if constexpr (kWhole) {
         return __ldg(reinterpret_cast<const uint4*>(row + xb));
     } else {
-        if (!kWhole && (row == nullptr || xb < 0 || xb >= w)) return make_uint4(0, 0, 0, 0);
-        if (kVec && xb + kChunk <= w) return __ldg(reinterpret_cast<const uint4*>(row + xb));
+        if (row == nullptr || xb < 0 || xb >= w) return make_uint4(0, 0, 0, 0);
+        if (xb + kChunk <= w) return __ldg(reinterpret_cast<const uint4*>(row + xb));
         unsigned b[4] = {0, 0, 0, 0};
 #pragma unroll
         for (int i = 0; i < kChunk; ++i)
-            if (kWhole || xb + i < w) b[i / 4] |= unsigned(row[xb + i]) << (8 * (i % 4));
+            if (xb + i < w) b[i / 4] |= unsigned(row[xb + i]) << (8 * (i % 4));
         return make_uint4(b[0], b[1], b[2], b[3]);
     }
 }
 
 /// Stores the pixels of block xb that lie in 0 .. w-1 (kWhole: all of them).
-template <bool kVec, bool kWhole>
-__device__ __forceinline__ void store_block(std::uint8_t* row, int xb, int w, uint4 v) {
-    if constexpr (kVec && kWhole) {
+template <bool kWhole> __device__ __forceinline__ void store_block(std::uint8_t* row, int xb, int w, uint4 v) {
+    if constexpr (kWhole) {
         *reinterpret_cast<uint4*>(row + xb) = v;
     } else {
-        if (!kWhole && (row == nullptr || xb < 0 || xb >= w)) return;
-        if (kVec && xb + kChunk <= w) {
+        if (row == nullptr || xb < 0 || xb >= w) return;
+        if (xb + kChunk <= w) {
             *reinterpret_cast<uint4*>(row + xb) = v;
             return;
         }
 #pragma unroll
         for (int i = 0; i < kChunk; ++i)
-            if (kWhole || xb + i < w) row[xb + i] = std::uint8_t(word_of(v, i / 4) >> (8 * (i % 4)));
+            if (xb + i < w) row[xb + i] = std::uint8_t(word_of(v, i / 4) >> (8 * (i % 4)));
     }
 }
 
@@ -380,7 +381,7 @@ struct Top {
 /// row exists and its columns, input blocks and output block lie inside the row, so the chunk
 /// needs no bounds (most chunks of a large image), except, with kLeftPad (vector path), columns
 /// left of 0: zero input, no output, and an error of 0 (see k3 below).
-template <int R, int S, bool kVec, bool kInner, bool kLeftPad = false>
+template <int R, int S, bool kInner, bool kLeftPad = false>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
@@ -396,7 +397,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             const int xn = xb[r] + 2 * kChunk;
             cur[r] = __ldg(reinterpret_cast<const uint4*>(xn >= 0 ? s[r].src + xn : a.zero));
         } else {
-            cur[r] = load_block<kVec, kInner>(s[r].src, xb[r] + 2 * kChunk, w);
+            cur[r] = load_block<kInner>(s[r].src, xb[r] + 2 * kChunk, w);
         }
         if (s[r].src != nullptr && xb[r] + kPrefetchChunks * kChunk < w)
             prefetch_l2(s[r].src + xb[r] + kPrefetchChunks * kChunk);
@@ -492,7 +493,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         if constexpr (kLeftPad) // left of the row: into the sink
             *reinterpret_cast<uint4*>(xb[r] >= 0 ? s[r].dst + xb[r] : a.sink) = ob;
         else
-            store_block<kVec, kInner>(s[r].dst, xb[r], w, ob);
+            store_block<kInner>(s[r].dst, xb[r], w, ob);
         s[r].out_prev = out;
         // The hand-off row: step 16k + i is byte 16k + i (column 16k + i - col): an aligned block.
         if (s[r].hand_out != nullptr) {
@@ -529,7 +530,7 @@ __device__ __forceinline__ void receive(const std::uint8_t* from, std::uint8_t* 
 template <int K, bool kRecv> constexpr int kBlockThreads = kLanes*(K + kRecv);
 template <int K, bool kRecv> constexpr int kSharedRows = K - 1 + kRecv;
 
-template <int R, int S, int K, bool kRecv, bool kVec>
+template <int R, int S, int K, bool kRecv>
 __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a) {
     using G = Shape<R, S>;
     static_assert(!kRecv || K > 1);
@@ -585,8 +586,8 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
         s[r].out_prev = make_uint4(0, 0, 0, 0);
         // Start the row's input on its way before waiting: the first two blocks, and the next
         // ones into L2 (run_chunk keeps kPrefetchChunks ahead from then on).
-        in_a[r] = load_block<kVec, false>(s[r].src, -s[r].lag, a.width);
-        in_b[r] = load_block<kVec, false>(s[r].src, -s[r].lag + kChunk, a.width);
+        in_a[r] = load_block<false>(s[r].src, -s[r].lag, a.width);
+        in_b[r] = load_block<false>(s[r].src, -s[r].lag + kChunk, a.width);
         if (s[r].src != nullptr)
 #pragma unroll
             for (int j = 2; j < kPrefetchChunks + 2; ++j)
@@ -622,14 +623,13 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
     __syncwarp();
     const bool full = (band + 1) * G::kRows <= a.height;
     // Chunk k needs no bounds when the band is whole and row 0's last block read, 16k + 32 ..
-    // 16k + 47, ends inside the row; on the vector path that includes the first chunks, whose
-    // columns left of 0 are padded (kLeftPad). One chunk per pass: the smallest loop body runs
-    // fastest (below).
+    // 16k + 47, ends inside the row; that includes the first chunks, whose columns left of 0 are
+    // padded (kLeftPad). One chunk per pass: the smallest loop body runs fastest (below).
     for (int k = 0; k < a.chunks; ++k) {
-        if (full && (kVec || k >= G::kLastLag / kChunk) && kChunk * k + 3 * kChunk <= a.width)
-            run_chunk<R, S, kVec, true, kVec>(a, s, top, k, in_a, in_b);
+        if (full && kChunk * k + 3 * kChunk <= a.width)
+            run_chunk<R, S, true, true>(a, s, top, k, in_a, in_b);
         else
-            run_chunk<R, S, kVec, false>(a, s, top, k, in_a, in_b);
+            run_chunk<R, S, false>(a, s, top, k, in_a, in_b);
 #pragma unroll
         for (int r = 0; r < R; ++r) { // chunk k+1's first block is the one chunk k read second
             const uint4 t = in_a[r];
@@ -648,22 +648,29 @@ template <int R, int S> std::size_t zeroed_bytes(const ImageView& in) {
     return 256 + (bands - 1) * std::size_t(in.channels) * std::size_t(G::chunks_for(in.width)) * kChunk;
 }
 
-/// Bytes per row of a channel plane (images of several channels run planar).
+/// Bytes per row of a channel plane (images that run planar: see launch).
 inline long long plane_pitch(int width) { return (long long)(width + kChunk - 1) / kChunk * kChunk; }
 
-/// The ticket and hand-off rows (zeroed_bytes), the carried rows, and for several channels the
-/// planes (from a 256-byte boundary).
+/// Whether the kernel runs on planes in scratch: several channels, or rows of the input or the
+/// output that do not start on 16-byte boundaries (a caller's packed buffer, e.g. 1000 bytes a
+/// row; pixflow's own buffers are aligned, and a shape with no data and no pitch counts as such).
+inline bool runs_planar(const ImageView& in, const ImageView& out) {
+    return in.channels > 1 || !is_aligned(in, 16) || !is_aligned(out, 16);
+}
+
+/// The ticket and hand-off rows (zeroed_bytes), the carried rows, and the planes when it runs
+/// planar (from a 256-byte boundary).
 template <int R, int S> std::size_t planes_offset(const ImageView& in) {
     const std::size_t end =
         zeroed_bytes<R, S>(in) + 2 * std::size_t(in.channels) * std::size_t(Shape<R, S>::chunks_for(in.width)) * kChunk;
     return (end + 255) / 256 * 256;
 }
 
-template <int R, int S> std::size_t scratch_bytes(const ImageView& in) {
+template <int R, int S> std::size_t scratch_bytes(const ImageView& in, const ImageView& out) {
     if (in.width <= 0 || in.height <= 0) return 0;
-    return planes_offset<R, S>(in) +
-           (in.channels > 1 ? std::size_t(in.channels) * std::size_t(in.height) * std::size_t(plane_pitch(in.width))
-                            : 0);
+    return planes_offset<R, S>(in) + (runs_planar(in, out) ? std::size_t(in.channels) * std::size_t(in.height) *
+                                                                 std::size_t(plane_pitch(in.width))
+                                                           : 0);
 }
 
 template <int R, int S, int K, bool kRecv = (K > 1)>
@@ -693,19 +700,16 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     a.bands = (in.height + G::kRows - 1) / G::kRows;
     a.chunks = G::chunks_for(in.width);
     a.hand_stride = (long long)a.chunks * kChunk;
-    // Several channels run planar: each channel a plane in scratch with 16-byte rows, dithered in
-    // place on the vector path (a row's blocks are written only after the lane has read them),
-    // then copied back (8192^2 RGB: 7.8 ms through the byte path, which gathered and scattered
-    // each channel's bytes). One channel runs in place when its rows are 16-byte aligned, else
-    // on the byte path.
-    const bool planar = in.channels > 1;
-    const bool vec = planar || (is_aligned(in, 16) && is_aligned(out, 16));
+    // The kernel reads and writes 16-byte blocks of rows that start on 16-byte boundaries. One
+    // aligned channel runs in place. Several channels, or rows not so aligned, run planar: each
+    // channel a plane in scratch with 16-byte rows, dithered in place (a row's blocks are written
+    // only after the lane has read them), copied in before and back after (8192^2 RGB: 7.8 ms
+    // through the byte path that gathered and scattered each channel's bytes, 2.5 ms planar).
+    const bool planar = runs_planar(in, out);
     const std::size_t shared = std::size_t(kSharedRows<K, kRecv>) * std::size_t(a.hand_stride);
     if constexpr (K > 1) {
-        // One band per block on the byte path (8192x8192 RGB ran 10.6 ms with 4 warps per block,
-        // 8.6 with one: its byte loads and stores crowd one SM), and where the block's rows in
-        // shared memory would be too wide.
-        if (!vec || shared > kMaxShared) {
+        // One band per block where the block's rows in shared memory would be too wide.
+        if (shared > kMaxShared) {
             launch<R, S, 1, false>(in, out, scratch, stream, above, last);
             return;
         }
@@ -724,9 +728,15 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     const dim3 plane_grid(unsigned((a.width + carry_threads - 1) / carry_threads), unsigned(std::min(a.height, 65535)));
     if (planar) {
         std::uint8_t* planes = static_cast<std::uint8_t*>(scratch) + planes_offset<R, S>(in);
-        planes_kernel<true><<<plane_grid, carry_threads, 0, s>>>(a.in, planes, a.in_pitch, plane_pitch(a.width),
-                                                                 a.width, a.height, a.channels);
-        PIXFLOW_CUDA_CHECK_LAUNCH();
+        if (a.channels == 1) { // a pitched copy (the runtime's, for any alignment)
+            PIXFLOW_CUDA_CHECK(cudaMemcpy2DAsync(planes, std::size_t(plane_pitch(a.width)), a.in,
+                                                 std::size_t(a.in_pitch), std::size_t(a.width), std::size_t(a.height),
+                                                 cudaMemcpyDeviceToDevice, s));
+        } else {
+            planes_kernel<true><<<plane_grid, carry_threads, 0, s>>>(a.in, planes, a.in_pitch, plane_pitch(a.width),
+                                                                     a.width, a.height, a.channels);
+            PIXFLOW_CUDA_CHECK_LAUNCH();
+        }
         a.in = a.out = planes;
         a.in_pitch = a.out_pitch = plane_pitch(a.width);
     }
@@ -737,12 +747,15 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
         PIXFLOW_CUDA_CHECK_LAUNCH();
     }
     const unsigned blocks = unsigned((a.bands + K - 1) / K) * unsigned(a.channels);
-    auto kernel = vec ? dither_kernel<R, S, K, kRecv, true> : dither_kernel<R, S, K, kRecv, false>;
+    auto kernel = dither_kernel<R, S, K, kRecv>;
     if (shared > 48 * 1024)
         PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     kernel<<<blocks, kBlockThreads<K, kRecv>, shared, s>>>(a);
     PIXFLOW_CUDA_CHECK_LAUNCH();
-    if (planar) {
+    if (planar && a.channels == 1) {
+        PIXFLOW_CUDA_CHECK(cudaMemcpy2DAsync(out.data, std::size_t(out.pitch), a.out, std::size_t(a.out_pitch),
+                                             std::size_t(a.width), std::size_t(a.height), cudaMemcpyDeviceToDevice, s));
+    } else if (planar) {
         planes_kernel<false><<<plane_grid, carry_threads, 0, s>>>(
             a.out, static_cast<std::uint8_t*>(out.data), out.pitch, a.out_pitch, a.width, a.height, a.channels);
         PIXFLOW_CUDA_CHECK_LAUNCH();
@@ -761,7 +774,9 @@ constexpr int kWarpsPerBlock = 4;
 
 } // namespace
 
-std::size_t cuda_scratch_bytes(const ImageView& in) { return scratch_bytes<kRowsPerLane, kLaneSkewS>(in); }
+std::size_t cuda_scratch_bytes(const ImageView& in, const ImageView& out) {
+    return scratch_bytes<kRowsPerLane, kLaneSkewS>(in, out);
+}
 
 void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
                  std::int16_t* last) {

@@ -68,12 +68,14 @@ bool dither_wavefront(const ImageView& in, const ImageView& out, int workers, vo
 std::size_t wavefront_scratch_bytes(const ImageView& in, int workers);
 
 /// The CUDA operator (floyd_steinberg.cu): images in device memory, launched on `stream` (a
-/// cudaStream_t), never synchronised. `scratch` is cuda_scratch_bytes(in) bytes of device
+/// cudaStream_t), never synchronised. `scratch` is cuda_scratch_bytes(in, out) bytes of device
 /// memory; the kernel zeroes what it needs on the stream. `above` and `last` (the carried error
 /// row, as above) are device memory.
 void dither_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream,
                  const std::int16_t* above = nullptr, std::int16_t* last = nullptr);
-std::size_t cuda_scratch_bytes(const ImageView& in);
+/// Includes a plane of in's size per channel for several channels, or for views whose rows do not
+/// start on 16-byte boundaries (a shape with no data and no pitch counts as aligned).
+std::size_t cuda_scratch_bytes(const ImageView& in, const ImageView& out);
 
 /// Throws unless in/out are u8, 1..4 channels (else UserError, PF_ERR_UNSUPPORTED), of one shape,
 /// and on the host (on_host) or on one CUDA device (else InternalError: the host guarantees it).

@@ -24,11 +24,16 @@
 
 namespace pixflow::cuda {
 
+/// Throws for a failed call. The runtime also keeps a failure as its "last error" until
+/// cudaGetLastError() reads it, which would make the next PIXFLOW_CUDA_CHECK_LAUNCH() report this
+/// failure again, at a launch that did not fail (even when the throw was caught): it is read here.
 inline void check(cudaError_t e, const char* expr, const char* file, int line) {
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
         throw Error(std::string("CUDA error: ") + expr + " failed with " + cudaGetErrorName(e) + " (" +
                         cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line),
                     PF_ERR_CUDA);
+    }
 }
 
 inline cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }

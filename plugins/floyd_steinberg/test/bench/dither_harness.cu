@@ -1,15 +1,17 @@
 // dither_harness.cu: standalone check and timing of floyd_steinberg.cu (the CUDA kernel of
 // floyd_steinberg), not part of the build. It includes the kernel file itself, so it reaches the
 // kernel shapes in its anonymous namespace (launch<R, S, K>: R rows per lane, lane skew S, K warps
-// per block), and floyd_steinberg_old.cuh, the kernel as of commit 4c7ce32 (a band's first
-// chunks through the bounded code, two chunks a loop pass; in namespace ...::old, made from git
-// by scripts/bench/frozen_kernel.sh) to time both in one run. From the repository root:
-//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh 4c7ce32 \
+// per block), and floyd_steinberg_old.cuh, the kernel as of an earlier commit (REV; 4c7ce32: a
+// band's first chunks through the bounded code, two chunks a loop pass; 3d9f0e3: one gray channel
+// of unaligned rows through the byte path; in namespace ...::old, made from git by
+// scripts/bench/frozen_kernel.sh) to time both in one run. From the repository root:
+//   mkdir -p build-harness && scripts/bench/frozen_kernel.sh REV \
 //       plugins/floyd_steinberg/kernels/floyd_steinberg.cu old > build-harness/floyd_steinberg_old.cuh
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/floyd_steinberg/kernels -Ibuild-harness \
 //       plugins/floyd_steinberg/test/bench/dither_harness.cu -o build-harness/dither_harness
 //   ./harness          every check of every variant, then the timings (8192^2 gray all variants,
-//                      then old vs dither_cuda: 8192^2 again, 4096^2, 1920x1080, 8192^2 RGB)
+//                      then old vs dither_cuda: 8192^2 again, 4096^2, 1920x1080, 8192^2 RGB,
+//                      and gray of unaligned rows 8191x8192 and 1000x1000)
 //   ./harness shapes   timings only: 8192 wide, 32 to 8192 rows, every variant (the cost of one
 //                      band alone and of each further band)
 //   ./harness small [NAME...]   the checks of small sizes only (for compute-sanitizer), of the
@@ -17,11 +19,12 @@
 // Checks: each variant against a serial CPU reference written here from diffuse()
 // (floyd_steinberg_pixel.hpp), byte for byte: sizes around the band and chunk edges (1x1 to
 // 4097x37, 70001x70 where the shared rows do not fit), 1-4 channels, 16-byte aligned pitched views
-// (the vector path) and unaligned ones (the byte path), whole images with the carried row
+// (one channel in place) and unaligned ones (planes in scratch), whole images with the carried row
 // requested (`last` checked against the reference's last error row) and strips (random bands,
 // `above` = `last`, one buffer), with poisoned outputs (and the padding between rows checked
 // untouched), carried rows and scratch; the timed outputs are compared too.
-// Timings: CUDA events after 3 warm-up launches, medians of 15 (9 for RGB), 3 rounds.
+// Timings: CUDA events after 3 warm-up launches, medians of 15 (9 for RGB), 3 rounds; the last two
+// benches are gray images of packed, unaligned rows (8191 and 1000 bytes).
 #include "../../kernels/floyd_steinberg.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
 #include "floyd_steinberg_old.cuh"
@@ -44,7 +47,7 @@ namespace fs = pixflow::floyd_steinberg;
 static int failures = 0;
 
 using LaunchFn = void (*)(const ImageView&, const ImageView&, void*, void*, const std::int16_t*, std::int16_t*);
-using BytesFn = std::size_t (*)(const ImageView&);
+using BytesFn = std::size_t (*)(const ImageView&, const ImageView&);
 struct Variant {
     std::string name;
     LaunchFn launch;
@@ -53,7 +56,8 @@ struct Variant {
 
 static std::vector<Variant> variants() {
     return {
-        {"old (4c7ce32)", fs::old::dither_cuda, fs::old::cuda_scratch_bytes},
+        {std::string("old (") + PIXFLOW_FROZEN_REV + ")", fs::old::dither_cuda,
+         [](const ImageView& in, const ImageView&) { return fs::old::cuda_scratch_bytes(in); }},
         {"dither_cuda", fs::dither_cuda, fs::cuda_scratch_bytes},
         {"R1 S2 K1", fs::launch<1, 2, 1>, fs::scratch_bytes<1, 2>},
         {"R1 S2 K2", fs::launch<1, 2, 2>, fs::scratch_bytes<1, 2>},
@@ -123,7 +127,7 @@ static void check_case(const Variant& var, int w, int h, int c, bool aligned, bo
         bi.height = bo.height = bands[k];
         bi.data = in_base + std::size_t(y) * in_pitch;
         bo.data = out_base + std::size_t(y) * out_pitch;
-        const std::size_t sb = var.bytes(bi);
+        const std::size_t sb = var.bytes(bi, bo);
         Dev scratch(sb);
         CK(cudaMemset(scratch.p, 0xCD, sb ? sb : 1)); // nothing may rely on zeroed scratch
         var.launch(bi, bo, scratch.p, nullptr, k ? cp : nullptr, cp);
@@ -181,7 +185,7 @@ static void bench(int w, int h, int c, int reps, const std::vector<Variant>& vs,
     in.data = din.p;
     out.data = dout.p;
     std::size_t sb = 0;
-    for (auto& v : vs) sb = std::max(sb, v.bytes(in));
+    for (auto& v : vs) sb = std::max(sb, v.bytes(in, out));
     Dev scratch(sb);
     std::vector<std::uint8_t> ref, got(row * h);
     std::vector<std::int16_t> ref_last;
@@ -230,7 +234,7 @@ static void shapes(const std::vector<Variant>& vs, std::mt19937& rng) {
             in.pitch = out.pitch = w;
             in.data = din.p;
             out.data = dout.p;
-            Dev scratch(v.bytes(in));
+            Dev scratch(v.bytes(in, out));
             std::printf(" %8.4f", time_it([&] { v.launch(in, out, scratch.p, nullptr, nullptr, nullptr); }, 9));
         }
         std::printf("\n");
@@ -285,7 +289,10 @@ int main(int argc, char** argv) {
         bench(8192, 8192, 1, 15, two, rng); // again, after the others: the spread between runs
         bench(4096, 4096, 1, 15, two, rng);
         bench(1920, 1080, 1, 15, two, rng);
-        bench(8192, 8192, 3, 9, {vs[0], vs[1], vs[2]}, rng); // the byte path (K = 1)
+        bench(8192, 8192, 3, 9, {vs[0], vs[1], vs[2]}, rng); // planar (old: the byte path)
+        // packed rows that are not 16-byte aligned: the old kernel's byte path against planes
+        bench(8191, 8192, 1, 15, two, rng);
+        bench(1000, 1000, 1, 15, two, rng);
     }
     std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
     return failures ? 1 : 0;
