@@ -31,7 +31,7 @@ pf_image stage(PipelineState& s, const std::string& id, const ImageView& v) {
         st.device = host::DeviceBuffer(std::size_t(st.pitch) * std::size_t(v.height), v.device);
     }
     const host::Stream& cs = copy_stream(s, v.device);
-    host::copy_2d_async(st.device.get(), st.pitch, v.data, v.pitch, rb, v.height, cs);
+    host::copy_2d_device_async(st.device.get(), st.pitch, v.data, v.pitch, rb, v.height, cs);
     if (!s.stream) cs.synchronize(); // pixflow's own streams do not wait for this one
     ImageView out = v;
     out.data = st.device.get();
@@ -135,7 +135,10 @@ bool copy_outputs(PipelineState& s) {
             continue;
         }
         used = &copy_stream(s, src.device != PF_HOST ? src.device : dst.device);
-        host::copy_2d_async(dst.data, dst.pitch, src.data, src.pitch, rb, src.height, *used);
+        if (src.device == dst.device) // within one device: pixflow's copy kernel, any alignment
+            host::copy_2d_device_async(dst.data, dst.pitch, src.data, src.pitch, rb, src.height, *used);
+        else
+            host::copy_2d_async(dst.data, dst.pitch, src.data, src.pitch, rb, src.height, *used);
         // The host must have the samples (a host buffer on either side), or the caller gave no stream.
         waited |= src.device == PF_HOST || dst.device == PF_HOST || !s.stream;
     }

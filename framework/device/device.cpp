@@ -367,6 +367,9 @@ void* pinned_alloc(std::size_t) { no_cuda(); }
 void pinned_free(void*) { no_cuda(); }
 bool host_is_pinned(const void*) { return false; }
 void copy_2d_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, int, const Stream&) { no_cuda(); }
+void copy_2d_device_async(void*, std::int64_t, const void*, std::int64_t, std::size_t, int, const Stream&) {
+    no_cuda();
+}
 void memset_async(void*, int, std::size_t, const Stream&) { no_cuda(); }
 double measure_device_copy_bandwidth(int) { no_cuda(); }
 void keep_device_pool(int) { no_cuda(); }

@@ -68,7 +68,10 @@ void copy_rows(const pf_image& dst, const pf_image& src, const Stream* s) {
         return;
     }
     PIXFLOW_ASSERT(s, "a copy between host and device without a stream");
-    copy_2d_async(dst.data, dst.pitch, src.data, src.pitch, rb, src.height, *s);
+    if (dst.device == src.device && src.device == s->device()) // within the stream's device
+        copy_2d_device_async(dst.data, dst.pitch, src.data, src.pitch, rb, src.height, *s);
+    else
+        copy_2d_async(dst.data, dst.pitch, src.data, src.pitch, rb, src.height, *s);
 }
 
 /// The strip buffers of one chain run, released when it ends (device ones in the order of
