@@ -2,6 +2,8 @@
 // scripts/bench/copy2d.cu times and checks this code against cudaMemcpy2DAsync.
 #pragma once
 
+#include <pixflow/cuda.hpp>
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -10,20 +12,6 @@
 
 namespace pixflow::host::detail {
 
-/// Bytes [off, off + 16) of the 32 bytes a:b (a first), for off in [0, 16).
-__device__ __forceinline__ uint4 window(uint4 a, uint4 b, unsigned off) {
-    const bool s8 = off & 8, s4 = off & 4;
-    const unsigned sh = (off & 3) * 8;
-    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    unsigned c[6], d[5];
-#pragma unroll
-    for (int j = 0; j < 6; ++j) c[j] = s8 ? w[j + 2] : w[j];
-#pragma unroll
-    for (int j = 0; j < 5; ++j) d[j] = s4 ? c[j + 1] : c[j];
-    return make_uint4(__funnelshift_r(d[0], d[1], sh), __funnelshift_r(d[1], d[2], sh), __funnelshift_r(d[2], d[3], sh),
-                      __funnelshift_r(d[3], d[4], sh));
-}
-
 __global__ void copy_2d_kernel(std::uint8_t* dst, long long dpitch, const std::uint8_t* src, long long spitch,
                                long long row_bytes, long long rows, long long nb) {
     const long long n = rows * nb, stride = (long long)gridDim.x * blockDim.x;
@@ -31,8 +19,8 @@ __global__ void copy_2d_kernel(std::uint8_t* dst, long long dpitch, const std::u
         const long long y = i / nb, b = i % nb;
         std::uint8_t* d = dst + y * dpitch;
         const std::uint8_t* s = src + y * spitch;
-        std::uint8_t* db = reinterpret_cast<std::uint8_t*>(
-            (reinterpret_cast<std::uintptr_t>(d) & ~std::uintptr_t(15)) + std::uintptr_t(16 * b));
+        std::uint8_t* db = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(d) & ~std::uintptr_t(15)) +
+                                                           std::uintptr_t(16 * b));
         const long long o = db - d; // the row's byte at db (negative: before the row)
         if (o >= row_bytes) continue;
         const std::uint8_t* sb = s + o;
@@ -41,7 +29,7 @@ __global__ void copy_2d_kernel(std::uint8_t* dst, long long dpitch, const std::u
         if (o >= 0 && o + 16 <= row_bytes && sa >= s && sa + (sh ? 32 : 16) <= s + row_bytes) {
             const uint4 a = __ldg(reinterpret_cast<const uint4*>(sa));
             const uint4 c = sh ? __ldg(reinterpret_cast<const uint4*>(sa + 16)) : a;
-            *reinterpret_cast<uint4*>(db) = window(a, c, sh);
+            *reinterpret_cast<uint4*>(db) = pixflow::cuda::byte_window(a, c, sh);
             continue;
         }
 #pragma unroll 1

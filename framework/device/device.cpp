@@ -22,9 +22,11 @@
 namespace pixflow::host {
 namespace {
 void check_cuda(cudaError_t e, const char* expr, const char* file, int line) {
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); // read: the next launch check must not report this failure again
         throw InternalError(std::string("CUDA error: ") + expr + " failed with " + cudaGetErrorName(e) + " (" +
                             cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line));
+    }
 }
 cudaStream_t st(const Stream& s) { return static_cast<cudaStream_t>(s.get()); }
 } // namespace

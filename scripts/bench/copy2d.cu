@@ -18,7 +18,8 @@
 namespace {
 
 void copy_kernel(void* dst, long long dpitch, const void* src, long long spitch, long long row_bytes, long long rows) {
-    PIXFLOW_CUDA_CHECK(pixflow::host::detail::launch_copy_2d(dst, dpitch, src, spitch, std::size_t(row_bytes), int(rows), 0));
+    PIXFLOW_CUDA_CHECK(
+        pixflow::host::detail::launch_copy_2d(dst, dpitch, src, spitch, std::size_t(row_bytes), int(rows), 0));
 }
 
 void copy_runtime(void* dst, long long dpitch, const void* src, long long spitch, long long row_bytes, long long rows) {

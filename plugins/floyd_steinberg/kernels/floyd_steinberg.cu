@@ -300,20 +300,6 @@ __device__ __forceinline__ bool whole(uint4 v) {
     return !(has_zero_byte(v.x) | has_zero_byte(v.y) | has_zero_byte(v.z) | has_zero_byte(v.w));
 }
 
-/// Bytes [off, off + 16) of the 32 bytes a:b (a first), for off in [0, 16).
-__device__ __forceinline__ uint4 window(uint4 a, uint4 b, unsigned off) {
-    const bool s8 = off & 8, s4 = off & 4;
-    const unsigned sh = (off & 3) * 8;
-    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    unsigned c[6], d[5];
-#pragma unroll
-    for (int j = 0; j < 6; ++j) c[j] = s8 ? w[j + 2] : w[j];
-#pragma unroll
-    for (int j = 0; j < 5; ++j) d[j] = s4 ? c[j + 1] : c[j];
-    return make_uint4(__funnelshift_r(d[0], d[1], sh), __funnelshift_r(d[1], d[2], sh), __funnelshift_r(d[2], d[3], sh),
-                      __funnelshift_r(d[3], d[4], sh));
-}
-
 __device__ __forceinline__ unsigned word_of(const uint4& v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
@@ -379,8 +365,8 @@ struct Top {
 /// One chunk: steps 16k .. 16k+15 of the band. `cur` and `next` hold each row's input blocks at
 /// 16k - lag and 16k - lag + 16; `cur` is refilled with the block a chunk ahead. kInner: every
 /// row exists and its columns, input blocks and output block lie inside the row, so the chunk
-/// needs no bounds (most chunks of a large image), except, with kLeftPad (vector path), columns
-/// left of 0: zero input, no output, and an error of 0 (see k3 below).
+/// needs no bounds (most chunks of a large image), except, with kLeftPad, columns left of 0:
+/// zero input, no output, and an error of 0 (see k3 below).
 template <int R, int S, bool kInner, bool kLeftPad = false>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
@@ -392,7 +378,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     for (int r = 0; r < R; ++r) {
         x0[r] = kChunk * k - s[r].col; // this row's first column
         xb[r] = kChunk * k - s[r].lag; // aligned block holding x0
-        in[r] = window(cur[r], next[r], s[r].off);
+        in[r] = cuda::byte_window(cur[r], next[r], s[r].off);
         if constexpr (kLeftPad) { // left of the row: zeros
             const int xn = xb[r] + 2 * kChunk;
             cur[r] = __ldg(reinterpret_cast<const uint4*>(xn >= 0 ? s[r].src + xn : a.zero));
@@ -412,7 +398,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     PIXFLOW_FS_TRACE(0);
     if (top.hand_in != nullptr && kChunk * k < w) { // lane 0's first column, x0[0], is 16k
         for (;;) {
-            hand = window(top.hand_a, top.hand_b, G::kHandByte);
+            hand = cuda::byte_window(top.hand_a, top.hand_b, G::kHandByte);
             if (__all_sync(kFull, whole(hand))) break;
             top.hand_a = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock));
             top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 1));
@@ -489,7 +475,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     for (int r = 0; r < R; ++r) {
         // The aligned block at xb: the last `off` outputs of the previous chunk, then this one's.
         const uint4 out = make_uint4(ow[r][0], ow[r][1], ow[r][2], ow[r][3]);
-        const uint4 ob = window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off);
+        const uint4 ob = cuda::byte_window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off);
         if constexpr (kLeftPad) // left of the row: into the sink
             *reinterpret_cast<uint4*>(xb[r] >= 0 ? s[r].dst + xb[r] : a.sink) = ob;
         else
@@ -613,7 +599,7 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
             top.hand_a = load_relaxed(top.hand_in + G::kHandBlock * kChunk);
             top.hand_b = load_relaxed(top.hand_in + (G::kHandBlock + 1) * kChunk);
             const unsigned b = (word_of(top.hand_a, G::kHandIndex % kChunk / 4) >> (8 * (G::kHandIndex % 4))) & 0xffu;
-            const uint4 h = window(top.hand_a, top.hand_b, G::kHandByte);
+            const uint4 h = cuda::byte_window(top.hand_a, top.hand_b, G::kHandByte);
             if (__all_sync(kFull, b != 0 && whole(h))) {
                 if (lane == 0) s[0].u = int(b) - 127;
                 break;

@@ -52,6 +52,22 @@ inline dim3 grid_rows(unsigned blocks_x, long long rows) {
 }
 
 #if defined(__CUDACC__)
+/// Bytes [off, off + 16) of the 32 bytes a:b (a's first), for off in [0, 16): 16 bytes of a row
+/// that start `off` bytes into an aligned 16-byte block, from two aligned 16-byte loads (vector
+/// access to rows at any byte offset; two selects and four funnel shifts).
+__device__ __forceinline__ uint4 byte_window(uint4 a, uint4 b, unsigned off) {
+    const bool s8 = off & 8, s4 = off & 4;
+    const unsigned sh = (off & 3) * 8;
+    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    unsigned c[6], d[5];
+#pragma unroll
+    for (int j = 0; j < 6; ++j) c[j] = s8 ? w[j + 2] : w[j];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) d[j] = s4 ? c[j + 1] : c[j];
+    return make_uint4(__funnelshift_r(d[0], d[1], sh), __funnelshift_r(d[1], d[2], sh), __funnelshift_r(d[2], d[3], sh),
+                      __funnelshift_r(d[3], d[4], sh));
+}
+
 /// The row of blocks this block belongs to in a grid from grid_rows(): blockIdx.y + blockIdx.z *
 /// gridDim.y. Blocks of the last z slice may lie past the last row: return in those.
 __device__ __forceinline__ unsigned block_row() { return blockIdx.y + blockIdx.z * gridDim.y; }
