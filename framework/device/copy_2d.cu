@@ -13,8 +13,8 @@
 //
 // Measured on an H200 (scripts/bench/copy2d.cu, this kernel against cudaMemcpy2DAsync in one
 // run, medians of 21, GB/s = bytes read + written per second; 2026-11-30):
-//   8192 x 8192 u8, pitch 8191 -> 8192         1412 GB/s  ->  3134 GB/s
-//   8192 x 8192 u8, pitch 8192 -> 8191         1413       ->  3165
+//   8191 x 8192 u8, pitch 8191 -> 8192         1412 GB/s  ->  3134 GB/s
+//   8191 x 8192 u8, pitch 8192 -> 8191         1413       ->  3165
 //   1920 x 1080 x 3 u8, pitch 5760 -> 5888      872       ->  1549 (8 us: launch-bound)
 //   3840 x 2160 x 4 f32, pitch 61440, +4 bytes 1616       ->  3638
 //   8192 x 8192 u8, both pitch 8192 (packed)   1563       ->  3427
