@@ -33,8 +33,32 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detec
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0
 cd build-asan
+# LeakSanitizer's own tracer sometimes crashes as a test exits ("Tracer caught signal 11 ...
+# LeakSanitizer has encountered a fatal error": its stop-the-world under ptrace; the clean-room
+# CI of 2026-11-30 saw it once in 738 tests, on IoPng.RoundTripsEveryDtypeAndChannelCount, which
+# had passed): a crash of the tool, not a finding. When every failure of a pass is that crash and
+# nothing else was reported, the failed tests run once more, and must pass then.
+ctest_once_more_after_tool_crashes() {
+    local log
+    log=$(mktemp)
+    if ctest --output-on-failure -j"$jobs" "$@" 2>&1 | tee "$log"; then
+        rm -f "$log"
+        return 0
+    fi
+    local failed crashes others
+    failed=$(grep -c . Testing/Temporary/LastTestsFailed.log 2>/dev/null || true)
+    crashes=$(grep -c 'LeakSanitizer has encountered a fatal error' "$log" || true)
+    others=$(grep -cE 'ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error:|^\[  FAILED  \]|\*\*\*(Timeout|Exception)' "$log" || true)
+    rm -f "$log"
+    if [ "${failed:-0}" -gt 0 ] && [ "${crashes:-0}" -ge "$failed" ] && [ "${others:-0}" -eq 0 ]; then
+        echo "sanitize: $failed test(s) failed only by LeakSanitizer's own crash; running them once more"
+        ctest --output-on-failure --rerun-failed
+        return
+    fi
+    return 1
+}
 status=0
-ctest --output-on-failure -j"$jobs" -E '^(SdkExample|EmbeddingExample|Python)[./]|(^|/)Mpi[A-Za-z]*[./]' || status=1
+ctest_once_more_after_tool_crashes -E '^(SdkExample|EmbeddingExample|Python)[./]|(^|/)Mpi[A-Za-z]*[./]' || status=1
 ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
     LD_PRELOAD="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libubsan.so)" \
     ctest --output-on-failure -j"$jobs" -R '^(EmbeddingExample|Python)[./]|(^|/)Mpi[A-Za-z]*[./]' || status=1
