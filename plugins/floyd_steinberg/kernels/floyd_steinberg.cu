@@ -228,7 +228,9 @@ struct Args {
     int carry_row;            // the band row (0 .. 32 R - 1) of the image's last row in the last band
     int carry_offset;         // its offset(carry_row)
     const std::uint8_t* zero; // 16 zero bytes (scratch, never written): input blocks left of the row
-    std::uint8_t* sink;       // 16 bytes nobody reads (scratch): output blocks left of the row
+    std::uint8_t* sink;       // 16 bytes nobody reads (scratch): output blocks outside the row
+    bool whole_blocks;        // a row's last 16-byte block may be read and written whole: the width is
+                              // a multiple of 16, or the rows are planes in scratch (16-byte pitch)
 };
 
 // Strips. Thread i makes byte i of the hand-off rows above band 0, channel by channel: column x
@@ -365,23 +367,32 @@ struct Top {
 /// One chunk: steps 16k .. 16k+15 of the band. `cur` and `next` hold each row's input blocks at
 /// 16k - lag and 16k - lag + 16; `cur` is refilled with the block a chunk ahead. kInner: every
 /// row exists and its columns, input blocks and output block lie inside the row, so the chunk
-/// needs no bounds (most chunks of a large image), except, with kLeftPad, columns left of 0:
-/// zero input, no output, and an error of 0 (see k3 below).
-template <int R, int S, bool kInner, bool kLeftPad = false>
+/// needs no bounds (most chunks of a large image), except for columns outside the row, with
+/// kPadLeft (left of 0: a band's first chunks) or kPadBoth (also at and right of the width: a
+/// band's last chunks, where Args::whole_blocks): input blocks wholly outside read Args::zero,
+/// output blocks wholly outside go to Args::sink, a block straddling the width (kPadBoth) is read
+/// and written whole, and e(y-1, x+1) is left out (k3 = 0; see there).
+enum Pad { kNoPad, kPadLeft, kPadBoth };
+template <int R, int S, bool kInner, Pad kPad = kNoPad>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
     const int w = a.width;
     uint4 in[R];
     int x0[R], xb[R];
+    unsigned k3_steps[R]; // kPadBoth: bit i set when step i's column x has 0 <= x < w - 1
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         x0[r] = kChunk * k - s[r].col; // this row's first column
+        if constexpr (kPad == kPadBoth) {
+            const int lo = min(max(-x0[r], 0), kChunk), hi = min(max(w - 1 - x0[r], 0), kChunk);
+            k3_steps[r] = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+        }
         xb[r] = kChunk * k - s[r].lag; // aligned block holding x0
         in[r] = cuda::byte_window(cur[r], next[r], s[r].off);
-        if constexpr (kLeftPad) { // left of the row: zeros
+        if constexpr (kPad != kNoPad) { // outside the row: zeros
             const int xn = xb[r] + 2 * kChunk;
-            cur[r] = __ldg(reinterpret_cast<const uint4*>(xn >= 0 ? s[r].src + xn : a.zero));
+            cur[r] = __ldg(reinterpret_cast<const uint4*>(unsigned(xn) < unsigned(w) ? s[r].src + xn : a.zero));
         } else {
             cur[r] = load_block<kInner>(s[r].src, xb[r] + 2 * kChunk, w);
         }
@@ -442,14 +453,23 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             // Everything but this row's and the row above's last errors: 16 in + e(y-1,x-1) +
             // 5 e(y-1,x) (+ 3 e(y-1,x+1) on lane 0's row 0), or kOutside off the row.
             const int ur = r == 0 ? ur0 : s[r - 1].e; // e(y-1, x+1)
-            // kLeftPad: left of the row (x < 0) the input is 0 and e(y-1, x+1) is left out, so
-            // every error there is 0, as with kOutside (lane 0's row 0 starts at column 16k >= 0;
-            // by induction e(y, x-1), e(y-1, x-1) and e(y-1, x) are 0 left of the row).
+            // Padded: left of the row (x < 0) the input is 0 and e(y-1, x+1) is left out (k3 = 0),
+            // so every error there is 0, as with kOutside (lane 0's row 0 starts at column 16k >=
+            // 0; by induction e(y, x-1), e(y-1, x-1) and e(y-1, x) are 0 left of the row). At and
+            // right of the width (kPadBoth) the errors are whatever the input beyond the row makes
+            // of them (in -126..128, so a hand-off byte is still never 0), and no pixel of the row
+            // reads them: x = w - 1 leaves e(y-1, w) out, through k3 and lane 0's hand-off value
+            // (so does the bounded code, which may run below such a band), and outputs there go
+            // to the sink or to a plane's padding. Every such test is one more instruction a step:
+            // kPadLeft, which runs most chunks, has only the one of x < 0 (each added test cost
+            // 3-9% at 8192^2, 2026-11-30).
             const int k3_in = r == 0 ? top.k3 : 3;
-            const int k3 = kLeftPad && x < 0 ? 0 : k3_in;
+            const bool in_k3 = kPad == kPadBoth ? ((k3_steps[r] >> i) & 1u) != 0 : !(kPad == kPadLeft && x < 0);
+            const int k3 = in_k3 ? k3_in : 0;
+            const int hr = kPad == kPadBoth ? (in_k3 ? h : 0) : kPad == kNoPad && !kInner && x + 1 >= w ? 0 : h;
             // The weighted sum and 16 in + sum side by side from the two late errors, so that
             // the sign of the sum (the rounding toward zero) waits for no subtraction.
-            const int q = r == 0 ? (inside ? s[r].ul + 5 * s[r].u + 3 * h : kOutside)
+            const int q = r == 0 ? (inside ? s[r].ul + 5 * s[r].u + 3 * hr : kOutside)
                                  : (inside ? s[r].ul + 5 * s[r].u : kOutside);
             const int q16 = inside ? q + in16 : kOutside;
             int sum, t0;
@@ -476,8 +496,8 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         // The aligned block at xb: the last `off` outputs of the previous chunk, then this one's.
         const uint4 out = make_uint4(ow[r][0], ow[r][1], ow[r][2], ow[r][3]);
         const uint4 ob = cuda::byte_window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off);
-        if constexpr (kLeftPad) // left of the row: into the sink
-            *reinterpret_cast<uint4*>(xb[r] >= 0 ? s[r].dst + xb[r] : a.sink) = ob;
+        if constexpr (kPad != kNoPad) // outside the row: into the sink
+            *reinterpret_cast<uint4*>(unsigned(xb[r]) < unsigned(w) ? s[r].dst + xb[r] : a.sink) = ob;
         else
             store_block<kInner>(s[r].dst, xb[r], w, ob);
         s[r].out_prev = out;
@@ -610,19 +630,30 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
     const bool full = (band + 1) * G::kRows <= a.height;
     // Chunk k needs no bounds when the band is whole and row 0's last block read, 16k + 32 ..
     // 16k + 47, ends inside the row; that includes the first chunks, whose columns left of 0 are
-    // padded (kLeftPad). One chunk per pass: the smallest loop body runs fastest (below).
-    for (int k = 0; k < a.chunks; ++k) {
-        if (full && kChunk * k + 3 * kChunk <= a.width)
-            run_chunk<R, S, true, true>(a, s, top, k, in_a, in_b);
-        else
-            run_chunk<R, S, false>(a, s, top, k, in_a, in_b);
+    // padded (kPadLeft). A whole band's last chunks are padded on the right too where a row's
+    // blocks may be read and written whole (kPadBoth): the bounded code takes about 350 cycles
+    // more a chunk, and a band's last five chunks lie on the critical path of every band below
+    // (each waits for the band above's last chunks), so they count about 1280 times at 8192^2.
+    // A loop for each kind of chunk, in order: one chunk a loop pass, the smallest loop body,
+    // runs fastest (below), and a loop that switched between two kinds of chunk ran 3-5% slower.
+    auto run = [&]<bool kInner, Pad kPad>(int end, int& k) {
+        for (; k < end; ++k) {
+            run_chunk<R, S, kInner, kPad>(a, s, top, k, in_a, in_b);
 #pragma unroll
-        for (int r = 0; r < R; ++r) { // chunk k+1's first block is the one chunk k read second
-            const uint4 t = in_a[r];
-            in_a[r] = in_b[r];
-            in_b[r] = t;
+            for (int r = 0; r < R; ++r) { // chunk k+1's first block is the one chunk k read second
+                const uint4 t = in_a[r];
+                in_a[r] = in_b[r];
+                in_b[r] = t;
+            }
         }
+    };
+    int k = 0;
+    if (full) {
+        const int inner = a.width >= 3 * kChunk ? (a.width - 3 * kChunk) / kChunk + 1 : 0; // 16k + 48 <= w
+        run.template operator()<true, kPadLeft>(min(a.chunks, inner), k);
+        if (a.whole_blocks) run.template operator()<true, kPadBoth>(a.chunks, k);
     }
+    run.template operator()<false, kNoPad>(a.chunks, k);
 }
 
 /// Bytes of the ticket and the hand-off rows between bands, which the kernel needs zeroed; the
@@ -659,7 +690,7 @@ template <int R, int S> std::size_t scratch_bytes(const ImageView& in, const Ima
                                                            : 0);
 }
 
-template <int R, int S, int K, bool kRecv = (K > 1)>
+template <int R, int S, int K, bool kRecv = (K > 1), bool kPadEnds = true>
 void launch(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
             std::int16_t* last) {
     using G = Shape<R, S>;
@@ -692,6 +723,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     // only after the lane has read them), copied in before and back after (8192^2 RGB: 7.8 ms
     // through the byte path that gathered and scattered each channel's bytes, 2.5 ms planar).
     const bool planar = runs_planar(in, out);
+    a.whole_blocks = kPadEnds && (planar || a.width % kChunk == 0);
     const std::size_t shared = std::size_t(kSharedRows<K, kRecv>) * std::size_t(a.hand_stride);
     if constexpr (K > 1) {
         // One band per block where the block's rows in shared memory would be too wide.
