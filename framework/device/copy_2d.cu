@@ -20,6 +20,7 @@
 //   8192 x 8192 u8, both pitch 8192 (packed)   1563       ->  3427
 #include "device/device.hpp"
 #include "device/copy_2d_kernel.cuh"
+#include "device/cuda_check.hpp"
 
 #include <cuda_runtime.h>
 
@@ -27,23 +28,14 @@
 #include <string>
 
 namespace pixflow::host {
-namespace {
-
-void check(cudaError_t e, const std::string& what) {
-    if (e == cudaSuccess) return;
-    (void)cudaGetLastError(); // read, so that the next launch check does not report it again
-    throw InternalError("CUDA error: " + what + " failed with " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
-                        ")");
-}
-
-} // namespace
 
 void copy_2d_device_async(void* dst, std::int64_t dst_pitch, const void* src, std::int64_t src_pitch,
                           std::size_t row_bytes, int rows, const Stream& s) {
     // A kernel goes to a stream of the current device: make it s's for the launch.
     int current = 0;
-    check(cudaGetDevice(&current), "cudaGetDevice");
-    if (current != s.device()) check(cudaSetDevice(s.device()), "cudaSetDevice(" + std::to_string(s.device()) + ")");
+    check_cuda(cudaGetDevice(&current), "cudaGetDevice", __FILE__, __LINE__);
+    if (current != s.device())
+        check_cuda(cudaSetDevice(s.device()), "cudaSetDevice(" + std::to_string(s.device()) + ")", __FILE__, __LINE__);
     struct Restore {
         int device;
         bool set;
@@ -51,10 +43,12 @@ void copy_2d_device_async(void* dst, std::int64_t dst_pitch, const void* src, st
             if (set) cudaSetDevice(device);
         }
     } restore{current, current != s.device()};
-    check(detail::launch_copy_2d(dst, dst_pitch, src, src_pitch, row_bytes, rows, static_cast<cudaStream_t>(s.get())),
-          "copy_2d_kernel of " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) + " bytes (pitches " +
-              std::to_string(src_pitch) + " -> " + std::to_string(dst_pitch) + ") on a stream of device " +
-              std::to_string(s.device()));
+    check_cuda(
+        detail::launch_copy_2d(dst, dst_pitch, src, src_pitch, row_bytes, rows, static_cast<cudaStream_t>(s.get())),
+        "copy_2d_kernel of " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) + " bytes (pitches " +
+            std::to_string(src_pitch) + " -> " + std::to_string(dst_pitch) + ") on a stream of device " +
+            std::to_string(s.device()),
+        __FILE__, __LINE__);
 }
 
 } // namespace pixflow::host

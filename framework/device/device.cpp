@@ -14,20 +14,24 @@
 #include <vector>
 
 #ifdef PIXFLOW_HOST_WITH_CUDA
+#include "device/cuda_check.hpp"
+
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 
 #define CHECK(expr) check_cuda((expr), #expr, __FILE__, __LINE__)
 
 namespace pixflow::host {
-namespace {
-void check_cuda(cudaError_t e, const char* expr, const char* file, int line) {
+
+void check_cuda(cudaError_t e, std::string_view what, const char* file, int line) {
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); // read: the next launch check must not report this failure again
-        throw InternalError(std::string("CUDA error: ") + expr + " failed with " + cudaGetErrorName(e) + " (" +
+        throw InternalError("CUDA error: " + std::string(what) + " failed with " + cudaGetErrorName(e) + " (" +
                             cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line));
     }
 }
+
+namespace {
 cudaStream_t st(const Stream& s) { return static_cast<cudaStream_t>(s.get()); }
 } // namespace
 

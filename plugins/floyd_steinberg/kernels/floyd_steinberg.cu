@@ -68,6 +68,32 @@
 //    writes its errors as a hand-off row (byte x + 2 lane: one aligned 16-byte store per chunk, as
 //    lane 31 does), which carry_out_kernel turns back into the carried int16 errors. Two small
 //    kernels per strip; the scan itself is the whole image's.
+//  - A band's chunks run in up to three loops, one kind of chunk each: padded on the left (the
+//    inner code, columns left of 0 padded), padded on both sides (a whole band's last chunks,
+//    columns at and right of the width padded, where a row's 16-byte blocks may be read and
+//    written whole), bounded (the rest: a partial band, or a band's last chunks over a caller's
+//    rows of a width not a multiple of 16). See the band loop in dither_kernel.
+//
+// 2026-11-30, on an H200 (test/bench/dither_harness.cu, 2628 cases bit-exact; medians of 15
+// beside 9a25d5a's kernel in the same run, 3 rounds each):
+//   8192x8192 gray        1.2956-1.2979 ms, before 1.4535-1.4618 (-11%)
+//   4096x4096 gray        0.6514-0.6524,    before 0.7307-0.7310 (-11%)
+//   1920x1080 gray        0.2295-0.2305,    before 0.2441-0.2450 (-6%)
+//   8192x8192 RGB         2.412-2.425,      before 2.539-2.551 (-5%; planar)
+//   8191x8192 gray rows   1.493-1.496,      before 2.024-2.027 (-26%; planar, unaligned)
+//   1000x1000 gray rows   0.188-0.191,      before 0.2295-0.2301 (-18%)
+// A band's last five chunks, which ran the bounded code (about 350 cycles more a chunk), lie
+// on the critical path of every band below: band b+1's chunk k waits for band b's chunk k + 4,
+// so the longest path down the image runs along the right edge and passes about 5 x 255 such
+// chunks at 8192^2. Two changes: the loops split by kind (the one loop switching between two
+// kinds of chunk ran 3-5% slower; the split alone: 8192^2 1.455 -> 1.399 ms), and those last
+// chunks padded on the right (1.399 -> 1.296 ms). Their errors beyond the width are whatever
+// the input there makes of them; no pixel of the row reads them (run_chunk, k3). Measured on the
+// way and slower: the width tested in every step of the one inner code (an error sum of
+// kOutside beyond it: +3 to +6%, a select on lane 0's hand-off value as well: +3.5%), a branch
+// per chunk setting lane 0's hand-off byte at the width (+3%), and a fourth loop of unpadded
+// chunks between the left-padded and the right-padded ones (no test of x < 0 in most steps:
+// 1.67 ms, +15%; the left-padded code's schedule is the faster one).
 //
 // Arithmetic: T = 16 in + t (+ 15 if t < 0), with t the weighted error sum, equals
 // 16 (in + trunc(t / 16)) + fraction, so T >> 4 is in + trunc(t / 16), the pixel is white

@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
     if (!small) {
         bench(8192, 8192, 1, 15, vs, rng);
         std::vector<Variant> two = {vs[0], vs[1], vs[2]}; // old, today's, today's without the padded last chunks
-        bench(8192, 8192, 1, 15, two, rng); // again, after the others: the spread between runs
+        bench(8192, 8192, 1, 15, two, rng);               // again, after the others: the spread between runs
         bench(4096, 4096, 1, 15, two, rng);
         bench(1920, 1080, 1, 15, two, rng);
         bench(8192, 8192, 3, 9, {vs[0], vs[1], vs[2]}, rng); // planar (old: the byte path)
