@@ -88,8 +88,9 @@
 // chunks at 8192^2. Two changes: the loops split by kind (the one loop switching between two
 // kinds of chunk ran 3-5% slower; the split alone: 8192^2 1.455 -> 1.399 ms), and those last
 // chunks padded on the right (1.399 -> 1.296 ms); then no __syncwarp in the padded code (1.296
-// -> 1.284 ms; 4096^2 0.646, 1920 x 1080 0.2285, RGB 2.39, 8191 wide 1.473, 1000^2 0.184). Their errors beyond the width are whatever
-// the input there makes of them; no pixel of the row reads them (run_chunk, k3). Measured on the
+// -> 1.284 ms; 4096^2 0.646, 1920 x 1080 0.2285, RGB 2.39, 8191 wide 1.473, 1000^2 0.184).
+// Their errors beyond the width are whatever the input there makes of them; no pixel of the row
+// reads them (run_chunk, k3). Measured on the
 // way and slower: the width tested in every step of the one inner code (an error sum of
 // kOutside beyond it: +3 to +6%, a select on lane 0's hand-off value as well: +3.5%), a branch
 // per chunk setting lane 0's hand-off byte at the width (+3%), and a fourth loop of unpadded
@@ -718,6 +719,7 @@ template <int R, int S> std::size_t scratch_bytes(const ImageView& in, const Ima
                                                            : 0);
 }
 
+/// kPadEnds false: a band's last chunks run the bounded code (test/bench/dither_harness.cu times it).
 template <int R, int S, int K, bool kRecv = (K > 1), bool kPadEnds = true>
 void launch(const ImageView& in, const ImageView& out, void* scratch, void* stream, const std::int16_t* above,
             std::int16_t* last) {
