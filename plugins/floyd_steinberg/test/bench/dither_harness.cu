@@ -11,10 +11,11 @@
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include -Iplugins/floyd_steinberg/kernels -Ibuild-harness \
 //       plugins/floyd_steinberg/test/bench/dither_harness.cu -o build-harness/dither_harness
 //   ./harness          every check of every variant, then the timings (8192^2 gray all variants,
-//                      then old vs dither_cuda: 8192^2 again, 4096^2, 1920x1080, 8192^2 RGB,
-//                      and gray of unaligned rows 8191x8192 and 1000x1000)
-//   ./harness shapes   timings only: 8192 wide, 32 to 8192 rows, every variant (the cost of one
-//                      band alone and of each further band)
+//                      then old, dither_cuda and its last chunks bounded: 8192^2 again, 4096^2,
+//                      1920x1080, 8192^2 RGB, and gray of unaligned rows 8191x8192 and 1000x1000)
+//   ./harness shapes   timings only: 8192 wide, 32 to 8192 rows (1 to 256 bands; 128 and 160:
+//                      one block of bands and the first band of a second), every variant (the
+//                      cost of one band alone and of each further band)
 //   ./harness small [NAME...]   the checks of small sizes only (for compute-sanitizer), of the
 //                               variants named (default: dither_cuda)
 // Checks: each variant against a serial CPU reference written here from diffuse()
@@ -215,7 +216,7 @@ static void bench(int w, int h, int c, int reps, const std::vector<Variant>& vs,
 /// Where the time goes: 8192 wide, 1 to 256 bands of each variant (one band runs W + its last
 /// row's offset steps; each further band adds the hand-off gap). Medians of 9.
 static void shapes(const std::vector<Variant>& vs, std::mt19937& rng) {
-    const int w = 8192, heights[] = {32, 64, 128, 256, 512, 1024, 8192};
+    const int w = 8192, heights[] = {32, 64, 96, 128, 160, 256, 512, 1024, 8192};
     std::vector<std::uint8_t> hin(std::size_t(w) * 8192);
     for (auto& b : hin) b = std::uint8_t(rng());
     Dev din(hin.size()), dout(hin.size());
