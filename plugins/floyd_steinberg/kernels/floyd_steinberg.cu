@@ -90,12 +90,12 @@
 // chunks padded on the right (1.399 -> 1.296 ms); then no __syncwarp in the padded code (1.296
 // -> 1.284 ms; 4096^2 0.646, 1920 x 1080 0.2285, RGB 2.39, 8191 wide 1.473, 1000^2 0.184).
 // Their errors beyond the width are whatever the input there makes of them; no pixel of the row
-// reads them (run_chunk, k3). Measured on the
-// way and slower: the width tested in every step of the one inner code (an error sum of
-// kOutside beyond it: +3 to +6%, a select on lane 0's hand-off value as well: +3.5%), a branch
-// per chunk setting lane 0's hand-off byte at the width (+3%), and a fourth loop of unpadded
-// chunks between the left-padded and the right-padded ones (no test of x < 0 in most steps:
-// 1.67 ms, +15%; the left-padded code's schedule is the faster one).
+// reads them (run_chunk, k3). Measured on the way and slower: the width tested in every step of
+// the one inner code (an error sum of kOutside beyond it: +3 to +6%, a select on lane 0's
+// hand-off value as well: +3.5%), a branch per chunk setting lane 0's hand-off byte at the width
+// (+3%), and a fourth loop of unpadded chunks between the left-padded and the right-padded ones
+// (no test of x < 0 in most steps: 1.67 ms, +15%; the left-padded code's schedule is the faster
+// one).
 //
 // Arithmetic: T = 16 in + t (+ 15 if t < 0), with t the weighted error sum, equals
 // 16 (in + trunc(t / 16)) + fraction, so T >> 4 is in + trunc(t / 16), the pixel is white
@@ -392,6 +392,10 @@ struct Top {
     int pre_step;                 // kChunk, or 0 with no hand_in
 };
 
+/// The kinds of chunk code (run_chunk): no padding (bounded, or unused inner), columns left of 0
+/// padded, columns on both sides padded.
+enum Pad { kNoPad, kPadLeft, kPadBoth };
+
 /// One chunk: steps 16k .. 16k+15 of the band. `cur` and `next` hold each row's input blocks at
 /// 16k - lag and 16k - lag + 16; `cur` is refilled with the block a chunk ahead. kInner: every
 /// row exists and its columns, input blocks and output block lie inside the row, so the chunk
@@ -400,7 +404,6 @@ struct Top {
 /// band's last chunks, where Args::whole_blocks): input blocks wholly outside read Args::zero,
 /// output blocks wholly outside go to Args::sink, a block straddling the width (kPadBoth) is read
 /// and written whole, and e(y-1, x+1) is left out (k3 = 0; see there).
-enum Pad { kNoPad, kPadLeft, kPadBoth };
 template <int R, int S, bool kInner, Pad kPad = kNoPad>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
@@ -758,7 +761,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
     if constexpr (K > 1) {
         // One band per block where the block's rows in shared memory would be too wide.
         if (shared > kMaxShared) {
-            launch<R, S, 1, false>(in, out, scratch, stream, above, last);
+            launch<R, S, 1, false, kPadEnds>(in, out, scratch, stream, above, last);
             return;
         }
     }
