@@ -40,9 +40,10 @@
 //    current one (every lane, the same bytes: one access per warp, and no branch: a band with
 //    nothing above reads a zeroed block of shared memory) and, at the chunk's start, re-reads
 //    until none of the bytes lane 0 needs is 0, leaving the poll together (__all_sync). Each byte
-//    is written once, from 0 to its final value, so a non-zero byte is final: the data is its
-//    own progress flag and no fence orders anything (a 16-byte access observed half done only
-//    costs another poll). Loads and stores are generic ld/st.relaxed.gpu: in global memory they
+//    goes once from 0 to its final value (a store may repeat final values: to the next warp,
+//    lane 31 stores its block after step 14 too, byte 15 still 0), so a non-zero byte is final:
+//    the data is its own progress flag and no fence orders anything (a 16-byte access observed
+//    half done only costs another poll). Loads and stores are generic ld/st.relaxed.gpu: in global memory they
 //    go to L2, which is coherent, in shared memory the block's warps see each other's stores,
 //    and the compiler can neither cache nor drop them (the shared rows are zeroed before a
 //    __syncthreads). Lane 31's value for lane 0's last column of chunk k is computed at step
@@ -76,7 +77,8 @@
 //
 // 2026-11-30, on an H200 (test/bench/dither_harness.cu, 2628 cases bit-exact; medians of 15
 // beside 9a25d5a's kernel in the same run, 3 rounds each):
-//   8192x8192 gray        1.2956-1.2979 ms, before 1.4535-1.4618 (-11%)
+//   8192x8192 gray        1.2956-1.2979 ms, before 1.4535-1.4618 (-11%; 1.248 with the early
+//                         hand-off to the next warp, below)
 //   4096x4096 gray        0.6514-0.6524,    before 0.7307-0.7310 (-11%)
 //   1920x1080 gray        0.2295-0.2305,    before 0.2441-0.2450 (-6%)
 //   8192x8192 RGB         2.412-2.425,      before 2.539-2.551 (-5%; planar)
@@ -377,8 +379,9 @@ struct Row {
     int lag;               // col + off: the row's first aligned block is at -lag
     const std::uint8_t* src;
     std::uint8_t* dst;
-    std::uint8_t* hand_out; // the band's last row below another band, or the carried row; else null
-    uint4 out_prev;         // outputs of the previous chunk
+    std::uint8_t* hand_out;   // the band's last row below another band, or the carried row; else null
+    std::uint8_t* hand_early; // hand_out when it is the next warp's shared row, else null (run_chunk)
+    uint4 out_prev;           // outputs of the previous chunk
 };
 
 /// What row 0 of a lane has besides: lane 0 reads the band above's hand-off row.
@@ -521,6 +524,16 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             ow[r][i / 4] |= (white ? 0xffu : 0u) << sh;
             hw[r][i / 4] |= unsigned(s[r].e + 127) << sh;
         }
+        // The hand-off block to the next warp once more after step 14: its bytes 0..14, all the
+        // next band's lane 0 needs of it for its chunk k - 4, are final, byte 15 still 0 (not
+        // final; the full block follows after the steps). The next band starts its chunk a step
+        // and this chunk's stores earlier: 8192^2 1.284 -> 1.248 ms (2026-11-30). Not through
+        // L2: the receiver copies whole blocks only.
+        if (i == kChunk - 2)
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (s[r].hand_early != nullptr)
+                    store_relaxed(s[r].hand_early + kChunk * k, make_uint4(hw[r][0], hw[r][1], hw[r][2], hw[r][3]));
     }
 
 #pragma unroll
@@ -621,6 +634,7 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
                                             : a.hand + (band * a.channels + c) * a.hand_stride)
                         : band + 1 == a.bands && v == a.carry_row && a.last ? a.last + c * a.hand_stride
                                                                             : nullptr;
+        s[r].hand_early = band + 1 < a.bands && v == G::kRows - 1 && warp + 1 < K ? s[r].hand_out : nullptr;
         s[r].out_prev = make_uint4(0, 0, 0, 0);
         // Start the row's input on its way before waiting: the first two blocks, and the next
         // ones into L2 (run_chunk keeps kPrefetchChunks ahead from then on).
