@@ -4,8 +4,8 @@
 // H x W channel takes about W + 2H dependent steps however many threads run (24,600 for 8192^2).
 // The design is about the latency of one step and of the hand-offs, not about throughput:
 //
-//  - One warp owns a band of 32 consecutive rows, lane i row 32 b + i, and a block of 4 warps
-//    (kWarpsPerBlock) owns 4 consecutive bands. Lane i computes column x at step t = x + 2i, so
+//  - One warp owns a band of 32 consecutive rows, lane i row 32 b + i, and a block of 2 warps
+//    (kWarpsPerBlock) owns 2 consecutive bands. Lane i computes column x at step t = x + 2i, so
 //    it trails lane i-1 by two columns, and each step every lane computes one pixel:
 //
 //        step t:   lane 0  row y0    column t
@@ -17,7 +17,8 @@
 //    t: one __shfl_up_sync per step. e(y-1, x) and e(y-1, x-1) are the values received in the
 //    two previous steps, and e(y, x-1) is the lane's own previous result. A step's dependency
 //    chain is the shuffle, one IMAD (forced in that order: the shuffled value enters last), the
-//    rounding toward zero (sign, LEA.HI), a shift, one DPX clamp and a subtraction; everything
+//    rounding toward zero (one LEA.HI: + the sum's top 4 bits), a shift, one DPX clamp and a
+//    subtraction; everything
 //    else (input bytes, the weighted errors of the row above, output bytes) is off it.
 //  - Pixels move as 16-byte vectors, 16 steps (a chunk) at a time: a lane's 16 columns
 //    straddle two aligned 16-byte blocks of its row (lane i's columns start at 16k - 2i); it
@@ -30,10 +31,10 @@
 //    a caller's packed rows, e.g. a torch tensor 1000 wide), which until 2026-11-30 took that
 //    byte path (figures below). Only a row's last, partial block is read and written byte by byte.
 //  - Bands hand their last row to the next band through a hand-off row: in the block's shared
-//    memory between the warps of a block (3 rows of about W + 64 bytes: 24.8 KB at 8192 wide),
-//    in global memory from the block's last warp to the next block, where a fifth warp, the
-//    receiver, polls it (a lane per 16-byte block, 32 at a time) and copies each block into a
-//    4th shared row once whole, which the block's first warp reads: every band's chunks then
+//    memory between the warps of a block (K - 1 rows of about W + 64 bytes: 8.3 KB at 8192
+//    wide), in global memory from the block's last warp to the next block, where one more warp,
+//    the receiver, polls it (a lane per 16-byte block, 32 at a time) and copies each block into
+//    a last shared row once whole, which the block's first warp reads: every band's chunks then
 //    run at one speed (read from L2 inside the steps, they took 120 cycles more). Lane 31 writes
 //    e + 127 (always 1..255) per column, 16 columns per store, into a zeroed hand-off row; the
 //    next band reads the two blocks holding the 16 columns of its next chunk at step 12 of the
@@ -50,13 +51,13 @@
 //    14 of the band above's chunk k + 4, so a band trails the one above by at least 5 chunks
 //    (80 steps, not the 64 of the dependencies): it does so through shared memory, and 1.1 to
 //    1.6 chunks more through L2 (test/bench/dither_trace.cu, figures below).
-//  - A band only waits on the band above. Blocks take their 4 bands from an atomic ticket in
+//  - A band only waits on the band above. Blocks take their 2 bands from an atomic ticket in
 //    launch order, so the band a block's first warp waits on belongs to a block that is
 //    already running (it drew its ticket earlier) and waits only on earlier tickets, and the
 //    other warps (and the receiver) wait on a warp of their own block or an earlier ticket: no
 //    deadlock, whatever the number of resident blocks. Channels are independent bands of their
-//    own (ticket t: bands 4 (t / C) .. 4 (t / C) + 3, channel t % C). Rows too wide for the
-//    shared rows (kMaxShared: over about 51,000 columns) keep one warp per block and no
+//    own (ticket t: bands 2 (t / C) and 2 (t / C) + 1, channel t % C). Rows too wide for the
+//    shared rows (kMaxShared: over about 100,000 columns) keep one warp per block and no
 //    receiver, every hand-off read from L2.
 //  - Lanes part only at row ends; __syncwarp() joins them before the steps. A warp that parts
 //    runs each step twice, once per part (3x slower bands); when lane 0 alone polled, every
@@ -184,7 +185,12 @@
 //    other) and 8192^2 took 2.44-2.56 ms; 4 rows 111 ns per step, 6.5-6.6 ms (255 registers,
 //    spills; with S = 3, 7.2-7.3); a skew of 3 between lanes (S = 3) with 2 rows per lane 3.0 ms;
 //  - one row per lane with S = 3 and 4 warps per block: 32 ns per step alone (0.265 ms a band)
-//    but 2.00-2.01 ms (a longer hand-off: 93 + steps instead of 62 +);
+//    but 2.00-2.01 ms (a longer hand-off: 93 + steps instead of 62 +); on 2026-11-30, after the
+//    one-LEA rounding, 27.5 ns a step alone and 1.211-1.216 ms, but RGB 2.72-2.77 ms against
+//    2.33 and 1000^2 2-3% slower: S = 2 stays. This design's floor, with hand-offs of no
+//    latency: one band + 255 x (79 steps at S = 2, 111 at S = 3): 1.057 / 1.006 ms;
+//  - both roundings side by side, the sum's sign choosing at the end (one dependent instruction
+//    less on paper): 29 -> 40 instructions a step, interleaved into the chain: +13%;
 //  - warps per block: 1 (all hand-offs in L2) 1.79-1.82 ms, 2: 1.72-1.75, 4: 1.72-1.73, 8:
 //    1.95-1.96 (two warps share an SM sub-partition's issue);
 //  - the next chunk's hand-off read earlier in the chunk (step 8, 5 or 2 instead of 12: the L2
@@ -515,7 +521,10 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
                 sum = mad(k3, ur, mad(7, s[r].e, q));
                 t0 = mad(k3, ur, mad(7, s[r].e, q16));
             }
-            const int t = t0 + int(unsigned(sum >> 31) >> 28); // 16 in + sum, + 15 when sum < 0
+            // 16 in + sum, + 15 when sum < 0: the sum's top 4 bits (|sum| < 2^15), one LEA.HI;
+            // (sum >> 31) first was one more instruction on the chain (2026-11-30, 8192^2:
+            // 1.2465 -> 1.2433 ms; with S = 3, 1.64 -> 1.21 ms: see the figures above).
+            const int t = t0 + int(unsigned(sum) >> 28);
             const bool white = t >= kWhiteT;
             const int v = __vimin_s32_relu(t >> 4, 255); // clamp(in + trunc(sum / 16), 0, 255)
             s[r].e = v - (white ? 255 : 0);
@@ -835,7 +844,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
 
 constexpr int kRowsPerLane = 1; // the operator's shape (see the figures above)
 constexpr int kLaneSkewS = 2;
-constexpr int kWarpsPerBlock = 4;
+constexpr int kWarpsPerBlock = 2; // 4 until 2026-11-30 (8192^2: 1.2433 against 1.2197 ms)
 
 } // namespace
 

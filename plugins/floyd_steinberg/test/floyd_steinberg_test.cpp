@@ -184,9 +184,12 @@ TEST(FloydSteinbergCuda, MatchesCpuOnATallAndAWideImage) {
     // Many bands waiting on each other, and rows much longer than the band lag; 2 to 4 channels
     // run as planes in scratch, widths that are and are not multiples of 16. A gray width that is
     // one runs its bands' last chunks padded on the right (errors beyond the width that no pixel
-    // may read), 31 whole bands over a partial one (the bounded code below a padded band).
-    for (auto [w, h, c] : {std::tuple{300, 4099, 1}, std::tuple{4099, 300, 1}, std::tuple{777, 1500, 3},
-                           std::tuple{1024, 200, 2}, std::tuple{513, 700, 4}, std::tuple{1024, 1000, 1}}) {
+    // may read), 31 whole bands over a partial one (the bounded code below a padded band). Rows
+    // too wide for a block's hand-off rows in shared memory (over about 100,000 columns) run one
+    // band per block, every hand-off through global memory.
+    for (auto [w, h, c] :
+         {std::tuple{300, 4099, 1}, std::tuple{4099, 300, 1}, std::tuple{777, 1500, 3}, std::tuple{1024, 200, 2},
+          std::tuple{513, 700, 4}, std::tuple{1024, 1000, 1}, std::tuple{110001, 70, 1}}) {
         const Image in = random_image(w, h, c, std::uint32_t(w + h));
         EXPECT_EQ(first_difference(dither(in, "cuda"), dither(in, "cpu")), "") << w << "x" << h << "x" << c;
     }
