@@ -44,10 +44,11 @@
 //    goes once from 0 to its final value (a store may repeat final values: to the next warp,
 //    lane 31 stores its block after step 14 too, byte 15 still 0), so a non-zero byte is final:
 //    the data is its own progress flag and no fence orders anything (a 16-byte access observed
-//    half done only costs another poll). Loads and stores are generic ld/st.relaxed.gpu: in global memory they
-//    go to L2, which is coherent, in shared memory the block's warps see each other's stores,
-//    and the compiler can neither cache nor drop them (the shared rows are zeroed before a
-//    __syncthreads). Lane 31's value for lane 0's last column of chunk k is computed at step
+//    half done only costs another poll). Loads and stores are strong relaxed accesses, which
+//    the compiler can neither cache nor drop: generic ld/st.relaxed.gpu where a row may be in
+//    global memory (they go to L2, which is coherent), ld/st.volatile.shared (relaxed.sys in
+//    the PTX memory model: LDS/STS) where it is known to be in shared memory, where the block's
+//    warps see each other's stores (the shared rows are zeroed before a __syncthreads). Lane 31's value for lane 0's last column of chunk k is computed at step
 //    14 of the band above's chunk k + 4, so a band trails the one above by at least 5 chunks
 //    (80 steps, not the 64 of the dependencies): it does so through shared memory, and 1.1 to
 //    1.6 chunks more through L2 (test/bench/dither_trace.cu, figures below).
@@ -197,7 +198,8 @@
 //    load takes about 8 steps): 1.94-2.10 ms with one warp per block (a band alone got 11%
 //    slower: the branch at another step parts ptxas's schedule of the chunk); read by every
 //    lane without a branch, 4 warps per block: 1.76-1.81; the shared rows through LDS/STS
-//    instead of generic strong loads and stores: 1.81-1.86;
+//    instead of generic strong loads and stores: 1.81-1.86 (on 2026-11-30, the polls and the
+//    early and receiver's stores through them made 8192^2 4% faster: load_shared);
 //  - the byte path with 4 warps per block: 8192x8192 RGB 10.5-10.65 ms (its byte loads and
 //    stores crowd one SM), hence one band per block there.
 #include "floyd_steinberg.hpp"
@@ -321,6 +323,33 @@ __device__ __forceinline__ void store_relaxed(std::uint8_t* p, uint4 v) {
                  : "memory");
 }
 
+/// The same on a hand-off row known to be in shared memory (a band's hand_in in a block with a
+/// receiver, the early hand-off, the receiver's copies): ld/st.volatile.shared, strong (relaxed
+/// at system scope) but LDS/STS instead of generic strong accesses, which take the longer generic
+/// path: 8192^2 1.2215 -> 1.1739 ms (2026-11-30; .cta scope with generic addresses: no change).
+__device__ __forceinline__ uint4 load_shared(const std::uint8_t* p) {
+    uint4 v;
+    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(unsigned(__cvta_generic_to_shared(p)))
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void store_shared(std::uint8_t* p, uint4 v) {
+    asm volatile("st.volatile.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(unsigned(__cvta_generic_to_shared(p))),
+                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+/// A hand-off load: from shared memory (kShared) or from wherever `p` points.
+template <bool kShared> __device__ __forceinline__ uint4 load_hand(const std::uint8_t* p) {
+    if constexpr (kShared)
+        return load_shared(p);
+    else
+        return load_relaxed(p);
+}
+
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 /// a * b + c as one IMAD, in this order: keeps NVVM from reassociating the step's sum so that
@@ -412,8 +441,9 @@ enum Pad { kNoPad, kPadLeft, kPadBoth };
 /// kPadLeft (left of 0: a band's first chunks) or kPadBoth (also at and right of the width: a
 /// band's last chunks, where Args::whole_blocks): input blocks wholly outside read Args::zero,
 /// output blocks wholly outside go to Args::sink, a block straddling the width (kPadBoth) is read
-/// and written whole, and e(y-1, x+1) is left out (k3 = 0; see there).
-template <int R, int S, bool kInner, Pad kPad = kNoPad>
+/// and written whole, and e(y-1, x+1) is left out (k3 = 0; see there). kSharedIn: the band's
+/// hand-off row above is in shared memory (a block with a receiver).
+template <int R, int S, bool kInner, Pad kPad = kNoPad, bool kSharedIn = false>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
@@ -451,8 +481,8 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         for (;;) {
             hand = cuda::byte_window(top.hand_a, top.hand_b, G::kHandByte);
             if (__all_sync(kFull, whole(hand))) break;
-            top.hand_a = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock));
-            top.hand_b = load_relaxed(top.hand_in + kChunk * (k + G::kHandBlock + 1));
+            top.hand_a = load_hand<kSharedIn>(top.hand_in + kChunk * (k + G::kHandBlock));
+            top.hand_b = load_hand<kSharedIn>(top.hand_in + kChunk * (k + G::kHandBlock + 1));
         }
         if (top.k3 != 0) hand = zero;
     }
@@ -470,8 +500,8 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
         if (i == kHandPrefetchStep) { // chunk k+1's two hand-off blocks (see the header)
-            top.hand_a = load_relaxed(top.hand_pre + top.pre_step * min(k + G::kHandBlock + 1, a.chunks - 1));
-            top.hand_b = load_relaxed(top.hand_pre + top.pre_step * min(k + G::kHandBlock + 2, a.chunks - 1));
+            top.hand_a = load_hand<kSharedIn>(top.hand_pre + top.pre_step * min(k + G::kHandBlock + 1, a.chunks - 1));
+            top.hand_b = load_hand<kSharedIn>(top.hand_pre + top.pre_step * min(k + G::kHandBlock + 2, a.chunks - 1));
         }
         const unsigned sh = 8 * (i % 4);
         // The error of the previous lane's last row that this lane's row 0 needs, e(y-1, x+1):
@@ -542,7 +572,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
 #pragma unroll
             for (int r = 0; r < R; ++r)
                 if (s[r].hand_early != nullptr)
-                    store_relaxed(s[r].hand_early + kChunk * k, make_uint4(hw[r][0], hw[r][1], hw[r][2], hw[r][3]));
+                    store_shared(s[r].hand_early + kChunk * k, make_uint4(hw[r][0], hw[r][1], hw[r][2], hw[r][3]));
     }
 
 #pragma unroll
@@ -577,7 +607,7 @@ __device__ __forceinline__ void receive(const std::uint8_t* from, std::uint8_t* 
             if (!done) {
                 const uint4 v = load_relaxed(from + std::size_t(j) * kChunk);
                 if (whole(v)) {
-                    store_relaxed(to + std::size_t(j) * kChunk, v);
+                    store_shared(to + std::size_t(j) * kChunk, v);
                     done = true;
                 }
             }
@@ -671,8 +701,8 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
     static_assert(G::kHandIndex / kChunk == G::kHandBlock);
     if (top.hand_in != nullptr) {
         for (;;) {
-            top.hand_a = load_relaxed(top.hand_in + G::kHandBlock * kChunk);
-            top.hand_b = load_relaxed(top.hand_in + (G::kHandBlock + 1) * kChunk);
+            top.hand_a = load_hand<kRecv>(top.hand_in + G::kHandBlock * kChunk);
+            top.hand_b = load_hand<kRecv>(top.hand_in + (G::kHandBlock + 1) * kChunk);
             const unsigned b = (word_of(top.hand_a, G::kHandIndex % kChunk / 4) >> (8 * (G::kHandIndex % 4))) & 0xffu;
             const uint4 h = cuda::byte_window(top.hand_a, top.hand_b, G::kHandByte);
             if (__all_sync(kFull, b != 0 && whole(h))) {
@@ -693,7 +723,7 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
     // runs fastest (below), and a loop that switched between two kinds of chunk ran 3-5% slower.
     auto run = [&]<bool kInner, Pad kPad>(int end, int& k) {
         for (; k < end; ++k) {
-            run_chunk<R, S, kInner, kPad>(a, s, top, k, in_a, in_b);
+            run_chunk<R, S, kInner, kPad, kRecv>(a, s, top, k, in_a, in_b);
 #pragma unroll
             for (int r = 0; r < R; ++r) { // chunk k+1's first block is the one chunk k read second
                 const uint4 t = in_a[r];

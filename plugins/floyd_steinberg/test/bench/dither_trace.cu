@@ -79,7 +79,7 @@ template <int K> static void trace(const char* name, int w, int h) {
         return v;
     };
     const ImageView vi = view(in.p), vo = view(out.p);
-    Dev scratch(fs::scratch_bytes<1, 2>(vi));
+    Dev scratch(fs::scratch_bytes<1, 2>(vi, vo));
     auto run = [&] { fs::launch<1, 2, K>(vi, vo, scratch.p, nullptr, nullptr, nullptr); };
     const float plain = harness::time_it(run, 9);
 
@@ -172,7 +172,7 @@ template <int K> static void trace(const char* name, int w, int h) {
 
 int main(int argc, char** argv) {
     const int w = argc > 2 ? std::atoi(argv[1]) : 8192, h = argc > 2 ? std::atoi(argv[2]) : 8192;
-    trace<4>("dither_cuda (4 warps per block)", w, h);
+    trace<fs::kWarpsPerBlock>("dither_cuda (the operator's warps per block)", w, h);
     trace<1>("one warp per block", w, h);
     return 0;
 }
