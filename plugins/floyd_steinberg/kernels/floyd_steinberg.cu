@@ -200,7 +200,8 @@
 //    lane without a branch, 4 warps per block: 1.76-1.81; the shared rows through LDS/STS
 //    instead of generic strong loads and stores: 1.81-1.86 (on 2026-11-30, the polls and the
 //    early and receiver's stores through them made 8192^2 4% faster: load_shared; with them,
-//    the next chunk's blocks read at step 13, 14 or 15 instead of 12: level, +1.5%, +4.4%);
+//    the next chunk's blocks read at step 13, 14 or 15 instead of 12: level, +1.5%, +4.4%;
+//    the early store through L2 too, the receiver copying bytes 0..14 first: +11%);
 //  - the byte path with 4 warps per block: 8192x8192 RGB 10.5-10.65 ms (its byte loads and
 //    stores crowd one SM), hence one band per block there.
 #include "floyd_steinberg.hpp"
