@@ -18,8 +18,8 @@
 //    two previous steps, and e(y, x-1) is the lane's own previous result. A step's dependency
 //    chain is the shuffle, one IMAD (forced in that order: the shuffled value enters last), the
 //    rounding toward zero (one LEA.HI: + the sum's top 4 bits), a shift, one DPX clamp and a
-//    subtraction; everything
-//    else (input bytes, the weighted errors of the row above, output bytes) is off it.
+//    subtraction; everything else (input bytes, the weighted errors of the row above, output
+//    bytes) is off it.
 //  - Pixels move as 16-byte vectors, 16 steps (a chunk) at a time: a lane's 16 columns
 //    straddle two aligned 16-byte blocks of its row (lane i's columns start at 16k - 2i); it
 //    loads each block once, a chunk ahead (and into L2 eight chunks ahead), and extracts its
@@ -48,10 +48,11 @@
 //    the compiler can neither cache nor drop: generic ld/st.relaxed.gpu where a row may be in
 //    global memory (they go to L2, which is coherent), ld/st.volatile.shared (relaxed.sys in
 //    the PTX memory model: LDS/STS) where it is known to be in shared memory, where the block's
-//    warps see each other's stores (the shared rows are zeroed before a __syncthreads). Lane 31's value for lane 0's last column of chunk k is computed at step
-//    14 of the band above's chunk k + 4, so a band trails the one above by at least 5 chunks
-//    (80 steps, not the 64 of the dependencies): it does so through shared memory, and 1.1 to
-//    1.6 chunks more through L2 (test/bench/dither_trace.cu, figures below).
+//    warps see each other's stores (the shared rows are zeroed before a __syncthreads). Lane
+//    31's value for lane 0's last column of chunk k is computed at step 14 of the band above's
+//    chunk k + 4, so a band trails the one above by at least 5 chunks (80 steps, not the 64 of
+//    the dependencies): it does so through shared memory, and 1.1 to 1.6 chunks more through L2
+//    (test/bench/dither_trace.cu, figures below).
 //  - A band only waits on the band above. Blocks take their 2 bands from an atomic ticket in
 //    launch order, so the band a block's first warp waits on belongs to a block that is
 //    already running (it drew its ticket earlier) and waits only on earlier tickets, and the
@@ -569,7 +570,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         // next band's lane 0 needs of it for its chunk k - 4, are final, byte 15 still 0 (not
         // final; the full block follows after the steps). The next band starts its chunk a step
         // and this chunk's stores earlier: 8192^2 1.284 -> 1.248 ms (2026-11-30). Not through
-        // L2: the receiver copies whole blocks only.
+        // L2 (the receiver copying bytes 0..14 first, then the whole block: +11%).
         if (i == kChunk - 2)
 #pragma unroll
             for (int r = 0; r < R; ++r)
