@@ -4,13 +4,13 @@
 # every example and error pipeline. A finding (crash, sanitizer report, leak, timeout, uncaught
 # exception) fails the script and leaves the input that caused it in build-fuzz/findings/.
 #
-#   scripts/fuzz.sh                    # CI: every target for 60 s, as many at once as there are
+#   scripts/fuzz.sh                    # CI: every target for 40 s, as many at once as there are
 #                                      # cores; new inputs go to a scratch folder, never the tree
 #   scripts/fuzz.sh fuzz_codec_npy ... # the same for some targets
 #   scripts/fuzz.sh long [TARGET...]   # 10^7 executions per target, spread over every core
 #                                      # (-jobs), growing build-fuzz/corpus/<target> run after run
 #
-# Environment: SECONDS_PER_TARGET (default 60; long: no limit), RUNS (long: executions per
+# Environment: SECONDS_PER_TARGET (default 40; long: no limit), RUNS (long: executions per
 # target, default 10000000), JOBS (default: the number of cores), PIXFLOW_FUZZ_PREBUILT=1 (use
 # build-fuzz/ as it is: no setup, no build; for a long run on a machine with more cores).
 #
@@ -105,7 +105,7 @@ fuzz_one() {
             >"$run/main.log" 2>&1 || rc=$?
         cat "$run"/fuzz-*.log >"build-fuzz/$t.log" 2>/dev/null || cp "$run/main.log" "build-fuzz/$t.log"
     else
-        args+=(-max_total_time="${SECONDS_PER_TARGET:-60}")
+        args+=(-max_total_time="${SECONDS_PER_TARGET:-40}")
         (cd "$run" && "$bin" "${args[@]}" "$corpus" "${seeds[@]}") \
             >"build-fuzz/$t.log" 2>&1 || rc=$?
         rm -rf "$corpus"
