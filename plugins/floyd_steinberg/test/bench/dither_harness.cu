@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
         bench(8192, 8192, 1, 15, three, rng);               // again, after the others: the spread between runs
         bench(4096, 4096, 1, 15, three, rng);
         bench(1920, 1080, 1, 15, three, rng);
-        bench(8192, 8192, 3, 9, {vs[0], vs[1], vs[2]}, rng); // planar (old: the byte path)
+        bench(8192, 8192, 3, 9, three, rng); // planar (old: the byte path)
         // packed rows that are not 16-byte aligned: the old kernel's byte path against planes
         bench(8191, 8192, 1, 15, three, rng);
         bench(1000, 1000, 1, 15, three, rng);
