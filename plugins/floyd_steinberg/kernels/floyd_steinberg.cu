@@ -499,7 +499,14 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) ow[r][j] = hw[r][j] = 0;
+        for (int j = 0; j < 4; ++j) {
+            ow[r][j] = 0;
+            // The hand-off bytes e + 127 start as 127 and take e << 8 j: one LEA or IMAD a step
+            // where OR-ing e + 127 in was two (exact: the bytes end in 1..255, so no carry crosses
+            // them in the end, whatever the partial sums borrowed). Byte 15 starts 0 and takes
+            // e + 127 at step 15: the early store after step 14 must see it 0 (see below).
+            hw[r][j] = j < 3 ? kZeroError : kZeroError >> 8;
+        }
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
         if (i == kHandPrefetchStep) { // chunk k+1's two hand-off blocks (see the header)
@@ -564,7 +571,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             s[r].ul = s[r].u;
             s[r].u = r == 0 ? (top.k3 == 0 ? h : ur) : ur;
             ow[r][i / 4] |= (white ? 0xffu : 0u) << sh;
-            hw[r][i / 4] |= unsigned(s[r].e + 127) << sh;
+            hw[r][i / 4] += i == kChunk - 1 ? unsigned(s[r].e + 127) << sh : unsigned(s[r].e) << sh; // see above
         }
         // The hand-off block to the next warp once more after step 14: its bytes 0..14, all the
         // next band's lane 0 needs of it for its chunk k - 4, are final, byte 15 still 0 (not

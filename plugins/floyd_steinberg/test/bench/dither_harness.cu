@@ -66,6 +66,7 @@ static std::vector<Variant> variants() {
         {"K2, no receiver", fs::launch<1, 2, 2, false>, fs::scratch_bytes<1, 2>},
         {"R1 S2 K8", fs::launch<1, 2, 8>, fs::scratch_bytes<1, 2>},
         {"R2 S2 K2", fs::launch<2, 2, 2>, fs::scratch_bytes<2, 2>},
+        {"R2 S3 K2", fs::launch<2, 3, 2>, fs::scratch_bytes<2, 3>},
         {"R1 S3 K4", fs::launch<1, 3, 4>, fs::scratch_bytes<1, 3>},
         {"R1 S3 K2", fs::launch<1, 3, 2>, fs::scratch_bytes<1, 3>},
     };
