@@ -433,8 +433,8 @@ struct Top {
     int pre_step;                 // kChunk, or 0 with no hand_in
 };
 
-/// The kinds of chunk code (run_chunk): no padding (bounded, or unused inner), columns left of 0
-/// padded, columns on both sides padded.
+/// The kinds of chunk code (run_chunk): no padding (bounded, or inner chunks with no column left
+/// of 0: no test of x < 0), columns left of 0 padded, columns on both sides padded.
 enum Pad { kNoPad, kPadLeft, kPadBoth };
 
 /// One chunk: steps 16k .. 16k+15 of the band. `cur` and `next` hold each row's input blocks at
@@ -463,7 +463,10 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         }
         xb[r] = kChunk * k - s[r].lag; // aligned block holding x0
         in[r] = cuda::byte_window(cur[r], next[r], s[r].off);
-        if constexpr (kPad != kNoPad) { // outside the row: zeros
+        // Outside the row: zeros. Inner chunks load this way too, although their blocks are inside:
+        // with __ldg(row + xb) ptxas loaded into a spare register and copied it into `cur` right
+        // after the load, so each chunk waited for it (8192^2 +38%; 2026-11-30, SASS).
+        if constexpr (kPad != kNoPad || kInner) {
             const int xn = xb[r] + 2 * kChunk;
             cur[r] = __ldg(reinterpret_cast<const uint4*>(unsigned(xn) < unsigned(w) ? s[r].src + xn : a.zero));
         } else {
@@ -492,7 +495,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
     // Lanes part at the edges of their rows (load_block): join them before the steps, or the
     // warp runs every step twice, once per part, meeting at each shuffle. The padded code has no
     // such branch (and the poll is left together): no __syncwarp there, 1% faster (2026-11-30).
-    if constexpr (kPad == kNoPad) __syncwarp();
+    if constexpr (kPad == kNoPad && !kInner) __syncwarp();
     PIXFLOW_FS_TRACE(1);
 
     unsigned ow[R][4], hw[R][4];
@@ -590,7 +593,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         // The aligned block at xb: the last `off` outputs of the previous chunk, then this one's.
         const uint4 out = make_uint4(ow[r][0], ow[r][1], ow[r][2], ow[r][3]);
         const uint4 ob = cuda::byte_window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off);
-        if constexpr (kPad != kNoPad) // outside the row: into the sink
+        if constexpr (kPad != kNoPad || kInner) // outside the row: into the sink
             *reinterpret_cast<uint4*>(unsigned(xb[r]) < unsigned(w) ? s[r].dst + xb[r] : a.sink) = ob;
         else
             store_block<kInner>(s[r].dst, xb[r], w, ob);
@@ -601,7 +604,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             store_relaxed(s[r].hand_out + kChunk * k, hv);
         }
     }
-    if constexpr (kPad == kNoPad) __syncwarp();
+    if constexpr (kPad == kNoPad && !kInner) __syncwarp();
     PIXFLOW_FS_TRACE(2);
 }
 
@@ -630,7 +633,9 @@ __device__ __forceinline__ void receive(const std::uint8_t* from, std::uint8_t* 
 template <int K, bool kRecv> constexpr int kBlockThreads = kLanes*(K + kRecv);
 template <int K, bool kRecv> constexpr int kSharedRows = K - 1 + kRecv;
 
-template <int R, int S, int K, bool kRecv>
+/// kSplit: the inner chunks with no column left of 0 run without the test of x < 0 (see the band
+/// loop); launch takes it for several channels.
+template <int R, int S, int K, bool kRecv, bool kSplit>
 __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a) {
     using G = Shape<R, S>;
     static_assert(!kRecv || K > 1);
@@ -745,7 +750,18 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
     int k = 0;
     if (full) {
         const int inner = a.width >= 3 * kChunk ? (a.width - 3 * kChunk) / kChunk + 1 : 0; // 16k + 48 <= w
-        run.template operator()<true, kPadLeft>(min(a.chunks, inner), k);
+        // kSplit (several channels): only the chunks with a column left of 0 run the left-padded
+        // code, the rest of the inner chunks no test of x < 0 (one ISETP and one SEL a step
+        // less). Their bands share SMs and issue slots (8192^2 RGB: about 3 blocks an SM), so the
+        // steps are issue-bound: 8192^2 RGB 2.227-2.236 -> 2.126-2.128 ms (2026-11-30). One
+        // channel keeps the left-padded code for every inner chunk, in a kernel without the other
+        // loop: one band a sub-partition, steps bound by the chain's latency, and there the split
+        // was 0.6% slower (1.1721 against 1.1654 ms), and 0.5% even unused, in the same kernel
+        // (ptxas schedules the whole kernel at once). See run_chunk for why the split chunks load
+        // as the padded code does.
+        constexpr int kLeftChunks = (G::kHandIndex + kChunk - 1) / kChunk; // chunks with a column < 0
+        run.template operator()<true, kPadLeft>(min(a.chunks, kSplit ? min(inner, kLeftChunks) : inner), k);
+        if constexpr (kSplit) run.template operator()<true, kNoPad>(min(a.chunks, inner), k);
         if (a.whole_blocks) run.template operator()<true, kPadBoth>(a.chunks, k);
     }
     run.template operator()<false, kNoPad>(a.chunks, k);
@@ -861,7 +877,7 @@ void launch(const ImageView& in, const ImageView& out, void* scratch, void* stre
         PIXFLOW_CUDA_CHECK_LAUNCH();
     }
     const unsigned blocks = unsigned((a.bands + K - 1) / K) * unsigned(a.channels);
-    auto kernel = dither_kernel<R, S, K, kRecv>;
+    auto kernel = a.channels > 1 ? dither_kernel<R, S, K, kRecv, true> : dither_kernel<R, S, K, kRecv, false>;
     if (shared > 48 * 1024)
         PIXFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     kernel<<<blocks, kBlockThreads<K, kRecv>, shared, s>>>(a);

@@ -18,6 +18,8 @@
 //                      cost of one band alone and of each further band)
 //   ./harness small [NAME...]   the checks of small sizes only (for compute-sanitizer), of the
 //                               variants named (default: dither_cuda)
+//   ./harness quick    every check of old and dither_cuda, then both timed (8192^2 gray twice,
+//                      4096^2, 1920x1080, 8192^2 RGB): an A/B of a kernel change in 15 s
 // Checks: each variant against a serial CPU reference written here from diffuse()
 // (floyd_steinberg_pixel.hpp), byte for byte: sizes around the band and chunk edges (1x1 to
 // 4097x37, 110001x70 where the shared rows do not fit), 1-4 channels, 16-byte aligned pitched views
@@ -248,6 +250,7 @@ static void shapes(const std::vector<Variant>& vs, std::mt19937& rng) {
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     const bool small = argc > 1 && std::strcmp(argv[1], "small") == 0;
+    const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
     std::mt19937 rng(12345);
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
@@ -263,6 +266,7 @@ int main(int argc, char** argv) {
         if (argc == 2) pick.push_back(vs[1]);
         vs = pick;
     }
+    if (quick) vs.resize(2);
     if (argc > 1 && std::strcmp(argv[1], "shapes") == 0) {
         shapes(vs, rng);
         return 0;
@@ -287,7 +291,13 @@ int main(int argc, char** argv) {
                 cases += 4;
             }
     std::printf("correctness: %d cases, %d failures\n", cases, failures);
-    if (!small) {
+    if (quick) {
+        bench(8192, 8192, 1, 15, vs, rng);
+        bench(8192, 8192, 1, 15, vs, rng);
+        bench(4096, 4096, 1, 15, vs, rng);
+        bench(1920, 1080, 1, 15, vs, rng);
+        bench(8192, 8192, 3, 9, vs, rng);
+    } else if (!small) {
         bench(8192, 8192, 1, 15, vs, rng);
         std::vector<Variant> three = {vs[0], vs[1], vs[2]}; // old, today's, today's without the padded last chunks
         bench(8192, 8192, 1, 15, three, rng);               // again, after the others: the spread between runs
