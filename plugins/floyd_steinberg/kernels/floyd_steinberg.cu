@@ -78,6 +78,14 @@
 //    written whole), bounded (the rest: a partial band, or a band's last chunks over a caller's
 //    rows of a width not a multiple of 16). See the band loop in dither_kernel.
 //
+// 2026-11-30 (later), on an H200 (same harness, 3212 cases bit-exact, beside the kernel before):
+//   8192x8192 gray        1.1613-1.1628 ms (1.1734-1.1771 before the hand-off bytes took one LEA a
+//                         step instead of an add and an OR); a band alone 0.2884 ms, 34.9 ns a step
+//   8192x8192 RGB         2.122-2.127 ms (2.30 before both changes: several channels run their
+//                         inner chunks without the test of x < 0, kSplit, issue-bound there)
+//   Two rows a lane (Shape<2, S>): 1.30 ms with S = 2, 1.57 with S = 3 (44-46 ns a two-row step,
+//   but a band's lag twice as many steps). This design's floor with hand-offs of no latency, one
+//   band + 255 x 79 steps of 34.9 ns: 0.99 ms; each further band takes 98 such steps.
 // 2026-11-30, on an H200 (test/bench/dither_harness.cu, 2628 cases bit-exact; medians of 15
 // beside 9a25d5a's kernel in the same run, 3 rounds each):
 //   8192x8192 gray        1.2956-1.2979 ms, before 1.4535-1.4618 (-11%; 1.248 with the early
