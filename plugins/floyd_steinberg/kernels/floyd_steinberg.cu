@@ -384,36 +384,28 @@ __device__ __forceinline__ unsigned word_of(const uint4& v, int i) {
 
 /// 16 pixels `row[x]` for x = xb .. xb + 15 (xb a multiple of 16, rows 16-byte aligned); 0
 /// outside 0 .. w-1 or for a missing row: one vector load when the block is whole, else byte by
-/// byte (a row's last block, which may end the buffer). kWhole: the caller knows the row exists
-/// and the block lies inside it.
-template <bool kWhole> __device__ __forceinline__ uint4 load_block(const std::uint8_t* row, int xb, int w) {
-    if constexpr (kWhole) {
-        return __ldg(reinterpret_cast<const uint4*>(row + xb));
-    } else {
-        if (row == nullptr || xb < 0 || xb >= w) return make_uint4(0, 0, 0, 0);
-        if (xb + kChunk <= w) return __ldg(reinterpret_cast<const uint4*>(row + xb));
-        unsigned b[4] = {0, 0, 0, 0};
+/// byte (a row's last block, which may end the buffer). The bounded code's loads; inner chunks
+/// load with an address select instead (run_chunk).
+__device__ __forceinline__ uint4 load_block(const std::uint8_t* row, int xb, int w) {
+    if (row == nullptr || xb < 0 || xb >= w) return make_uint4(0, 0, 0, 0);
+    if (xb + kChunk <= w) return __ldg(reinterpret_cast<const uint4*>(row + xb));
+    unsigned b[4] = {0, 0, 0, 0};
 #pragma unroll
-        for (int i = 0; i < kChunk; ++i)
-            if (xb + i < w) b[i / 4] |= unsigned(row[xb + i]) << (8 * (i % 4));
-        return make_uint4(b[0], b[1], b[2], b[3]);
-    }
+    for (int i = 0; i < kChunk; ++i)
+        if (xb + i < w) b[i / 4] |= unsigned(row[xb + i]) << (8 * (i % 4));
+    return make_uint4(b[0], b[1], b[2], b[3]);
 }
 
-/// Stores the pixels of block xb that lie in 0 .. w-1 (kWhole: all of them).
-template <bool kWhole> __device__ __forceinline__ void store_block(std::uint8_t* row, int xb, int w, uint4 v) {
-    if constexpr (kWhole) {
+/// Stores the pixels of block xb that lie in 0 .. w-1 (the bounded code's stores).
+__device__ __forceinline__ void store_block(std::uint8_t* row, int xb, int w, uint4 v) {
+    if (row == nullptr || xb < 0 || xb >= w) return;
+    if (xb + kChunk <= w) {
         *reinterpret_cast<uint4*>(row + xb) = v;
-    } else {
-        if (row == nullptr || xb < 0 || xb >= w) return;
-        if (xb + kChunk <= w) {
-            *reinterpret_cast<uint4*>(row + xb) = v;
-            return;
-        }
-#pragma unroll
-        for (int i = 0; i < kChunk; ++i)
-            if (xb + i < w) row[xb + i] = std::uint8_t(word_of(v, i / 4) >> (8 * (i % 4)));
+        return;
     }
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i)
+        if (xb + i < w) row[xb + i] = std::uint8_t(word_of(v, i / 4) >> (8 * (i % 4)));
 }
 
 /// The state of one row of a lane, carried from chunk to chunk.
@@ -458,6 +450,7 @@ template <int R, int S, bool kInner, Pad kPad = kNoPad, bool kSharedIn = false>
 __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, int k, uint4 (&cur)[R],
                                           const uint4 (&next)[R]) {
     using G = Shape<R, S>;
+    static_assert(kInner || kPad == kNoPad, "padded chunks are inner chunks");
     const int w = a.width;
     uint4 in[R];
     int x0[R], xb[R];
@@ -471,14 +464,14 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         }
         xb[r] = kChunk * k - s[r].lag; // aligned block holding x0
         in[r] = cuda::byte_window(cur[r], next[r], s[r].off);
-        // Outside the row: zeros. Inner chunks load this way too, although their blocks are inside:
-        // with __ldg(row + xb) ptxas loaded into a spare register and copied it into `cur` right
-        // after the load, so each chunk waited for it (8192^2 +38%; 2026-11-30, SASS).
-        if constexpr (kPad != kNoPad || kInner) {
+        // Outside the row (padded chunks): zeros. Unpadded inner chunks load this way too, their
+        // blocks all inside: with __ldg(row + xb) ptxas loaded into a spare register and copied it
+        // into `cur` right after the load, so each chunk waited for it (8192^2 +38%; 2026-11-30).
+        if constexpr (kInner) {
             const int xn = xb[r] + 2 * kChunk;
             cur[r] = __ldg(reinterpret_cast<const uint4*>(unsigned(xn) < unsigned(w) ? s[r].src + xn : a.zero));
         } else {
-            cur[r] = load_block<kInner>(s[r].src, xb[r] + 2 * kChunk, w);
+            cur[r] = load_block(s[r].src, xb[r] + 2 * kChunk, w);
         }
         if (s[r].src != nullptr && xb[r] + kPrefetchChunks * kChunk < w)
             prefetch_l2(s[r].src + xb[r] + kPrefetchChunks * kChunk);
@@ -501,9 +494,9 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         if (top.k3 != 0) hand = zero;
     }
     // Lanes part at the edges of their rows (load_block): join them before the steps, or the
-    // warp runs every step twice, once per part, meeting at each shuffle. The padded code has no
+    // warp runs every step twice, once per part, meeting at each shuffle. Inner chunks have no
     // such branch (and the poll is left together): no __syncwarp there, 1% faster (2026-11-30).
-    if constexpr (kPad == kNoPad && !kInner) __syncwarp();
+    if constexpr (!kInner) __syncwarp();
     PIXFLOW_FS_TRACE(1);
 
     unsigned ow[R][4], hw[R][4];
@@ -558,7 +551,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             const int k3_in = r == 0 ? top.k3 : 3;
             const bool in_k3 = kPad == kPadBoth ? ((k3_steps[r] >> i) & 1u) != 0 : !(kPad == kPadLeft && x < 0);
             const int k3 = in_k3 ? k3_in : 0;
-            const int hr = kPad == kPadBoth ? (in_k3 ? h : 0) : kPad == kNoPad && !kInner && x + 1 >= w ? 0 : h;
+            const int hr = kPad == kPadBoth ? (in_k3 ? h : 0) : !kInner && x + 1 >= w ? 0 : h;
             // The weighted sum and 16 in + sum side by side from the two late errors, so that
             // the sign of the sum (the rounding toward zero) waits for no subtraction.
             const int q = r == 0 ? (inside ? s[r].ul + 5 * s[r].u + 3 * hr : kOutside)
@@ -601,10 +594,10 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
         // The aligned block at xb: the last `off` outputs of the previous chunk, then this one's.
         const uint4 out = make_uint4(ow[r][0], ow[r][1], ow[r][2], ow[r][3]);
         const uint4 ob = cuda::byte_window(s[r].off == 0 ? out : s[r].out_prev, out, s[r].out_off);
-        if constexpr (kPad != kNoPad || kInner) // outside the row: into the sink
+        if constexpr (kInner) // outside the row (padded chunks): into the sink
             *reinterpret_cast<uint4*>(unsigned(xb[r]) < unsigned(w) ? s[r].dst + xb[r] : a.sink) = ob;
         else
-            store_block<kInner>(s[r].dst, xb[r], w, ob);
+            store_block(s[r].dst, xb[r], w, ob);
         s[r].out_prev = out;
         // The hand-off row: step 16k + i is byte 16k + i (column 16k + i - col): an aligned block.
         if (s[r].hand_out != nullptr) {
@@ -612,7 +605,7 @@ __device__ __forceinline__ void run_chunk(const Args& a, Row (&s)[R], Top& top, 
             store_relaxed(s[r].hand_out + kChunk * k, hv);
         }
     }
-    if constexpr (kPad == kNoPad && !kInner) __syncwarp();
+    if constexpr (!kInner) __syncwarp();
     PIXFLOW_FS_TRACE(2);
 }
 
@@ -700,8 +693,8 @@ __global__ void __launch_bounds__(kBlockThreads<K, kRecv>) dither_kernel(Args a)
         s[r].out_prev = make_uint4(0, 0, 0, 0);
         // Start the row's input on its way before waiting: the first two blocks, and the next
         // ones into L2 (run_chunk keeps kPrefetchChunks ahead from then on).
-        in_a[r] = load_block<false>(s[r].src, -s[r].lag, a.width);
-        in_b[r] = load_block<false>(s[r].src, -s[r].lag + kChunk, a.width);
+        in_a[r] = load_block(s[r].src, -s[r].lag, a.width);
+        in_b[r] = load_block(s[r].src, -s[r].lag + kChunk, a.width);
         if (s[r].src != nullptr)
 #pragma unroll
             for (int j = 2; j < kPrefetchChunks + 2; ++j)
