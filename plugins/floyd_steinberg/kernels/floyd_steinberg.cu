@@ -86,6 +86,12 @@
 //   Two rows a lane (Shape<2, S>): 1.30 ms with S = 2, 1.57 with S = 3 (44-46 ns a two-row step,
 //   but a band's lag twice as many steps). This design's floor with hand-offs of no latency, one
 //   band + 255 x 79 steps of 34.9 ns: 0.99 ms; each further band takes 98 such steps.
+//   Then measured and left out (docs/performance.md, twenty-fourth session): blocks in clusters
+//   of 2-16 whose last warp stores its hand-off into the next block's receiver row through
+//   distributed shared memory (branch next/floyd-clusters): 1.24-1.44 ms; through DSMEM the
+//   hand-offs gained 1.5-3% over the same cluster kernel's L2 path, the cluster kernel itself lost
+//   7-19%. The chunk's poll made speculative (the vote's result used after the steps, which run
+//   again when the window was not whole): 1.43 ms; leaving at step 1 or 4 instead, 1.48-1.49.
 // 2026-11-30, on an H200 (test/bench/dither_harness.cu, 2628 cases bit-exact; medians of 15
 // beside 9a25d5a's kernel in the same run, 3 rounds each):
 //   8192x8192 gray        1.2956-1.2979 ms, before 1.4535-1.4618 (-11%; 1.248 with the early
