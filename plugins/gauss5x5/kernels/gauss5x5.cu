@@ -47,6 +47,13 @@
 // instead of 10, hits in L2) and, for u8, 24 resident blocks (80 registers; u8 C=3 and C=4 spill
 // 16 and 24 bytes, still faster) win. Also timed: 20 and 30 rows (RGB 0.228, 0.240 ms), 16
 // blocks (0.234-0.251), 28 blocks with 5 rows (RGB 0.197-0.198 but RGBA 0.272), 32 (0.24-0.25).
+// 2026-11-30, H200 (test/bench/gauss_harness.cu, beside the kernel before, 722 cases byte for
+// byte, medians of 15 alternating, 3 rounds): issue-bound there (151.9 M warp instructions at 80%
+// issue, docs/performance.md). Interior rows addressed by a pointer stepping down by the pitch
+// instead of a 64-bit multiply and add per row: u8 RGB 0.1913-0.1916 -> 0.1892-0.1901 ms, gray
+// 0.0811-0.0816 -> 0.0787-0.0796, RGBA 0.2562-0.2583 -> 0.2449-0.2460, f32 RGB 0.4484-0.4500 ->
+// 0.4328-0.4330, u16 level. Measured and left out: 10 rows a warp (RGB +4.6%, gray +7-9%), the
+// writer lanes' stores as predicated PTX stores instead of the branch (level; f32 lost its gain).
 #include "gauss5x5.hpp"
 
 #include <pixflow/cuda.hpp>
@@ -282,10 +289,16 @@ __device__ __forceinline__ void blur_strip(const Args& a, int lane, int s, int y
     const long long lane_bytes = static_cast<long long>(s) * static_cast<long long>(sizeof(T));
     const char* const in = a.in + lane_bytes;
     char* const out = a.out + lane_bytes;
+    // Interior: rows are loaded and stored in order, each once, so one pointer each steps down by
+    // the pitch (two adds a row where each row's address was a 64-bit multiply and add).
+    const char* in_next = kInterior ? in + (y0 - 2) * a.in_pitch : in;
+    char* out_next = kInterior ? out + y0 * a.out_pitch : out;
     auto load = [&](int r) -> Raw<T> {
-        if constexpr (kInterior)
-            return load_vec(reinterpret_cast<const T*>(in + (y0 - 2 + r) * a.in_pitch));
-        else {
+        if constexpr (kInterior) {
+            const Raw<T> v = load_vec(reinterpret_cast<const T*>(in_next));
+            in_next += a.in_pitch;
+            return v;
+        } else {
             const int y = y0 - 2 + r;
             const int ry = unsigned(y) < unsigned(a.height) ? y : border_row(y, a.height, a.border);
             if (ry < 0) return Raw<T>{};
@@ -295,10 +308,10 @@ __device__ __forceinline__ void blur_strip(const Args& a, int lane, int s, int y
         }
     };
     auto store = [&](int i, const Raw<T>& packed) {
-        const int y = y0 + i;
         if constexpr (kInterior) {
-            if (writer) store_vec(reinterpret_cast<T*>(out + y * a.out_pitch), packed);
-        } else if (writer && y < a.height && s < a.samples) {
+            if (writer) store_vec(reinterpret_cast<T*>(out_next), packed);
+            out_next += a.out_pitch;
+        } else if (const int y = y0 + i; writer && y < a.height && s < a.samples) {
             T* row = reinterpret_cast<T*>(a.out + y * a.out_pitch);
             if (a.out_vec && s + kVec <= a.samples)
                 store_vec(row + s, packed);

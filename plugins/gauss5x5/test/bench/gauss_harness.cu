@@ -44,8 +44,7 @@ static std::array<float, 5> taps(double sigma) { // as gauss5x5_taps: normalised
 struct Img {
     ImageView v;
     harness::Dev mem;
-    Img(int w, int h, int c, DType t, int pad)
-        : mem(std::size_t(h) * (std::size_t(w) * c * dtype_size(t) + pad)) {
+    Img(int w, int h, int c, DType t, int pad) : mem(std::size_t(h) * (std::size_t(w) * c * dtype_size(t) + pad)) {
         v.width = w, v.height = h, v.channels = c, v.dtype = t, v.device = 0;
         v.pitch = std::int64_t(std::size_t(w) * c * dtype_size(t) + pad);
         v.data = mem.p;
@@ -91,8 +90,10 @@ static void bench(int w, int h, int c, DType t, std::mt19937& rng) {
     const auto tp = taps(1.5);
     std::printf("%dx%dx%d dtype %d, ms (median of 15), 3 rounds:", w, h, c, int(t));
     for (int round = 0; round < 3; ++round) {
-        const float o = harness::time_it([&] { g::old::gauss5x5_cuda(in.v, out.v, tp, g::Border::reflect101, nullptr); }, 15);
-        const float n = harness::time_it([&] { g::gauss5x5_cuda(in.v, out.v, tp, g::Border::reflect101, nullptr); }, 15);
+        const float o =
+            harness::time_it([&] { g::old::gauss5x5_cuda(in.v, out.v, tp, g::Border::reflect101, nullptr); }, 15);
+        const float n =
+            harness::time_it([&] { g::gauss5x5_cuda(in.v, out.v, tp, g::Border::reflect101, nullptr); }, 15);
         std::printf("  old %.4f new %.4f (%.3fx)", o, n, n / o);
     }
     std::printf("\n");
@@ -101,7 +102,7 @@ static void bench(int w, int h, int c, DType t, std::mt19937& rng) {
 int main() {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     std::mt19937 rng(2026113);
-    const std::pair<int, int> sizes[] = {{1, 1},    {2, 3},    {7, 5},     {31, 17},   {64, 64},
+    const std::pair<int, int> sizes[] = {{1, 1},    {2, 3},    {7, 5},      {31, 17},     {64, 64},
                                          {241, 13}, {480, 97}, {1000, 777}, {1921, 1083}, {4099, 61}};
     for (auto [w, h] : sizes)
         for (int c = 1; c <= 4; ++c)
