@@ -107,6 +107,17 @@
 //  saturated, latency-bound. The next quad's lines prefetched into L2 (prefetch.global.L2, no
 //  registers): 54.1 us an iteration against 52.1 (with the row below too 55.9; two quads ahead
 //  56.8); not kept.
+// 2026-11-30 (later), H200, cv_harness against 1c25a09's kernel, every output bit-identical, not
+//  kept (branches next/cv-staged and next/cv-1024; docs/performance.md, twenty-fifth session):
+//  - the loads out of the registers: where rows hold whole 512-quad segments, one thread copied
+//    each block's next 2-4 steps (the segment, the rows above and below, the input bytes) into
+//    shared memory with TMA bulk copies on an mbarrier pipeline: 4096^2 59.0 against 53.9-54.3 us
+//    an iteration, 2048^2 17.5 against 15.2, at any depth; the warps then wait for the stages
+//    (ncu: 15% of the stall samples) and move at the pace of the block's slowest warp;
+//  - one 1024-thread block an SM (each half reducing its sums as a 512-thread block): 4096^2
+//    level (52.88 against 53.02), 1000^2 -2.8%, 512^2 +30% (half the SMs).
+//  At 4096^2 the sweep's 35.2 M warp instructions an iteration are 33.6 us at full issue; the
+//  1.15x target (41.6 us) needs over 81% of the issue slots busy, the kernel holds 65%.
 #include "chan_vese.hpp"
 
 #include <pixflow/cuda.hpp>
