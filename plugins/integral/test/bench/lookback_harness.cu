@@ -19,7 +19,8 @@
 // the look-back kernel as of the frozen commit and today's with other look-back depths (the
 // column look-back's window of 1-4 predecessors, the z warp's row look-back window of 4), taller
 // and shorter tiles, a device-to-device copy of the floor's bytes, and the look-back's tiles
-// copied with no scan (tile_copy_kernel: what the tile shape alone reaches), in one run, 3 rounds
+// copied with no scan (tile_copy_kernel: what the tile shape alone reaches), the look-back kernel
+// with no tile waiting for another's progress (launch_no_waits: a skeleton), in one run, 3 rounds
 // of medians; then per-phase globaltimer stamps of the frozen and today's look-back kernel, with
 // a timeline (tile rows done, tiles in flight), thread 0's column look-back and the predecessors
 // it read, and (today's) when the inclusive column prefixes' flag went up. (Variants measured
@@ -167,6 +168,40 @@ __global__ void __launch_bounds__(256) widen_kernel(const std::uint32_t* in, uin
         __stcs(out + i, v);
     else
         out[i] = v;
+}
+
+// The look-back kernel without the chain's waits (a skeleton; its outputs are wrong): the
+// scratch is filled before the launch as if every tile had already published, every row and z
+// slot and column flag inclusive and every packed column slot an aggregate, so each look-back
+// stops at its first predecessor after one round trip (or a few, where a tile has since
+// overwritten its slot with its own aggregate) and never waits for a tile's progress. What the
+// kernel costs with its look-backs' latency but without the dependencies between tiles.
+__global__ void fill_published(unsigned long long* slots, std::size_t n_pk, std::size_t n_other, unsigned* flags,
+                               std::size_t n_flags) {
+    const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n_pk) slots[i] = (unsigned long long)(pi::lb_aggregate) << pi::pk_status_shift;
+    if (i < n_other) slots[n_pk + i] = pi::make_slot(pi::lb_inclusive, 0);
+    if (i < n_flags) flags[i] = pi::lb_inclusive;
+    if (i < 2) flags[std::ptrdiff_t(i) - 2] = 0; // the ticket (and its padding word)
+}
+
+template <class U, int C, int TH> void launch_no_waits(const ImageView& in, const ImageView& out, void* d_scratch) {
+    int n_tx = 0;
+    const std::size_t n_tiles = pi::lookback_tiles<U, C, TH>(in, n_tx);
+    using LB = pi::LookBack<U, C, TH>;
+    const LB lb(d_scratch, n_tiles, n_tx);
+    constexpr int smem = TH * pi::tile_w * C;
+    auto kernel = pi::integral_lookback_kernel<U, C, TH, 2, false, pi::lb_window<C>(), pi::lb_col_depth<C>(),
+                                               pi::lb_sum_rows<C>()>;
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                            int(cudaSharedmemCarveoutMaxShared)));
+    const std::size_t n_pk = n_tiles * LB::pk_n, n_other = n_tiles * (LB::row_n + C);
+    const std::size_t n = std::max({n_pk, n_other, n_tiles, std::size_t(2)});
+    fill_published<<<unsigned((n + 255) / 256), 256>>>(lb.pk, n_pk, n_other, lb.col_flags, n_tiles);
+    CK(cudaGetLastError());
+    kernel<<<unsigned(n_tiles), pi::lb_threads, smem>>>(in, out, lb, nullptr, true, true, true, nullptr);
+    CK(cudaGetLastError());
 }
 
 using harness::median;
@@ -322,6 +357,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     add("TH 3/4", [&] { pi::launch_lookback<U, C, D * 3 / 4, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("row window 4",
         [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("no waits (skeleton)", [&] { launch_no_waits<U, C, D>(in, out, new_scratch.p); });
     if (ncu_mode) { // a few launches of two variants for the profiler
         for (int i = 0; i < 3; ++i) fns[2](), fns[3](), fns[1]();
         CK(cudaDeviceSynchronize());
@@ -332,7 +368,8 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     for (int round = 0; round < 3; ++round)
         for (int i = 0; i < nv; ++i) {
             t[i].push_back(time_it(fns[i], reps));
-            if (i && std::strncmp(names[i], "tile copy", 9) != 0 && std::strncmp(names[i], "widen", 5) != 0)
+            if (i && std::strncmp(names[i], "tile copy", 9) != 0 && std::strncmp(names[i], "widen", 5) != 0 &&
+                std::strncmp(names[i], "no waits", 8) != 0)
                 verify(names[i]);
         }
     std::printf(
