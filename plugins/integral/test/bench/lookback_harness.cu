@@ -185,13 +185,14 @@ __global__ void fill_published(unsigned long long* slots, std::size_t n_pk, std:
     if (i < 2) flags[std::ptrdiff_t(i) - 2] = 0; // the ticket (and its padding word)
 }
 
-template <class U, int C, int TH> void launch_no_waits(const ImageView& in, const ImageView& out, void* d_scratch) {
+template <class U, int C, int TH, bool Prof = false>
+void launch_no_waits(const ImageView& in, const ImageView& out, void* d_scratch, std::uint64_t* d_prof = nullptr) {
     int n_tx = 0;
     const std::size_t n_tiles = pi::lookback_tiles<U, C, TH>(in, n_tx);
     using LB = pi::LookBack<U, C, TH>;
     const LB lb(d_scratch, n_tiles, n_tx);
     constexpr int smem = TH * pi::tile_w * C;
-    auto kernel = pi::integral_lookback_kernel<U, C, TH, 2, false, pi::lb_window<C>(), pi::lb_col_depth<C>(),
+    auto kernel = pi::integral_lookback_kernel<U, C, TH, 2, Prof, pi::lb_window<C>(), pi::lb_col_depth<C>(),
                                                pi::lb_sum_rows<C>()>;
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -200,7 +201,7 @@ template <class U, int C, int TH> void launch_no_waits(const ImageView& in, cons
     const std::size_t n = std::max({n_pk, n_other, n_tiles, std::size_t(2)});
     fill_published<<<unsigned((n + 255) / 256), 256>>>(lb.pk, n_pk, n_other, lb.col_flags, n_tiles);
     CK(cudaGetLastError());
-    kernel<<<unsigned(n_tiles), pi::lb_threads, smem>>>(in, out, lb, nullptr, true, true, true, nullptr);
+    kernel<<<unsigned(n_tiles), pi::lb_threads, smem>>>(in, out, lb, nullptr, true, true, true, d_prof);
     CK(cudaGetLastError());
 }
 
@@ -382,7 +383,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     }
     // Where a tile's time goes: per-phase stamps of the default variant with RPS 2 (and of the
     // frozen kernel before it).
-    for (int which = 0; which < 2; ++which) { // before, now
+    for (int which = 0; which < 3; ++which) { // before, now, now with no waits (the skeleton)
         int ntx2 = 0;
         const std::size_t n_tiles = pi::lookback_tiles<U, C, D>(in, ntx2);
         const int S = which == 0 ? pi::before::lb_prof_words : pi::lb_prof_words; // words a tile
@@ -392,12 +393,17 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
             auto* pp = static_cast<std::uint64_t*>(prof.p);
             if (which == 0)
                 pi::before::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
-            else
+            else if (which == 1)
                 pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
+            else
+                launch_no_waits<U, C, D, true>(in, out, new_scratch.p, pp);
         }
         CK(cudaDeviceSynchronize());
-        std::printf("  %s:\n", which == 0 ? "before" : "now");
-        verify("profiled");
+        std::printf("  %s:\n", which == 0 ? "before" : which == 1 ? "now" : "no waits (skeleton; outputs not checked)");
+        if (which < 2)
+            verify("profiled");
+        else
+            CK(cudaMemset(dout.p, 0xAB, row * h * sizeof(U)));
         std::vector<std::uint64_t> st(n_tiles * S);
         CK(cudaMemcpy(st.data(), prof.p, st.size() * 8, cudaMemcpyDeviceToHost));
         double sum[6] = {}, life = 0;
