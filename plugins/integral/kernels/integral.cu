@@ -88,6 +88,12 @@
 // 2026-11-29 (sixth): the inclusive column prefixes stored vector-major (store_vec/add_vec):
 // each warp access 512 contiguous bytes; harness against d36ada8: RGB 0.3217-0.3250 ->
 // 0.3197-0.3221 ms, RGBA and 2 channels 0.3-0.6% faster, gray level.
+// 2026-12-01: where the rest goes (H200, RGB; docs/performance.md, twenty-sixth session): the
+// kernel moves 5% more DRAM bytes than a copy of its tiles (its scratch, written back by L2:
+// ncu), the memset takes 9 us (0.037x), and a tile row completes every 1.08-1.12 us in the steady
+// state, 1.18-1.23x the copy's rate. Measured and left out: the output rows by TMA bulk copies
+// (1.46x: a warp waits for its copy to have read its one staging buffer) and a clear kernel that
+// launches this one behind it with programmatic dependent launch (level).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x th = 512 x 128 pixels (th = tiles_rows: 64, 32 or 16 for images of fewer than 1024
