@@ -247,15 +247,14 @@ template <int C> void small_images() {
             b = std::min(
                 b,
                 time_it([&] { pi::before::launch_lookback<U, C, D, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
-            n = std::min(n,
-                         time_it([&] { pi::launch_lookback<U, C, D, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+            n = std::min(n, time_it([&] { pi::launch_lookback<U, C, D>(in, out, scratch.p, nullptr, nullptr); }, 200));
             n4 = std::min(
                 n4, time_it([&] { pi::launch_lookback<U, C, D, 2, false, W, 4>(in, out, scratch.p, nullptr, nullptr); },
                             200));
             h2 = std::min(
-                h2, time_it([&] { pi::launch_lookback<U, C, D / 2, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+                h2, time_it([&] { pi::launch_lookback<U, C, D / 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
             h4 = std::min(
-                h4, time_it([&] { pi::launch_lookback<U, C, D / 4, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+                h4, time_it([&] { pi::launch_lookback<U, C, D / 4>(in, out, scratch.p, nullptr, nullptr); }, 200));
             n8 = std::min(
                 n8, time_it([&] { pi::launch_lookback<U, C, D, 2, false, W, 8>(in, out, scratch.p, nullptr, nullptr); },
                             200));
@@ -319,7 +318,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
         [&] { pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(old_scratch.p), nullptr, nullptr); });
     add("lookback before (" PIXFLOW_FROZEN_REV ")",
         [&] { pi::before::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
-    add("now (default)", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("now (default)", [&] { pi::launch_lookback<U, C, D>(in, out, new_scratch.p, nullptr, nullptr); });
     constexpr int W = pi::lb_window<C>();
     constexpr int CD = pi::lb_col_depth<C>();
     // the tiles copied with no scan, through put_row or (Vec) the look-back kernel's put_row_vec
@@ -356,6 +355,10 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
     // taller tiles: fewer tiles and look-backs, 3 blocks an SM; shorter: more tiles in flight
     add("TH 4/3", [&] { pi::launch_lookback<U, C, D * 4 / 3, 2>(in, out, new_scratch.p, nullptr, nullptr); });
     add("TH 3/4", [&] { pi::launch_lookback<U, C, D * 3 / 4, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    // rows a warp scans at once in the output phase (each scan's stores issued together)
+    add("RPS 1", [&] { pi::launch_lookback<U, C, D, 1>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("RPS 2", [&] { pi::launch_lookback<U, C, D, 2>(in, out, new_scratch.p, nullptr, nullptr); });
+    add("RPS 4", [&] { pi::launch_lookback<U, C, D, 4>(in, out, new_scratch.p, nullptr, nullptr); });
     add("row window 4",
         [&] { pi::launch_lookback<U, C, D, 2, false, 4, CD>(in, out, new_scratch.p, nullptr, nullptr); });
     add("no waits (skeleton)", [&] { launch_no_waits<U, C, D>(in, out, new_scratch.p); });
@@ -394,7 +397,7 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
             if (which == 0)
                 pi::before::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
             else if (which == 1)
-                pi::launch_lookback<U, C, D, 2, true>(in, out, new_scratch.p, nullptr, nullptr, pp);
+                pi::launch_lookback<U, C, D, pi::lb_out_rows<C>(), true>(in, out, new_scratch.p, nullptr, nullptr, pp);
             else
                 launch_no_waits<U, C, D, true>(in, out, new_scratch.p, pp);
         }
@@ -414,11 +417,11 @@ template <int C = 3> void bench(int reps, std::mt19937& rng, bool ncu_mode = fal
             t0 = std::min(t0, st[i * S]);
             t1 = std::max(t1, st[i * S + 5]);
         }
-        std::printf(
-            "  profile (TH %d RPS 2, %zu tiles): mean us load %.2f, sums %.2f, look-backs+scan %.2f, corner %.2f,"
-            " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
-            D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3, sum[4] / n_tiles / 1e3,
-            sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3, life / double(t1 - t0));
+        std::printf("  profile (TH %d, %zu tiles): mean us load %.2f, sums %.2f, look-backs+scan %.2f, corner %.2f,"
+                    " output %.2f, life %.2f; span %.1f us, mean tiles in flight %.0f\n",
+                    D, n_tiles, sum[1] / n_tiles / 1e3, sum[2] / n_tiles / 1e3, sum[3] / n_tiles / 1e3,
+                    sum[4] / n_tiles / 1e3, sum[5] / n_tiles / 1e3, life / n_tiles / 1e3, (t1 - t0) / 1e3,
+                    life / double(t1 - t0));
         { // step 3, tiles below the first row. Before: thread 0's row look-back (stamps 2-6), column
             // look-back (6-7), the rest (7-3). Now: the column look-back (2-7), the rest (7-3), and the
             // inclusive column prefixes' flag after step 3 (3-6: warp 3's release store).
