@@ -822,9 +822,10 @@ template <int C> constexpr int lb_col_depth() { return C == 2 ? 4 : 2; } // RGBA
 /// row at a time; 1, 4 and 8 timed in lookback_harness, 2026-11-29: 8 the fastest).
 template <int C> constexpr int lb_sum_rows() { return 8; }
 /// Rows a warp scans at once in the look-back kernel's output phase (step 5), their stores then
-/// issued one after another. H200, lookback_harness, 2026-12-01, against 2: gray 4 rows 2-3%
-/// faster (0.1204-0.1230 ms against 0.1236-0.1253), RGB and 2 channels level, RGBA 16% slower
-/// (its 4 rows of 16 values do not fit the registers of 4 blocks an SM); 1 row level to 4% slower.
+/// issued one after another. H200, lookback_harness, 2026-12-01, against 2: gray 4 rows level to
+/// 2% faster (8192^2, and smaller images at their lb_split heights), RGB and 2 channels level,
+/// RGBA 16% slower (its 4 rows of 16 values do not fit the registers of 4 blocks an SM); 1 row
+/// level to 4% slower.
 template <int C> constexpr int lb_out_rows() { return C == 1 ? 4 : 2; }
 #ifndef PIXFLOW_INTEGRAL_BACKOFF_NS // test/bench/lookback_harness.cu times other values
 #define PIXFLOW_INTEGRAL_BACKOFF_NS 512

@@ -242,6 +242,7 @@ template <int C> void small_images() {
                               pi::before::scratch_elements<U>(in, ntx, nty) * sizeof(U),
                               pi::lookback_scratch_bytes<U, C, D / 4>(in)}));
         float b = 1e9f, n = 1e9f, t = 1e9f, tb = 1e9f, n4 = 1e9f, n8 = 1e9f, h2 = 1e9f, h4 = 1e9f;
+        float r2[3] = {1e9f, 1e9f, 1e9f}; // tiles of TH, TH/2, TH/4 rows with 2 rows a scan (RPS)
         constexpr int W = pi::lb_window<C>();
         for (int round = 0; round < 3; ++round) {
             b = std::min(
@@ -258,6 +259,14 @@ template <int C> void small_images() {
             n8 = std::min(
                 n8, time_it([&] { pi::launch_lookback<U, C, D, 2, false, W, 8>(in, out, scratch.p, nullptr, nullptr); },
                             200));
+            r2[0] = std::min(
+                r2[0], time_it([&] { pi::launch_lookback<U, C, D, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+            r2[1] = std::min(
+                r2[1],
+                time_it([&] { pi::launch_lookback<U, C, D / 2, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
+            r2[2] = std::min(
+                r2[2],
+                time_it([&] { pi::launch_lookback<U, C, D / 4, 2>(in, out, scratch.p, nullptr, nullptr); }, 200));
             t = std::min(t, time_it(
                                 [&] {
                                     pi::launch_tiles<std::uint8_t, U, C>(in, out, static_cast<U*>(scratch.p), nullptr,
@@ -272,9 +281,10 @@ template <int C> void small_images() {
                                   200));
         }
         std::printf("%dx%dx%d u8 -> u32, best of 3 medians of 200: look-back before %.2f us, now %.2f us "
-                    "(column window 4: %.2f, 8: %.2f; tiles of TH/2 rows %.2f, TH/4 %.2f); reduce-then-scan "
-                    "before %.2f us, now %.2f us\n",
-                    w, h, C, 1e3 * b, 1e3 * n, 1e3 * n4, 1e3 * n8, 1e3 * h2, 1e3 * h4, 1e3 * tb, 1e3 * t);
+                    "(column window 4: %.2f, 8: %.2f; tiles of TH/2 rows %.2f, TH/4 %.2f; with 2 rows a scan: TH "
+                    "%.2f, TH/2 %.2f, TH/4 %.2f); reduce-then-scan before %.2f us, now %.2f us\n",
+                    w, h, C, 1e3 * b, 1e3 * n, 1e3 * n4, 1e3 * n8, 1e3 * h2, 1e3 * h4, 1e3 * r2[0], 1e3 * r2[1],
+                    1e3 * r2[2], 1e3 * tb, 1e3 * t);
     }
 }
 
