@@ -94,6 +94,9 @@
 // state, 1.18-1.23x the copy's rate. Measured and left out: the output rows by TMA bulk copies
 // (1.46x: a warp waits for its copy to have read its one staging buffer) and a clear kernel that
 // launches this one behind it with programmatic dependent launch (level).
+// 2026-12-01 (later): what the scratch's bytes cost: each tile dropping the column scratch of the
+// tile 1-8 tile rows above it from L2 unwritten (discard.global.L2; a probe with no safe rule,
+// branch next/integral-discard) made RGB 0.5-1% faster and gray level (docs/performance.md).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x th = 512 x 128 pixels (th = tiles_rows: 64, 32 or 16 for images of fewer than 1024

@@ -20,6 +20,7 @@
 //                               variants named (default: dither_cuda)
 //   ./harness quick    every check of old and dither_cuda, then both timed (8192^2 gray twice,
 //                      4096^2, 1920x1080, 8192^2 RGB): an A/B of a kernel change in 15 s
+//   ./harness pick NAME...   the same for old, dither_cuda and the variants named
 // Checks: each variant against a serial CPU reference written here from diffuse()
 // (floyd_steinberg_pixel.hpp), byte for byte: sizes around the band and chunk edges (1x1 to
 // 4097x37, 110001x70 where the shared rows do not fit), 1-4 channels, 16-byte aligned pitched views
@@ -71,6 +72,8 @@ static std::vector<Variant> variants() {
         {"R2 S3 K2", fs::launch<2, 3, 2>, fs::scratch_bytes<2, 3>},
         {"R1 S3 K4", fs::launch<1, 3, 4>, fs::scratch_bytes<1, 3>},
         {"R1 S3 K2", fs::launch<1, 3, 2>, fs::scratch_bytes<1, 3>},
+        {"R1 S2 K3", fs::launch<1, 2, 3>, fs::scratch_bytes<1, 2>},
+        {"R1 S3 K3", fs::launch<1, 3, 3>, fs::scratch_bytes<1, 3>},
     };
 }
 
@@ -266,6 +269,14 @@ int main(int argc, char** argv) {
         if (argc == 2) pick.push_back(vs[1]);
         vs = pick;
     }
+    const bool pick = argc > 1 && std::strcmp(argv[1], "pick") == 0;
+    if (pick) { // old, dither_cuda and the variants named: checked, then timed as in quick
+        std::vector<Variant> p = {vs[0], vs[1]};
+        for (auto& v : vs)
+            for (int i = 2; i < argc; ++i)
+                if (v.name == argv[i]) p.push_back(v);
+        vs = p;
+    }
     if (quick) vs.resize(2);
     if (argc > 1 && std::strcmp(argv[1], "shapes") == 0) {
         shapes(vs, rng);
@@ -291,7 +302,7 @@ int main(int argc, char** argv) {
                 cases += 4;
             }
     std::printf("correctness: %d cases, %d failures\n", cases, failures);
-    if (quick) {
+    if (quick || pick) {
         bench(8192, 8192, 1, 15, vs, rng);
         bench(8192, 8192, 1, 15, vs, rng);
         bench(4096, 4096, 1, 15, vs, rng);
