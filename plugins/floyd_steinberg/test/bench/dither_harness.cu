@@ -15,7 +15,8 @@
 //                      1920x1080, 8192^2 RGB, and gray of unaligned rows 8191x8192 and 1000x1000)
 //   ./harness shapes   timings only: 8192 wide, 32 to 8192 rows (1 to 256 bands; 128 and 160:
 //                      one block of bands and the first band of a second), every variant (the
-//                      cost of one band alone and of each further band)
+//                      cost of one band alone and of each further band); then dither_cuda with
+//                      band 0 fed from a carried row against without (the cost of the poll)
 //   ./harness small [NAME...]   the checks of small sizes only (for compute-sanitizer), of the
 //                               variants named (default: dither_cuda)
 //   ./harness quick    every check of old and dither_cuda, then both timed (8192^2 gray twice,
@@ -245,6 +246,31 @@ static void shapes(const std::vector<Variant>& vs, std::mt19937& rng) {
             out.data = dout.p;
             Dev scratch(v.bytes(in, out));
             std::printf(" %8.4f", time_it([&] { v.launch(in, out, scratch.p, nullptr, nullptr, nullptr); }, 9));
+        }
+        std::printf("\n");
+    }
+    // Band 0 fed from a carried row of zero errors (a strip's `above`: its hand-off row is whole
+    // before the kernel starts, so band 0 polls at every chunk and never waits), against the same
+    // without: the cost of a fed band's poll alone. 16 wide: the carried row's own kernel.
+    Dev zeros(std::size_t(w) * sizeof(std::int16_t));
+    CK(cudaMemset(zeros.p, 0, std::size_t(w) * sizeof(std::int16_t)));
+    for (int fw : {w, 16}) {
+        std::printf("  %-16s", fw == w ? "fed / not, 8192" : "fed / not, 16");
+        for (int h : heights) {
+            ImageView in, out;
+            in.width = out.width = fw;
+            in.height = out.height = h;
+            in.channels = out.channels = 1;
+            in.dtype = out.dtype = DType::u8;
+            in.device = out.device = 0;
+            in.pitch = out.pitch = w;
+            in.data = din.p;
+            out.data = dout.p;
+            Dev scratch(fs::cuda_scratch_bytes(in, out));
+            const auto* above = static_cast<const std::int16_t*>(zeros.p);
+            const float fed = time_it([&] { fs::dither_cuda(in, out, scratch.p, nullptr, above, nullptr); }, 9);
+            const float not_fed = time_it([&] { fs::dither_cuda(in, out, scratch.p, nullptr, nullptr, nullptr); }, 9);
+            std::printf(" %.4f/%.4f", fed, not_fed);
         }
         std::printf("\n");
     }
