@@ -221,6 +221,19 @@ static void bench(int w, int h, int c, int reps, const std::vector<Variant>& vs,
     }
 }
 
+/// One-channel u8 views of w x h pixels (rows `pitch` bytes apart) over din and dout.
+static void gray_views(int w, int h, int pitch, const Dev& din, const Dev& dout, ImageView& in, ImageView& out) {
+    in = out = ImageView{};
+    in.width = out.width = w;
+    in.height = out.height = h;
+    in.channels = out.channels = 1;
+    in.dtype = out.dtype = DType::u8;
+    in.device = out.device = 0;
+    in.pitch = out.pitch = pitch;
+    in.data = din.p;
+    out.data = dout.p;
+}
+
 /// Where the time goes: 8192 wide, 1 to 256 bands of each variant (one band runs W + its last
 /// row's offset steps; each further band adds the hand-off gap). Medians of 9.
 static void shapes(const std::vector<Variant>& vs, std::mt19937& rng) {
@@ -236,14 +249,7 @@ static void shapes(const std::vector<Variant>& vs, std::mt19937& rng) {
         std::printf("  %-16s", v.name.c_str());
         for (int h : heights) {
             ImageView in, out;
-            in.width = out.width = w;
-            in.height = out.height = h;
-            in.channels = out.channels = 1;
-            in.dtype = out.dtype = DType::u8;
-            in.device = out.device = 0;
-            in.pitch = out.pitch = w;
-            in.data = din.p;
-            out.data = dout.p;
+            gray_views(w, h, w, din, dout, in, out);
             Dev scratch(v.bytes(in, out));
             std::printf(" %8.4f", time_it([&] { v.launch(in, out, scratch.p, nullptr, nullptr, nullptr); }, 9));
         }
@@ -258,14 +264,7 @@ static void shapes(const std::vector<Variant>& vs, std::mt19937& rng) {
         std::printf("  %-16s", fw == w ? "fed / not, 8192" : "fed / not, 16");
         for (int h : heights) {
             ImageView in, out;
-            in.width = out.width = fw;
-            in.height = out.height = h;
-            in.channels = out.channels = 1;
-            in.dtype = out.dtype = DType::u8;
-            in.device = out.device = 0;
-            in.pitch = out.pitch = w;
-            in.data = din.p;
-            out.data = dout.p;
+            gray_views(fw, h, w, din, dout, in, out);
             Dev scratch(fs::cuda_scratch_bytes(in, out));
             const auto* above = static_cast<const std::int16_t*>(zeros.p);
             const float fed = time_it([&] { fs::dither_cuda(in, out, scratch.p, nullptr, above, nullptr); }, 9);
