@@ -286,22 +286,15 @@ int main(int argc, char** argv) {
     CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
     std::printf("device %s, %d SMs, clock %d MHz\n", prop.name, prop.multiProcessorCount, clock_khz / 1000);
     auto vs = variants();
-    if (small) {
-        std::vector<Variant> pick;
+    auto named = [&](std::vector<Variant> chosen) { // `chosen`, then the variants named on the command line
         for (auto& v : vs)
             for (int i = 2; i < argc; ++i)
-                if (v.name == argv[i]) pick.push_back(v);
-        if (argc == 2) pick.push_back(vs[1]);
-        vs = pick;
-    }
+                if (v.name == argv[i]) chosen.push_back(v);
+        return chosen;
+    };
     const bool pick = argc > 1 && std::strcmp(argv[1], "pick") == 0;
-    if (pick) { // old, dither_cuda and the variants named: checked, then timed as in quick
-        std::vector<Variant> p = {vs[0], vs[1]};
-        for (auto& v : vs)
-            for (int i = 2; i < argc; ++i)
-                if (v.name == argv[i]) p.push_back(v);
-        vs = p;
-    }
+    if (small) vs = argc == 2 ? std::vector<Variant>{vs[1]} : named({});
+    if (pick) vs = named({vs[0], vs[1]}); // old, dither_cuda and the variants named: checked, then timed as in quick
     if (quick) vs.resize(2);
     if (argc > 1 && std::strcmp(argv[1], "shapes") == 0) {
         shapes(vs, rng);
