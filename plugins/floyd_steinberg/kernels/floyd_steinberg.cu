@@ -96,6 +96,9 @@
 //   costs the bands nothing; the detection delay does).
 //   2026-12-01: 3 bands a block (4 warps with the receiver, two of three hand-offs in shared
 //   memory): 8192^2 level (1.1603-1.1620 ms), 1920x1080 -1%, RGB -1.7%; not kept.
+//   2026-12-01 (later): S = 3 with three instructions fewer a step (lane 0's value selected in
+//   place of the shuffled one, inner chunks without the test of x < 0): 1.32 ms against 1.23 for
+//   S = 3 as it is, each change slower alone (ptxas's schedule, not the count, sets the step).
 // 2026-11-30, on an H200 (test/bench/dither_harness.cu, 2628 cases bit-exact; medians of 15
 // beside 9a25d5a's kernel in the same run, 3 rounds each):
 //   8192x8192 gray        1.2956-1.2979 ms, before 1.4535-1.4618 (-11%; 1.248 with the early
