@@ -61,6 +61,8 @@ fi
 mkdir -p build-fuzz/findings
 touch build-fuzz/findings/.since # what this run finds is newer
 export PIXFLOW_PLUGIN_PATH= PIXFLOW_PLUGIN_CACHE=off
+# intercept_tls_get_addr=0: as in scripts/sanitize.sh (GCC 12's DTLS misreading, which crashed the
+# leak tracer at exit).
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1
 symbolizer=/usr/lib/llvm-14/bin/llvm-symbolizer
 [ -x "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH=$symbolizer
