@@ -97,6 +97,11 @@
 // 2026-12-01 (later): what the scratch's bytes cost: each tile dropping the column scratch of the
 // tile 1-8 tile rows above it from L2 unwritten (discard.global.L2; a probe with no safe rule,
 // branch next/integral-discard) made RGB 0.5-1% faster and gray level (docs/performance.md).
+// 2026-12-01 (thirtieth session): four more designs built, byte-exact and slower or level (H200,
+// same harness; docs/performance.md): the tile in L2 instead of shared memory, read twice (RGB
+// 1.55x against 1.32x), two row groups of 4 warps a tile (RGB 1.49x, 2 channels 1-2% faster),
+// the last tile rows at half or a quarter of the height (every setting slower) and 8-32 more
+// rows a tile in registers (RGB 1.50x with spills, 2 channels 1% faster without).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x th = 512 x 128 pixels (th = tiles_rows: 64, 32 or 16 for images of fewer than 1024
