@@ -101,7 +101,9 @@
 // same harness; docs/performance.md): the tile in L2 instead of shared memory, read twice (RGB
 // 1.55x against 1.32x), two row groups of 4 warps a tile (RGB 1.49x, 2 channels 1-2% faster),
 // the last tile rows at half or a quarter of the height (every setting slower) and 8-32 more
-// rows a tile in registers (RGB 1.50x with spills, 2 channels 1% faster without).
+// rows a tile in registers (RGB 1.50x with spills, 2 channels 1% faster without); on the output
+// phase, the row carries added into `part` once (level) and the rows stored from registers
+// without the staging area (kept for gray only: put_row_vec).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x th = 512 x 128 pixels (th = tiles_rows: 64, 32 or 16 for images of fewer than 1024
