@@ -307,7 +307,7 @@ __device__ __forceinline__ void put_row(U* seg, int valid, bool aligned, std::ui
 /// two (> 1) apart, so that neither side has bank conflicts (3 apart has none unswizzled). With
 /// one vector a thread (gray u32) the staging would be the identity: the thread stores its
 /// vector straight from registers (H200, lookback_harness, two runs against f449e55: gray
-/// 0.1200-0.1214 ms against 0.1217-0.1246, 1.5-2% faster). Where a thread has several vectors,
+/// 0.1200-0.1214 ms against 0.1217-0.1246, 1.4-2% faster). Where a thread has several vectors,
 /// storing them straight (16 bytes in every 32 or 48, half sectors) was far slower: RGB 1.65x the
 /// copy against 1.31x, 2 channels 1.43x against 1.35x (branch next/integral-direct-stores).
 template <class U, int C>
@@ -320,16 +320,15 @@ __device__ __forceinline__ void put_row_vec(U* seg, std::uint32_t* stage, const 
     const int lane = threadIdx.x & 31;
     std::uint32_t w[S::out_words];
     to_words(v, w);
-    if constexpr (n == 1) { // lane l's vector is vector l of the warp's span
-        __stcs(reinterpret_cast<uint4*>(seg + (threadIdx.x >> 5) * 32 * S::K) + lane,
-               make_uint4(w[0], w[1], w[2], w[3]));
+    uint4* const dst = reinterpret_cast<uint4*>(seg + (threadIdx.x >> 5) * 32 * S::K); // the warp's span
+    if constexpr (n == 1) { // lane l's vector is vector l of the span
+        __stcs(dst + lane, make_uint4(w[0], w[1], w[2], w[3]));
         return;
     }
     uint4* const st = reinterpret_cast<uint4*>(stage);
 #pragma unroll
     for (int j = 0; j < n; ++j) st[slot(lane * n + j)] = make_uint4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
     __syncwarp();
-    uint4* const dst = reinterpret_cast<uint4*>(seg + (threadIdx.x >> 5) * 32 * S::K);
     // Streaming stores (st.global.cs, evict-first): the output is never read again here, and the
     // look-backs' slots and prefixes and the tiles' input stay in L2. H200, lookback_harness, two
     // runs against 105e80c (plain stores): RGB 0.3189-0.3203 and 0.3149-0.3168 ms against
