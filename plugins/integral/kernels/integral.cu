@@ -104,6 +104,11 @@
 // rows a tile in registers (RGB 1.50x with spills, 2 channels 1% faster without); on the output
 // phase, the row carries added into `part` once (level) and the rows stored from registers
 // without the staging area (kept for gray only: put_row_vec).
+// 2026-12-01 (thirty-first session): column strips walking down the image (a block a strip of 32
+// pixels, column carries kept in the block, a look-back along x a row; strip_harness.cu): correct
+// and 4-5.6x the copy, and its access pattern alone, copied with nothing computed, is 1.30-1.37x
+// (1.15x at best with the strips kept within two iterations of each other) where row-major tiles
+// copy at 1.05-1.07x: not pursued (docs/performance.md).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x th = 512 x 128 pixels (th = tiles_rows: 64, 32 or 16 for images of fewer than 1024
