@@ -42,14 +42,8 @@ constexpr unsigned long long INC = 1ull << 63, AGG = 1ull << 62, M21 = (1u << 21
 __device__ __forceinline__ unsigned long long pack3(unsigned a, unsigned b, unsigned c) {
     return (unsigned long long)a | ((unsigned long long)b << 21) | ((unsigned long long)c << 42);
 }
-__device__ __forceinline__ void st_slot(unsigned long long* p, unsigned long long a) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(a) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_slot(const unsigned long long* p) {
-    unsigned long long a;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(a) : "l"(p) : "memory");
-    return a;
-}
+using pi::ld_slot; // integral.cu's single-copy-atomic slot accesses (relaxed, GPU scope)
+using pi::st_slot;
 __device__ __forceinline__ int ld_flag(const volatile int* p) { return *p; }
 __device__ __forceinline__ void signal(volatile int* p, int v) {
     __threadfence_block();
@@ -296,12 +290,8 @@ __global__ void __launch_bounds__(32 * (1 + NLB + NOUT))
     }
 }
 
-struct Launch {
-    std::size_t scratch_bytes(int w, int h) const {
-        const int hpad = (h + CR - 1) / CR * CR;
-        return std::size_t(w / SW) * hpad * 8 + 256;
-    }
-};
+/// The slots (a strip's rows, padded to whole chunks) and the ticket.
+std::size_t scratch_bytes(int w, int h) { return std::size_t(w / SW) * ((h + CR - 1) / CR * CR) * 8 + 256; }
 
 template <int NS, int NLB, int NOUT, int W, bool COPY = false, bool FIRST1 = false>
 void launch(const std::uint8_t* in, std::uint32_t* out, int w, int h, void* scratch,
@@ -318,7 +308,7 @@ void launch(const std::uint8_t* in, std::uint32_t* out, int w, int h, void* scra
                                 int(cudaSharedmemCarveoutMaxShared)));
         set = true;
     }
-    CK(cudaMemsetAsync(scratch, 0, COPY ? 256 : std::size_t(n_strips) * hpad * 8 + 256));
+    CK(cudaMemsetAsync(scratch, 0, COPY ? 256 : scratch_bytes(w, h)));
     if (COPY) ticket = static_cast<unsigned*>(scratch);
     kernel<<<n_strips, 32 * (1 + NLB + NOUT), smem>>>(in, std::int64_t(w) * C, out, std::int64_t(w) * C * 4, h,
                                                       n_strips, slots, hpad, ticket, prof);
@@ -445,10 +435,10 @@ template <int NS, int NLB, int NOUT, int W> bool check(int w, int h, std::mt1993
     const std::size_t row = std::size_t(w) * 3;
     std::vector<std::uint8_t> hin(row * h);
     for (auto& b : hin) b = ones ? 255 : std::uint8_t(rng());
-    Dev din(row * h), dout(row * h * 4), scratch(strip::Launch{}.scratch_bytes(w, h));
+    Dev din(row * h), dout(row * h * 4), scratch(strip::scratch_bytes(w, h));
     CK(cudaMemcpy(din.p, hin.data(), row * h, cudaMemcpyHostToDevice));
     CK(cudaMemset(dout.p, 0xAB, row * h * 4));
-    CK(cudaMemset(scratch.p, 0xCD, strip::Launch{}.scratch_bytes(w, h)));
+    CK(cudaMemset(scratch.p, 0xCD, strip::scratch_bytes(w, h)));
     strip::launch<NS, NLB, NOUT, W>(static_cast<const std::uint8_t*>(din.p), static_cast<std::uint32_t*>(dout.p), w, h,
                                     scratch.p);
     CK(cudaDeviceSynchronize());
@@ -502,7 +492,7 @@ int main(int argc, char** argv) {
     using U = std::uint32_t;
     constexpr int D = pi::lb_rows<U, 3>();
     Dev lb_scratch(pi::lookback_scratch_bytes<U, 3, D>(iv));
-    Dev st_scratch(strip::Launch{}.scratch_bytes(w, h));
+    Dev st_scratch(strip::scratch_bytes(w, h));
     const auto ref = reference(hin, w, h);
     std::vector<std::uint32_t> got(row * h);
     auto verify = [&](const char* name) {
@@ -526,8 +516,7 @@ int main(int argc, char** argv) {
         [&] { CK(cudaMemcpyAsync(cpy_b.p, cpy_a.p, floor_bytes / 2, cudaMemcpyDeviceToDevice)); }, false);
     add("today's look-back", [&] { pi::launch_lookback<U, 3, D>(iv, ov, lb_scratch.p, nullptr, nullptr); });
     add(
-        "memset of the strip slots", [&] { CK(cudaMemsetAsync(st_scratch.p, 0, strip::Launch{}.scratch_bytes(w, h))); },
-        false);
+        "memset of the strip slots", [&] { CK(cudaMemsetAsync(st_scratch.p, 0, strip::scratch_bytes(w, h))); }, false);
     add(
         "pattern walk 32px x8w", [&] { strip::pattern<96, true, 8>(in8, o32, w, h); }, false);
     add(
