@@ -18,7 +18,9 @@
 // warps write the rows. Correct (every check passes) and 4.0-5.6x the copy; the verdict comes
 // from the pattern copies: a strip walk alone, with nothing to compute, is 1.30-1.37x, and kept
 // within 2 iterations of the slowest strip 1.15-1.17x, where row-major tiles of the same width
-// copy at 1.05-1.07x (H200, 2026-12-01; docs/performance.md, thirty-first session).
+// copy at 1.05-1.07x (H200, 2026-12-01; docs/performance.md, thirty-first session). Also timed:
+// today's tile path (a tile into shared memory, rows widened out) with tiles of 64 x 248 to
+// 1024 x 15 pixels: all within 1% of 512 x 31 (1.09-1.12x).
 #include "../../kernels/integral.cu"
 #include "../../../../scripts/bench/cuda_harness.cuh"
 
@@ -413,6 +415,49 @@ void lockstep(const std::uint8_t* in, std::uint32_t* out, int w, int h, void* sc
     CK(cudaGetLastError());
 }
 
+// Today's tile path with other tile shapes: a block a tile of TWP x TH pixels (row-major order),
+// its input into shared memory by cp.async (as the look-back kernel's load), then each warp
+// writes rows widened to u32 (16-byte streaming stores, 512 contiguous bytes a warp
+// instruction); 4 blocks an SM by shared memory for every shape of 512 x 31's size.
+template <int TWP, int TH>
+__global__ void __launch_bounds__(128, 4) smem_tile_copy(const std::uint8_t* in, std::uint32_t* out, int w, int h) {
+    constexpr int TB = TWP * C, PC = TB / 16, WDS = TB / 4;
+    extern __shared__ __align__(16) unsigned char tile[];
+    const int n_tx = w / TWP, tx = int(blockIdx.x) % n_tx, ty = int(blockIdx.x) / n_tx;
+    const int y0 = ty * TH, rows = min(TH, h - y0), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const std::int64_t in_pitch = std::int64_t(w) * C, out_pitch = in_pitch / 4; // out_pitch in uint4
+    const unsigned dst0 = unsigned(__cvta_generic_to_shared(tile));
+    for (int p = threadIdx.x; p < rows * PC; p += 128) {
+        const int r = p / PC, q = p % PC;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst0 + r * TB + q * 16),
+                     "l"(in + (y0 + r) * in_pitch + std::int64_t(tx) * TB + q * 16)
+                     : "memory");
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    __syncthreads();
+    const unsigned* words = reinterpret_cast<const unsigned*>(tile);
+    for (int r = warp; r < rows; r += 4) {
+        uint4* dst = reinterpret_cast<uint4*>(out) + (y0 + r) * out_pitch + std::int64_t(tx) * WDS;
+#pragma unroll 4
+        for (int i = lane; i < WDS; i += 32) {
+            const unsigned v = words[r * WDS + i];
+            __stcs(dst + i, make_uint4(v & 255, (v >> 8) & 255, (v >> 16) & 255, v >> 24));
+        }
+    }
+}
+template <int TWP, int TH> void tile_shape(const std::uint8_t* in, std::uint32_t* out, int w, int h) {
+    const int smem = TWP * C * TH;
+    static bool set = false;
+    if (!set) {
+        CK(cudaFuncSetAttribute(smem_tile_copy<TWP, TH>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CK(cudaFuncSetAttribute(smem_tile_copy<TWP, TH>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                int(cudaSharedmemCarveoutMaxShared)));
+        set = true;
+    }
+    smem_tile_copy<TWP, TH><<<(w / TWP) * ((h + TH - 1) / TH), 128, smem>>>(in, out, w, h);
+    CK(cudaGetLastError());
+}
+
 } // namespace strip
 
 static int failures = 0;
@@ -469,6 +514,7 @@ int main(int argc, char** argv) {
     checks<16, 2, 4, 16>(rng);
     checks<8, 1, 2, 8>(rng);
     std::printf("checks: %s\n", failures ? "FAILED" : "PASSED");
+    std::fflush(stdout);
     if (small || failures) return failures ? 1 : 0;
 
     const int w = 8192, h = 8192, reps = 25;
@@ -505,6 +551,23 @@ int main(int argc, char** argv) {
     };
     const auto* in8 = static_cast<const std::uint8_t*>(din.p);
     auto* o32 = static_cast<std::uint32_t*>(dout.p);
+    auto check_widened = [&](const char* name, const std::function<void()>& f) { // the shape copies do copy
+        CK(cudaMemset(dout.p, 0xAB, got.size() * 4));
+        f();
+        CK(cudaMemcpy(got.data(), dout.p, got.size() * 4, cudaMemcpyDeviceToHost));
+        for (std::size_t i = 0; i < got.size(); ++i)
+            if (got[i] != hin[i]) {
+                ++failures;
+                std::printf("FAIL %s: not the input widened at %zu\n", name, i);
+                break;
+            }
+    };
+    check_widened("smem tiles 512 x 31", [&] { strip::tile_shape<512, 31>(in8, o32, w, h); });
+    check_widened("smem tiles 256 x 62", [&] { strip::tile_shape<256, 62>(in8, o32, w, h); });
+    check_widened("smem tiles 128 x 124", [&] { strip::tile_shape<128, 124>(in8, o32, w, h); });
+    check_widened("smem tiles 64 x 248", [&] { strip::tile_shape<64, 248>(in8, o32, w, h); });
+    check_widened("smem tiles 1024 x 15", [&] { strip::tile_shape<1024, 15>(in8, o32, w, h); });
+    std::fflush(stdout);
     std::vector<const char*> names;
     std::vector<std::function<void()>> fns;
     std::vector<bool> checked;
@@ -561,6 +624,16 @@ int main(int argc, char** argv) {
         "pattern tiles 64px", [&] { strip::pattern<192, false, 8>(in8, o32, w, h); }, false);
     add(
         "pattern tiles 512px", [&] { strip::pattern<1536, false, 8>(in8, o32, w, h); }, false);
+    add(
+        "smem tiles 512 x 31", [&] { strip::tile_shape<512, 31>(in8, o32, w, h); }, false);
+    add(
+        "smem tiles 256 x 62", [&] { strip::tile_shape<256, 62>(in8, o32, w, h); }, false);
+    add(
+        "smem tiles 128 x 124", [&] { strip::tile_shape<128, 124>(in8, o32, w, h); }, false);
+    add(
+        "smem tiles 64 x 248", [&] { strip::tile_shape<64, 248>(in8, o32, w, h); }, false);
+    add(
+        "smem tiles 1024 x 15", [&] { strip::tile_shape<1024, 15>(in8, o32, w, h); }, false);
     add(
         "strip copy NS16 OUT4", [&] { strip::launch<16, 2, 4, 16, true>(in8, o32, w, h, st_scratch.p); }, false);
     add(
