@@ -562,11 +562,13 @@ int main(int argc, char** argv) {
                 break;
             }
     };
-    check_widened("smem tiles 512 x 31", [&] { strip::tile_shape<512, 31>(in8, o32, w, h); });
-    check_widened("smem tiles 256 x 62", [&] { strip::tile_shape<256, 62>(in8, o32, w, h); });
-    check_widened("smem tiles 128 x 124", [&] { strip::tile_shape<128, 124>(in8, o32, w, h); });
-    check_widened("smem tiles 64 x 248", [&] { strip::tile_shape<64, 248>(in8, o32, w, h); });
-    check_widened("smem tiles 1024 x 15", [&] { strip::tile_shape<1024, 15>(in8, o32, w, h); });
+    const std::vector<std::pair<const char*, std::function<void()>>> shapes = {
+        {"smem tiles 512 x 31", [&] { strip::tile_shape<512, 31>(in8, o32, w, h); }},
+        {"smem tiles 256 x 62", [&] { strip::tile_shape<256, 62>(in8, o32, w, h); }},
+        {"smem tiles 128 x 124", [&] { strip::tile_shape<128, 124>(in8, o32, w, h); }},
+        {"smem tiles 64 x 248", [&] { strip::tile_shape<64, 248>(in8, o32, w, h); }},
+        {"smem tiles 1024 x 15", [&] { strip::tile_shape<1024, 15>(in8, o32, w, h); }}};
+    for (const auto& [name, f] : shapes) check_widened(name, f);
     std::fflush(stdout);
     std::vector<const char*> names;
     std::vector<std::function<void()>> fns;
@@ -620,20 +622,11 @@ int main(int argc, char** argv) {
         "gated 64px 16w x8 lag 4", [&] { strip::lockstep<192, 16, 8, 4>(in8, o32, w, h, st_scratch.p); }, false);
     add(
         "gated 32px 16w x16 lag 8", [&] { strip::lockstep<96, 16, 16, 8>(in8, o32, w, h, st_scratch.p); }, false);
+    for (const auto& [name, f] : shapes) add(name, f, false);
     add(
         "pattern tiles 64px", [&] { strip::pattern<192, false, 8>(in8, o32, w, h); }, false);
     add(
         "pattern tiles 512px", [&] { strip::pattern<1536, false, 8>(in8, o32, w, h); }, false);
-    add(
-        "smem tiles 512 x 31", [&] { strip::tile_shape<512, 31>(in8, o32, w, h); }, false);
-    add(
-        "smem tiles 256 x 62", [&] { strip::tile_shape<256, 62>(in8, o32, w, h); }, false);
-    add(
-        "smem tiles 128 x 124", [&] { strip::tile_shape<128, 124>(in8, o32, w, h); }, false);
-    add(
-        "smem tiles 64 x 248", [&] { strip::tile_shape<64, 248>(in8, o32, w, h); }, false);
-    add(
-        "smem tiles 1024 x 15", [&] { strip::tile_shape<1024, 15>(in8, o32, w, h); }, false);
     add(
         "strip copy NS16 OUT4", [&] { strip::launch<16, 2, 4, 16, true>(in8, o32, w, h, st_scratch.p); }, false);
     add(
