@@ -107,8 +107,8 @@
 // 2026-12-01 (thirty-first session): column strips walking down the image (a block a strip of 32
 // pixels, column carries kept in the block, a look-back along x a row; strip_harness.cu): correct
 // and 4-5.6x the copy, and its access pattern alone, copied with nothing computed, is 1.30-1.37x
-// (1.15x at best with the strips kept within two iterations of each other) where row-major tiles
-// copy at 1.05-1.07x: not pursued; other tile shapes through this kernel's tile path (64 x 248 to
+// (1.15x at best with the strips kept within two iterations of each other; 64-pixel strips 1.19x)
+// where row-major tiles copy at 1.05-1.07x: not pursued; other tile shapes through this kernel's tile path (64 x 248 to
 // 1024 x 15) copy within 1% of 512 x 31 (docs/performance.md).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of

@@ -16,9 +16,9 @@
 // publishes each row's aggregate and the chunk's column carries; NLB look-back warps resolve P
 // for a chunk's 32 rows (lane = row) and chain its running sum Q down the strip; NOUT output
 // warps write the rows. Correct (every check passes) and 4.0-5.6x the copy; the verdict comes
-// from the pattern copies: a strip walk alone, with nothing to compute, is 1.30-1.37x, and kept
-// within 2 iterations of the slowest strip 1.15-1.17x, where row-major tiles of the same width
-// copy at 1.05-1.07x (H200, 2026-12-01; docs/performance.md, thirty-first session). Also timed:
+// from the pattern copies: a walk of 32-pixel strips alone, with nothing to compute, is
+// 1.30-1.37x, kept within 2 iterations of the slowest strip 1.15-1.17x, and of 64-pixel strips
+// 1.19-1.20x, where row-major tiles of the same width copy at 1.05-1.07x (H200, 2026-12-01; docs/performance.md, thirty-first session). Also timed:
 // today's tile path (a tile into shared memory, rows widened out) with tiles of 64 x 248 to
 // 1024 x 15 pixels: all within 1% of 512 x 31 (1.09-1.12x).
 #include "../../kernels/integral.cu"
