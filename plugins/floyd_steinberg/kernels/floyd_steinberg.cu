@@ -99,6 +99,11 @@
 //   2026-12-01 (later): S = 3 with three instructions fewer a step (lane 0's value selected in
 //   place of the shuffled one, inner chunks without the test of x < 0): 1.32 ms against 1.23 for
 //   S = 3 as it is, each change slower alone (ptxas's schedule, not the count, sets the step).
+//   2026-12-01 (thirty-second session): the leanest step, measured (test/bench/step_probe.cu: a
+//   band alone with the chain and its bytes and nothing else, no band above, no test of x): 63
+//   cycles at S = 2 (the shuffle's 24 plus the ALU chain's 43.5), 43 at S = 3, against this
+//   kernel's 69 and 57. By the model in docs/performance.md that is 1.11 / 1.00 ms before a band
+//   reads the band above: 1.0 ms is at the edge of this design even for a step doing nothing else.
 // 2026-11-30, on an H200 (test/bench/dither_harness.cu, 2628 cases bit-exact; medians of 15
 // beside 9a25d5a's kernel in the same run, 3 rounds each):
 //   8192x8192 gray        1.2956-1.2979 ms, before 1.4535-1.4618 (-11%; 1.248 with the early
