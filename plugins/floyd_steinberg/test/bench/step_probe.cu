@@ -93,7 +93,7 @@ template <Mode M, int S = 2> __device__ __forceinline__ int step(Lane& s, int in
     return v;
 }
 
-/// One warp: rows [32][n_steps] of in16 (element t of row i is column t - 2i) and of bytes (same
+/// One warp: rows [32][n_steps] of in16 (element t of row i is column t - S i) and of bytes (same
 /// layout), v out as int32 and output bytes and hand-off bytes as u8, clock64 stamps of lane 0.
 template <Mode M, int S>
 __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uint4* out8, uint4* hand8, int n_steps,
@@ -207,15 +207,14 @@ static int lat_main() {
     struct L {
         const char* name;
         void (*k)(int*, int, int, int, long long*);
-        int ops; // dependent instructions an iteration, by the SASS
     };
-    const L ls[] = {{"IMAD", lat_kernel<kImad>, 1},
-                    {"SHF", lat_kernel<kShf>, 1},
-                    {"SHFL", lat_kernel<kShfl>, 1},
-                    {"LEA.HI + IMAD", lat_kernel<kLeaHiImad>, 1},
-                    {"VIMNMX.RELU + IMAD", lat_kernel<kVimnmxImad>, 1},
-                    {"LOP3 + IMAD", lat_kernel<kLopImad>, 1},
-                    {"step, S = 2", lat_kernel<kStep>, 1}};
+    const L ls[] = {{"IMAD", lat_kernel<kImad>},
+                    {"SHF", lat_kernel<kShf>},
+                    {"SHFL", lat_kernel<kShfl>},
+                    {"LEA.HI + IMAD", lat_kernel<kLeaHiImad>},
+                    {"VIMNMX.RELU + IMAD", lat_kernel<kVimnmxImad>},
+                    {"LOP3 + IMAD", lat_kernel<kLopImad>},
+                    {"step, S = 2", lat_kernel<kStep>}};
     for (int warps : {1, 5}) { // 5: warps 0 and 4 share a scheduler
         for (const L& l : ls) {
             for (int rep = 0; rep < 3; ++rep)
@@ -225,8 +224,8 @@ static int lat_main() {
             long long c[64];
             PIXFLOW_CUDA_CHECK(cudaMemcpy(c, dcyc.p, sizeof(long long) * warps, cudaMemcpyDeviceToHost));
             std::printf("lat %d warp(s) %-20s", warps, l.name);
-            for (int w = 0; w < warps; ++w) std::printf(" %.2f", double(c[w]) / n / l.ops);
-            std::printf(" cycles an op (by warp)\n");
+            for (int w = 0; w < warps; ++w) std::printf(" %.2f", double(c[w]) / n);
+            std::printf(" cycles a link of the chain (by warp)\n");
         }
     }
     return 0;
