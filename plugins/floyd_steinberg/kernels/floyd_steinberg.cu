@@ -104,6 +104,8 @@
 //   cycles at S = 2 (the shuffle's 24 plus the ALU chain's 43.5), 43 at S = 3, against this
 //   kernel's 69 and 57. By the model in docs/performance.md that is 1.11 / 1.00 ms before a band
 //   reads the band above: 1.0 ms is at the edge of this design even for a step doing nothing else.
+//   With lane 0 reading the band above as this kernel does, the probe's step takes 76 / 56 cycles:
+//   this kernel's steps (69 / 57) are at the floor of a step that does its job.
 // 2026-11-30, on an H200 (test/bench/dither_harness.cu, 2628 cases bit-exact; medians of 15
 // beside 9a25d5a's kernel in the same run, 3 rounds each):
 //   8192x8192 gray        1.2956-1.2979 ms, before 1.4535-1.4618 (-11%; 1.248 with the early

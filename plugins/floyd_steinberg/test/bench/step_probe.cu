@@ -14,6 +14,9 @@
 //           instruction each a step, two 16-byte stores a chunk); rows laid out skewed by lane,
 //           so that no funnel shift is needed (floyd_steinberg.cu pays one a chunk), no band
 //           above (no hand-off bytes read, no poll), no test of x.
+//   band    bytes below a band: lane 0 takes e(y-1, x+1) from the band above's hand-off bytes
+//           (e + 127; one 16-byte load a chunk, the byte taken out and unbiased each step, added
+//           into the off-chain part of the sum, as floyd_steinberg.cu does; no poll).
 //   noshfl  (S = 2) chain with the shuffle replaced by the lane's own error (a wrong result,
 //           timed only): the chain's ALU part alone.
 // Loads go a chunk ahead into the other of two buffers (two chunks a loop pass): with a
@@ -23,8 +26,9 @@
 // and CUDA events over the launch (median of 15), 3 rounds. `step_probe lat`: dependent chains of
 // one instruction kind (or of a kind and an IMAD, which ptxas cannot fold) in 1 and 5 warps.
 // H200, 2026-12-01 (thirty-second session), cycles a step over the steady chunks:
-//   S = 2: chain 63.7-63.9, bytes 63.4, noshfl 43.5-43.6; S = 3: chain 43.7, bytes 44.1.
-//   floyd_steinberg.cu's band alone: 69 cycles (S = 2), 57 (S = 3). See docs/performance.md.
+//   S = 2: chain 63.7-63.9, bytes 63.4, band 76.2, noshfl 43.5-43.7; S = 3: chain 47.5, bytes
+//   43.2, band 56.4. floyd_steinberg.cu's band alone: 69 cycles (S = 2), 57 (S = 3): its step is
+//   at the floor of a step that reads the band above. See docs/performance.md.
 // From the repository root:
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/floyd_steinberg/test/bench/step_probe.cu \
 //       -o build-harness/step_probe && build-harness/step_probe && build-harness/step_probe lat
@@ -47,7 +51,7 @@ constexpr int kChunk = 16;
 constexpr int kWhiteT = 16 * 129; // T >= kWhiteT: white (floyd_steinberg.cu)
 constexpr int kPoison = -16384;   // in16 outside the row: v = 0, e = 0 whatever the sum
 
-enum Mode { kChain, kBytes, kNoShfl };
+enum Mode { kChain, kBytes, kNoShfl, kBand };
 
 __device__ __forceinline__ int mad(int a, int b, int c) { // as floyd_steinberg.cu: no reassociation
     int r;
@@ -69,15 +73,18 @@ struct Lane {
     int k;                    // 1, or 0 on lane 0 (no row above: its shuffle returns its own e)
 };
 
-/// One step: returns v, updates the state; in16 = 16 in(y, x) or kPoison.
-template <Mode M, int S = 2> __device__ __forceinline__ int step(Lane& s, int in16, bool& white) {
+/// One step: returns v, updates the state; in16 = 16 in(y, x) or kPoison; h (kBand) = e(y-1, x+1)
+/// of the band above, which lane 0 takes in place of the shuffled error.
+template <Mode M, int S = 2> __device__ __forceinline__ int step(Lane& s, int in16, bool& white, int h = 0) {
     const int shf = __shfl_up_sync(kFull, s.e, 1);
     int ur = M == kNoShfl ? s.e : shf;
     if constexpr (S == 3) { // lane i-1's error of two steps ago: the shuffle is off the chain
         ur = s.pend;
         s.pend = shf;
     }
-    const int q = mad(5, s.u, s.ul);
+    // Lane 0's error from the band above enters the off-chain part of the sum, as in
+    // floyd_steinberg.cu (its shuffled error is weighted by k3 = 0): no select on the chain.
+    const int q = M == kBand ? mad(3, s.k ? 0 : h, mad(5, s.u, s.ul)) : mad(5, s.u, s.ul);
     const int q16 = q + in16;
     const int k3 = 3 * s.k;
     // The late error enters last (floyd_steinberg.cu's order): the shuffled one for S = 2, the
@@ -89,18 +96,22 @@ template <Mode M, int S = 2> __device__ __forceinline__ int step(Lane& s, int in
     const int v = __vimin_s32_relu(t >> 4, 255);
     s.e = v - (white ? 255 : 0);
     s.ul = s.u;
-    s.u = ur * s.k;
+    s.u = M == kBand ? (s.k ? ur : h) : ur * s.k;
     return v;
 }
 
 /// One warp: rows [32][n_steps] of in16 (element t of row i is column t - S i) and of bytes (same
 /// layout), v out as int32 and output bytes and hand-off bytes as u8, clock64 stamps of lane 0.
+/// kBand: a band above, whose last row's errors e(y-1, x+1) for lane 0 at step t (column t) come
+/// as bytes e + 127 (above8, byte t) and as int32 (above16), and lane 0 starts with u = u0.
 template <Mode M, int S>
-__global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uint4* out8, uint4* hand8, int n_steps,
-                             int c_lo, int c_hi, long long* stamps) {
+__global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uint4* out8, uint4* hand8,
+                             const int4* above16, const uint4* above8, int u0, int n_steps, int c_lo, int c_hi,
+                             long long* stamps) {
     const int i = threadIdx.x;
     Lane s;
     s.k = i == 0 ? 0 : 1;
+    if (M == kBand && i == 0) s.u = u0;
     const int n4 = n_steps / 4, n16 = n_steps / 16;
     const int4* src = in16 + std::size_t(i) * n4;
     int4* dst = vout + std::size_t(i) * n4;
@@ -110,25 +121,36 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
     // chunks a pass, so that no register copy makes a step wait for L2: ptxas turned a
     // `cur = next` copy into a wait for the load at each chunk's end, 25 cycles a step); in bytes
     // mode the int32 rows only where a chunk is not steady.
-    auto bytes_chunk = [&](int c) { return M == kBytes && c >= c_lo && c < c_hi; };
-    auto load = [&](int c, int4(&v)[4], uint4& v8) {
+    auto bytes_chunk = [&](int c) { return (M == kBytes || M == kBand) && c >= c_lo && c < c_hi; };
+    struct Buf {
+        int4 v[4], h[4]; // int32 inputs and (kBand) errors above, four steps each
+        uint4 v8, h8;    // the same as bytes
+    };
+    auto load = [&](int c, Buf& b) {
         if (c >= n_chunks) return;
         if (bytes_chunk(c)) {
-            v8 = __ldg(in8 + std::size_t(i) * n16 + c);
+            b.v8 = __ldg(in8 + std::size_t(i) * n16 + c);
+            if (M == kBand) b.h8 = __ldg(above8 + c);
         } else {
 #pragma unroll
-            for (int g = 0; g < 4; ++g) v[g] = __ldg(src + 4 * c + g);
+            for (int g = 0; g < 4; ++g) {
+                b.v[g] = __ldg(src + 4 * c + g);
+                if (M == kBand) b.h[g] = __ldg(above16 + 4 * c + g);
+            }
         }
     };
-    auto run = [&](int c, const int4(&v)[4], const uint4& v8) {
+    auto run = [&](int c, const Buf& b) {
+        const int4(&v)[4] = b.v;
+        const uint4& v8 = b.v8;
         if (bytes_chunk(c)) {
             unsigned ow[4] = {0, 0, 0, 0}, hw[4] = {0x7f7f7f7fu, 0x7f7f7f7fu, 0x7f7f7f7fu, 0x7f7f7f7fu};
 #pragma unroll
             for (int j = 0; j < kChunk; ++j) {
                 const unsigned sh = 8 * (j % 4);
                 const int in_16 = int((word_of(v8, j / 4) >> sh) & 0xffu) << 4;
+                const int h = M == kBand ? int((word_of(b.h8, j / 4) >> sh) & 0xffu) - 127 : 0;
                 bool white;
-                step<M, S>(s, in_16, white);
+                step<M, S>(s, in_16, white, h);
                 ow[j / 4] |= (white ? 0xffu : 0u) << sh;
                 hw[j / 4] += unsigned(s.e) << sh;
             }
@@ -141,22 +163,21 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     bool white;
-                    o[j] = step<M, S>(s, lane_of(v[g], j), white);
+                    o[j] = step<M, S>(s, lane_of(v[g], j), white, M == kBand ? lane_of(b.h[g], j) : 0);
                 }
                 dst[4 * c + g] = make_int4(o[0], o[1], o[2], o[3]);
             }
         }
     };
-    int4 a[4], b[4];
-    uint4 a8 = make_uint4(0, 0, 0, 0), b8 = a8;
-    load(0, a, a8);
+    Buf a{}, b{};
+    load(0, a);
     for (int c = 0; c < n_chunks; c += 2) {
         if (c == c_lo) t_lo = clock64();
         if (c == c_hi) t_hi = clock64();
-        load(c + 1, b, b8);
-        run(c, a, a8);
-        load(c + 2, a, a8);
-        run(c + 1, b, b8);
+        load(c + 1, b);
+        run(c, a);
+        load(c + 2, a);
+        run(c + 1, b);
     }
     if (i == 0) {
         stamps[0] = t_lo;
@@ -231,6 +252,25 @@ static int lat_main() {
     return 0;
 }
 
+/// Floyd-Steinberg over w x h pixels, row by row (diffuse()): the outputs, and the first row's
+/// errors when asked.
+static void reference(const std::vector<std::uint8_t>& img, int w, int h, std::vector<std::uint8_t>& out,
+                      std::vector<int>* first_errors) {
+    out.assign(img.size(), 0);
+    std::vector<int> prev(w + 2, 0), cur(w + 2, 0); // errors, index x + 1
+    for (int y = 0; y < h; ++y) {
+        std::fill(cur.begin(), cur.end(), 0);
+        for (int x = 0; x < w; ++x) {
+            const int sum = 7 * cur[x] + prev[x] + 5 * prev[x + 1] + (x + 1 < w ? 3 * prev[x + 2] : 0);
+            int o;
+            cur[x + 1] = fs::diffuse(img[std::size_t(y) * w + x], sum, o);
+            out[std::size_t(y) * w + x] = std::uint8_t(o);
+        }
+        if (y == 0 && first_errors) first_errors->assign(cur.begin() + 1, cur.begin() + 1 + w);
+        std::swap(prev, cur);
+    }
+}
+
 /// A band of 8192 x 32 at lane skew S: every mode checked against the serial reference, then timed.
 static void probe_skew(int S) {
     using harness::Dev;
@@ -240,20 +280,19 @@ static void probe_skew(int S) {
     std::mt19937 rng(7);
     std::vector<std::uint8_t> img(std::size_t(W) * H);
     for (auto& b : img) b = std::uint8_t(rng());
-    // The serial reference.
-    std::vector<std::uint8_t> ref(img.size());
-    {
-        std::vector<int> prev(W + 2, 0), cur(W + 2, 0); // errors, index x + 1
-        for (int y = 0; y < H; ++y) {
-            std::fill(cur.begin(), cur.end(), 0);
-            for (int x = 0; x < W; ++x) {
-                const int sum = 7 * cur[x] + prev[x] + 5 * prev[x + 1] + (x + 1 < W ? 3 * prev[x + 2] : 0);
-                int out;
-                cur[x + 1] = fs::diffuse(img[std::size_t(y) * W + x], sum, out);
-                ref[std::size_t(y) * W + x] = std::uint8_t(out);
-            }
-            std::swap(prev, cur);
-        }
+    // The serial reference: the band alone, and (kBand) the band below one more row, whose errors
+    // are the band above's hand-off.
+    std::vector<std::uint8_t> ref, img33(std::size_t(W) * (H + 1)), ref33;
+    for (int x = 0; x < W; ++x) img33[x] = std::uint8_t(rng());
+    std::copy(img.begin(), img.end(), img33.begin() + W);
+    std::vector<int> e0;
+    reference(img, W, H, ref, nullptr);
+    reference(img33, W, H + 1, ref33, &e0);
+    std::vector<int> above16(n_steps);
+    std::vector<std::uint8_t> above8(n_steps);
+    for (int t = 0; t < n_steps; ++t) { // lane 0 at step t: column t, e(y-1, t+1)
+        above16[t] = t + 1 < W ? e0[t + 1] : 0;
+        above8[t] = std::uint8_t(above16[t] + 127);
     }
     // Skewed rows: element t of row i is column t - 2i.
     std::vector<int> h16(std::size_t(H) * n_steps);
@@ -266,23 +305,31 @@ static void probe_skew(int S) {
             h8[std::size_t(i) * n_steps + t] = in ? img[std::size_t(i) * W + x] : 0;
         }
     Dev d16(h16.size() * 4), d8(h8.size()), dv(h16.size() * 4), do8(h8.size()), dh8(h8.size()), dst(16);
+    Dev da16(above16.size() * 4), da8(above8.size());
     PIXFLOW_CUDA_CHECK(cudaMemcpy(d16.p, h16.data(), h16.size() * 4, cudaMemcpyHostToDevice));
     PIXFLOW_CUDA_CHECK(cudaMemcpy(d8.p, h8.data(), h8.size(), cudaMemcpyHostToDevice));
+    PIXFLOW_CUDA_CHECK(cudaMemcpy(da16.p, above16.data(), above16.size() * 4, cudaMemcpyHostToDevice));
+    PIXFLOW_CUDA_CHECK(cudaMemcpy(da8.p, above8.data(), above8.size(), cudaMemcpyHostToDevice));
 
     struct Run {
         const char* name;
         Mode mode;
-        void (*kernel)(const int4*, const uint4*, int4*, uint4*, uint4*, int, int, int, long long*);
+        void (*kernel)(const int4*, const uint4*, int4*, uint4*, uint4*, const int4*, const uint4*, int, int, int, int,
+                       long long*);
     };
     const Run runs2[] = {{"chain", kChain, probe_kernel<kChain, 2>},
                          {"bytes", kBytes, probe_kernel<kBytes, 2>},
+                         {"band", kBand, probe_kernel<kBand, 2>},
                          {"noshfl", kNoShfl, probe_kernel<kNoShfl, 2>}};
-    const Run runs3[] = {{"chain", kChain, probe_kernel<kChain, 3>}, {"bytes", kBytes, probe_kernel<kBytes, 3>}};
+    const Run runs3[] = {{"chain", kChain, probe_kernel<kChain, 3>},
+                         {"bytes", kBytes, probe_kernel<kBytes, 3>},
+                         {"band", kBand, probe_kernel<kBand, 3>}};
     // No noshfl for S = 3: its shuffle is off the chain already.
-    const std::vector<Run> runs = S == 2 ? std::vector<Run>(runs2, runs2 + 3) : std::vector<Run>(runs3, runs3 + 2);
+    const std::vector<Run> runs = S == 2 ? std::vector<Run>(runs2, runs2 + 4) : std::vector<Run>(runs3, runs3 + 3);
     auto launch = [&](const Run& r) {
         r.kernel<<<1, 32>>>(static_cast<const int4*>(d16.p), static_cast<const uint4*>(d8.p), static_cast<int4*>(dv.p),
-                            static_cast<uint4*>(do8.p), static_cast<uint4*>(dh8.p), n_steps, c_lo, c_hi,
+                            static_cast<uint4*>(do8.p), static_cast<uint4*>(dh8.p), static_cast<const int4*>(da16.p),
+                            static_cast<const uint4*>(da8.p), e0[0], n_steps, c_lo, c_hi,
                             static_cast<long long*>(dst.p));
         PIXFLOW_CUDA_CHECK(cudaGetLastError());
     };
@@ -302,8 +349,9 @@ static void probe_skew(int S) {
             for (int x = 0; x < W; ++x) {
                 const int t = x + S * i, c = t / kChunk;
                 const std::size_t k = std::size_t(i) * n_steps + t;
-                const int got = r.mode == kBytes && c >= c_lo && c < c_hi ? o8[k] : (v[k] > 128 ? 255 : 0);
-                bad += got != ref[std::size_t(i) * W + x];
+                const bool bytes = (r.mode == kBytes || r.mode == kBand) && c >= c_lo && c < c_hi;
+                const int got = bytes ? o8[k] : (v[k] > 128 ? 255 : 0);
+                bad += got != (r.mode == kBand ? ref33[std::size_t(i + 1) * W + x] : ref[std::size_t(i) * W + x]);
             }
         std::printf("S=%d check %-7s %s (%ld of %d pixels differ)\n", S, r.name, bad ? "FAILED" : "PASSED", bad, W * H);
         failures += bad != 0;
