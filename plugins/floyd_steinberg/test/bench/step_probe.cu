@@ -17,6 +17,8 @@
 //   band    bytes below a band: lane 0 takes e(y-1, x+1) from the band above's hand-off bytes
 //           (e + 127; one 16-byte load a chunk, the byte taken out and unbiased each step, added
 //           into the off-chain part of the sum, as floyd_steinberg.cu does; no poll).
+//   relay   (S = 3) band with errors carried biased (e + 127, the hand-off bytes' code), lane 31
+//           sending lane 0 the band above's byte through the shuffle every lane makes.
 //   noshfl  (S = 2) chain with the shuffle replaced by the lane's own error (a wrong result,
 //           timed only): the chain's ALU part alone.
 // Loads go a chunk ahead into the other of two buffers (two chunks a loop pass): with a
@@ -27,8 +29,9 @@
 // one instruction kind (or of a kind and an IMAD, which ptxas cannot fold) in 1 and 5 warps.
 // H200, 2026-12-01 (thirty-second session), cycles a step over the steady chunks:
 //   S = 2: chain 63.7-63.9, bytes 63.4, band 76.2, noshfl 43.5-43.7; S = 3: chain 47.5, bytes
-//   43.2, band 56.4. floyd_steinberg.cu's band alone: 69 cycles (S = 2), 57 (S = 3): its step is
-//   at the floor of a step that reads the band above. See docs/performance.md.
+//   42.7-43.2, band 56.4, relay 58.8. floyd_steinberg.cu's band alone: 69 cycles (S = 2), 57
+//   (S = 3): its step is at the floor of a step that reads the band above. See
+//   docs/performance.md.
 // From the repository root:
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/floyd_steinberg/test/bench/step_probe.cu \
 //       -o build-harness/step_probe && build-harness/step_probe && build-harness/step_probe lat
@@ -51,7 +54,7 @@ constexpr int kChunk = 16;
 constexpr int kWhiteT = 16 * 129; // T >= kWhiteT: white (floyd_steinberg.cu)
 constexpr int kPoison = -16384;   // in16 outside the row: v = 0, e = 0 whatever the sum
 
-enum Mode { kChain, kBytes, kNoShfl, kBand };
+enum Mode { kChain, kBytes, kNoShfl, kBand, kRelay };
 
 __device__ __forceinline__ int mad(int a, int b, int c) { // as floyd_steinberg.cu: no reassociation
     int r;
@@ -102,16 +105,47 @@ template <Mode M, int S = 2> __device__ __forceinline__ int step(Lane& s, int in
 
 /// One warp: rows [32][n_steps] of in16 (element t of row i is column t - S i) and of bytes (same
 /// layout), v out as int32 and output bytes and hand-off bytes as u8, clock64 stamps of lane 0.
+/// kRelay (S = 3): errors carried biased, e' = e + 127 (1..255, the hand-off bytes' own code), so
+/// that lane 31 can send lane 0 the band above's byte hb through the shuffle every lane makes (a
+/// shuffle from lane - 1, lane 0 from lane 31): lane 0 needs no select and no term of its own.
+/// in16b = 16 in - 16 * 127 (the bias of the sum's 16 weights) or kPoison.
+__device__ __forceinline__ int step_relay(Lane& s, int in16b, int hb, int from, bool last_lane, bool& white) {
+    const int shf = __shfl_sync(kFull, last_lane ? hb : s.e, from);
+    const int ur = s.pend; // lane i-1's error of two steps ago (S = 3)
+    s.pend = shf;
+    const int q = mad(5, s.u, s.ul);
+    const int q16 = q + in16b;
+    const int qs = q - 16 * 127;
+    const int sum = mad(7, s.e, mad(3, ur, qs)); // the true sum: its sign rounds
+    const int t0 = mad(7, s.e, mad(3, ur, q16));
+    const int t = t0 + int(unsigned(sum) >> 28);
+    white = t >= kWhiteT;
+    const int v = __vimin_s32_relu(t >> 4, 255);
+    s.e = v + (white ? 127 - 255 : 127);
+    s.ul = s.u;
+    s.u = ur;
+    return v;
+}
+
 /// kBand: a band above, whose last row's errors e(y-1, x+1) for lane 0 at step t (column t) come
 /// as bytes e + 127 (above8, byte t) and as int32 (above16), and lane 0 starts with u = u0.
 template <Mode M, int S>
 __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uint4* out8, uint4* hand8,
-                             const int4* above16, const uint4* above8, int u0, int n_steps, int c_lo, int c_hi,
+                             const int4* above16, const uint4* above8, int u0, int p0, int n_steps, int c_lo, int c_hi,
                              long long* stamps) {
     const int i = threadIdx.x;
     Lane s;
     s.k = i == 0 ? 0 : 1;
     if (M == kBand && i == 0) s.u = u0;
+    if constexpr (M == kRelay) { // biased; lane 0: e(y-1, 0) and e(y-1, 1) of the band above
+        s.e = s.u = s.ul = s.pend = 127;
+        if (i == 0) {
+            s.u = u0 + 127;
+            s.pend = p0 + 127;
+        }
+    }
+    const int from = (i + 31) % 32;
+    const bool last_lane = i == 31;
     const int n4 = n_steps / 4, n16 = n_steps / 16;
     const int4* src = in16 + std::size_t(i) * n4;
     int4* dst = vout + std::size_t(i) * n4;
@@ -121,7 +155,8 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
     // chunks a pass, so that no register copy makes a step wait for L2: ptxas turned a
     // `cur = next` copy into a wait for the load at each chunk's end, 25 cycles a step); in bytes
     // mode the int32 rows only where a chunk is not steady.
-    auto bytes_chunk = [&](int c) { return (M == kBytes || M == kBand) && c >= c_lo && c < c_hi; };
+    constexpr bool kAbove = M == kBand || M == kRelay;
+    auto bytes_chunk = [&](int c) { return (M == kBytes || kAbove) && c >= c_lo && c < c_hi; };
     struct Buf {
         int4 v[4], h[4]; // int32 inputs and (kBand) errors above, four steps each
         uint4 v8, h8;    // the same as bytes
@@ -130,12 +165,12 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
         if (c >= n_chunks) return;
         if (bytes_chunk(c)) {
             b.v8 = __ldg(in8 + std::size_t(i) * n16 + c);
-            if (M == kBand) b.h8 = __ldg(above8 + c);
+            if (kAbove) b.h8 = __ldg(above8 + c);
         } else {
 #pragma unroll
             for (int g = 0; g < 4; ++g) {
                 b.v[g] = __ldg(src + 4 * c + g);
-                if (M == kBand) b.h[g] = __ldg(above16 + 4 * c + g);
+                if (kAbove) b.h[g] = __ldg(above16 + 4 * c + g);
             }
         }
     };
@@ -143,16 +178,26 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
         const int4(&v)[4] = b.v;
         const uint4& v8 = b.v8;
         if (bytes_chunk(c)) {
-            unsigned ow[4] = {0, 0, 0, 0}, hw[4] = {0x7f7f7f7fu, 0x7f7f7f7fu, 0x7f7f7f7fu, 0x7f7f7f7fu};
+            // The hand-off bytes e + 127: as floyd_steinberg.cu builds them (from 127, adding e), or
+            // (kRelay) OR-ed in, the errors being biased already.
+            constexpr unsigned kH0 = M == kRelay ? 0u : 0x7f7f7f7fu;
+            unsigned ow[4] = {0, 0, 0, 0}, hw[4] = {kH0, kH0, kH0, kH0};
 #pragma unroll
             for (int j = 0; j < kChunk; ++j) {
                 const unsigned sh = 8 * (j % 4);
-                const int in_16 = int((word_of(v8, j / 4) >> sh) & 0xffu) << 4;
-                const int h = M == kBand ? int((word_of(b.h8, j / 4) >> sh) & 0xffu) - 127 : 0;
                 bool white;
-                step<M, S>(s, in_16, white, h);
+                if constexpr (M == kRelay) {
+                    const int in_16b = int((word_of(v8, j / 4) >> sh) & 0xffu) * 16 - 16 * 127;
+                    const int hb = int(__byte_perm(word_of(b.h8, j / 4), 0, 0x4440 | (j % 4)));
+                    step_relay(s, in_16b, hb, from, last_lane, white);
+                    hw[j / 4] |= unsigned(s.e) << sh;
+                } else {
+                    const int in_16 = int((word_of(v8, j / 4) >> sh) & 0xffu) << 4;
+                    const int h = M == kBand ? int((word_of(b.h8, j / 4) >> sh) & 0xffu) - 127 : 0;
+                    step<M, S>(s, in_16, white, h);
+                    hw[j / 4] += unsigned(s.e) << sh;
+                }
                 ow[j / 4] |= (white ? 0xffu : 0u) << sh;
-                hw[j / 4] += unsigned(s.e) << sh;
             }
             out8[std::size_t(i) * n16 + c] = make_uint4(ow[0], ow[1], ow[2], ow[3]);
             hand8[std::size_t(i) * n16 + c] = make_uint4(hw[0], hw[1], hw[2], hw[3]);
@@ -163,7 +208,10 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     bool white;
-                    o[j] = step<M, S>(s, lane_of(v[g], j), white, M == kBand ? lane_of(b.h[g], j) : 0);
+                    if constexpr (M == kRelay)
+                        o[j] = step_relay(s, lane_of(v[g], j) - 16 * 127, lane_of(b.h[g], j), from, last_lane, white);
+                    else
+                        o[j] = step<M, S>(s, lane_of(v[g], j), white, M == kBand ? lane_of(b.h[g], j) : 0);
                 }
                 dst[4 * c + g] = make_int4(o[0], o[1], o[2], o[3]);
             }
@@ -290,9 +338,14 @@ static void probe_skew(int S) {
     reference(img33, W, H + 1, ref33, &e0);
     std::vector<int> above16(n_steps);
     std::vector<std::uint8_t> above8(n_steps);
+    std::vector<int> relay16(n_steps);
+    std::vector<std::uint8_t> relay8(n_steps);
     for (int t = 0; t < n_steps; ++t) { // lane 0 at step t: column t, e(y-1, t+1)
         above16[t] = t + 1 < W ? e0[t + 1] : 0;
         above8[t] = std::uint8_t(above16[t] + 127);
+        // kRelay: lane 31 sends at step t e(y-1, t + 2), biased, which lane 0 uses at step t + 1.
+        relay16[t] = (t + 2 < W ? e0[t + 2] : 0) + 127;
+        relay8[t] = std::uint8_t(relay16[t]);
     }
     // Skewed rows: element t of row i is column t - 2i.
     std::vector<int> h16(std::size_t(H) * n_steps);
@@ -305,17 +358,19 @@ static void probe_skew(int S) {
             h8[std::size_t(i) * n_steps + t] = in ? img[std::size_t(i) * W + x] : 0;
         }
     Dev d16(h16.size() * 4), d8(h8.size()), dv(h16.size() * 4), do8(h8.size()), dh8(h8.size()), dst(16);
-    Dev da16(above16.size() * 4), da8(above8.size());
+    Dev da16(above16.size() * 4), da8(above8.size()), dr16(relay16.size() * 4), dr8(relay8.size());
     PIXFLOW_CUDA_CHECK(cudaMemcpy(d16.p, h16.data(), h16.size() * 4, cudaMemcpyHostToDevice));
     PIXFLOW_CUDA_CHECK(cudaMemcpy(d8.p, h8.data(), h8.size(), cudaMemcpyHostToDevice));
     PIXFLOW_CUDA_CHECK(cudaMemcpy(da16.p, above16.data(), above16.size() * 4, cudaMemcpyHostToDevice));
     PIXFLOW_CUDA_CHECK(cudaMemcpy(da8.p, above8.data(), above8.size(), cudaMemcpyHostToDevice));
+    PIXFLOW_CUDA_CHECK(cudaMemcpy(dr16.p, relay16.data(), relay16.size() * 4, cudaMemcpyHostToDevice));
+    PIXFLOW_CUDA_CHECK(cudaMemcpy(dr8.p, relay8.data(), relay8.size(), cudaMemcpyHostToDevice));
 
     struct Run {
         const char* name;
         Mode mode;
         void (*kernel)(const int4*, const uint4*, int4*, uint4*, uint4*, const int4*, const uint4*, int, int, int, int,
-                       long long*);
+                       int, long long*);
     };
     const Run runs2[] = {{"chain", kChain, probe_kernel<kChain, 2>},
                          {"bytes", kBytes, probe_kernel<kBytes, 2>},
@@ -323,14 +378,16 @@ static void probe_skew(int S) {
                          {"noshfl", kNoShfl, probe_kernel<kNoShfl, 2>}};
     const Run runs3[] = {{"chain", kChain, probe_kernel<kChain, 3>},
                          {"bytes", kBytes, probe_kernel<kBytes, 3>},
-                         {"band", kBand, probe_kernel<kBand, 3>}};
+                         {"band", kBand, probe_kernel<kBand, 3>},
+                         {"relay", kRelay, probe_kernel<kRelay, 3>}};
     // No noshfl for S = 3: its shuffle is off the chain already.
-    const std::vector<Run> runs = S == 2 ? std::vector<Run>(runs2, runs2 + 4) : std::vector<Run>(runs3, runs3 + 3);
+    const std::vector<Run> runs = S == 2 ? std::vector<Run>(runs2, runs2 + 4) : std::vector<Run>(runs3, runs3 + 4);
     auto launch = [&](const Run& r) {
         r.kernel<<<1, 32>>>(static_cast<const int4*>(d16.p), static_cast<const uint4*>(d8.p), static_cast<int4*>(dv.p),
-                            static_cast<uint4*>(do8.p), static_cast<uint4*>(dh8.p), static_cast<const int4*>(da16.p),
-                            static_cast<const uint4*>(da8.p), e0[0], n_steps, c_lo, c_hi,
-                            static_cast<long long*>(dst.p));
+                            static_cast<uint4*>(do8.p), static_cast<uint4*>(dh8.p),
+                            static_cast<const int4*>(r.mode == kRelay ? dr16.p : da16.p),
+                            static_cast<const uint4*>(r.mode == kRelay ? dr8.p : da8.p), e0[0], e0[1], n_steps, c_lo,
+                            c_hi, static_cast<long long*>(dst.p));
         PIXFLOW_CUDA_CHECK(cudaGetLastError());
     };
     // Checks.
@@ -349,9 +406,10 @@ static void probe_skew(int S) {
             for (int x = 0; x < W; ++x) {
                 const int t = x + S * i, c = t / kChunk;
                 const std::size_t k = std::size_t(i) * n_steps + t;
-                const bool bytes = (r.mode == kBytes || r.mode == kBand) && c >= c_lo && c < c_hi;
+                const bool above = r.mode == kBand || r.mode == kRelay;
+                const bool bytes = (r.mode == kBytes || above) && c >= c_lo && c < c_hi;
                 const int got = bytes ? o8[k] : (v[k] > 128 ? 255 : 0);
-                bad += got != (r.mode == kBand ? ref33[std::size_t(i + 1) * W + x] : ref[std::size_t(i) * W + x]);
+                bad += got != (above ? ref33[std::size_t(i + 1) * W + x] : ref[std::size_t(i) * W + x]);
             }
         std::printf("S=%d check %-7s %s (%ld of %d pixels differ)\n", S, r.name, bad ? "FAILED" : "PASSED", bad, W * H);
         failures += bad != 0;
