@@ -103,8 +103,6 @@ template <Mode M, int S = 2> __device__ __forceinline__ int step(Lane& s, int in
     return v;
 }
 
-/// One warp: rows [32][n_steps] of in16 (element t of row i is column t - S i) and of bytes (same
-/// layout), v out as int32 and output bytes and hand-off bytes as u8, clock64 stamps of lane 0.
 /// kRelay (S = 3): errors carried biased, e' = e + 127 (1..255, the hand-off bytes' own code), so
 /// that lane 31 can send lane 0 the band above's byte hb through the shuffle every lane makes (a
 /// shuffle from lane - 1, lane 0 from lane 31): lane 0 needs no select and no term of its own.
@@ -127,8 +125,12 @@ __device__ __forceinline__ int step_relay(Lane& s, int in16b, int hb, int from, 
     return v;
 }
 
+/// One warp: rows [32][n_steps] of in16 (element t of row i is column t - S i) and of bytes (same
+/// layout), v out as int32 and output bytes and hand-off bytes as u8, clock64 stamps of lane 0.
 /// kBand: a band above, whose last row's errors e(y-1, x+1) for lane 0 at step t (column t) come
 /// as bytes e + 127 (above8, byte t) and as int32 (above16), and lane 0 starts with u = u0.
+/// kRelay: the same rows give lane 31 at step t e(y-1, t+2) + 127 (lane 0's at step t+1), and
+/// lane 0 starts with u = u0 and the pending e(y-1, 1) = p0, biased.
 template <Mode M, int S>
 __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uint4* out8, uint4* hand8,
                              const int4* above16, const uint4* above8, int u0, int p0, int n_steps, int c_lo, int c_hi,
@@ -328,7 +330,7 @@ static void probe_skew(int S) {
     std::mt19937 rng(7);
     std::vector<std::uint8_t> img(std::size_t(W) * H);
     for (auto& b : img) b = std::uint8_t(rng());
-    // The serial reference: the band alone, and (kBand) the band below one more row, whose errors
+    // The serial reference: the band alone, and (kBand, kRelay) the band below one more row, whose errors
     // are the band above's hand-off.
     std::vector<std::uint8_t> ref, img33(std::size_t(W) * (H + 1)), ref33;
     for (int x = 0; x < W; ++x) img33[x] = std::uint8_t(rng());
@@ -347,7 +349,7 @@ static void probe_skew(int S) {
         relay16[t] = (t + 2 < W ? e0[t + 2] : 0) + 127;
         relay8[t] = std::uint8_t(relay16[t]);
     }
-    // Skewed rows: element t of row i is column t - 2i.
+    // Skewed rows: element t of row i is column t - S i.
     std::vector<int> h16(std::size_t(H) * n_steps);
     std::vector<std::uint8_t> h8(std::size_t(H) * n_steps, 0);
     for (int i = 0; i < H; ++i)
