@@ -21,7 +21,8 @@
 //           sending lane 0 the band above's byte through the shuffle every lane makes.
 //   noshfl  (S = 2) chain with the shuffle replaced by the lane's own error (a wrong result,
 //           timed only): the chain's ALU part alone.
-// Loads go a chunk ahead into the other of two buffers (two chunks a loop pass): with a
+// It includes floyd_steinberg.cu, as dither_harness.cu does, for the kernel's own constants and
+// helpers. Loads go a chunk ahead into the other of two buffers (two chunks a loop pass): with a
 // `cur = next` copy ptxas waited for each chunk's load at the chunk's end (25 cycles a step).
 // Every mode but noshfl is compared byte for byte with a serial CPU reference (diffuse(),
 // floyd_steinberg_pixel.hpp). Timed: clock64 of lane 0 over the steady chunks (cycles a step)
@@ -35,8 +36,10 @@
 // From the repository root:
 //   nvcc -O3 -arch=sm_90 -std=c++20 -Isdk/include plugins/floyd_steinberg/test/bench/step_probe.cu \
 //       -o build-harness/step_probe && build-harness/step_probe && build-harness/step_probe lat
-#include "../../kernels/floyd_steinberg_pixel.hpp"
+#include "../../kernels/floyd_steinberg.cu" // its constants, mad() and word_of()
 #include "../../../../scripts/bench/cuda_harness.cuh"
+
+#include "../../kernels/floyd_steinberg_pixel.hpp"
 
 #include <cstdio>
 #include <cstdint>
@@ -49,24 +52,28 @@ namespace fs = pixflow::floyd_steinberg;
 
 namespace {
 
-constexpr unsigned kFull = 0xffffffffu;
-constexpr int kChunk = 16;
-constexpr int kWhiteT = 16 * 129; // T >= kWhiteT: white (floyd_steinberg.cu)
-constexpr int kPoison = -16384;   // in16 outside the row: v = 0, e = 0 whatever the sum
+// floyd_steinberg.cu's own: the chunk, the warp mask, the white threshold, the IMAD kept in its
+// order, a word of a vector, the hand-off bytes of e = 0, and the sum of columns outside the row,
+// which as an input term (kPoison) makes v = 0 and e = 0 whatever the errors around.
+using fs::kChunk;
+using fs::kFull;
+using fs::kWhiteT;
+using fs::kZeroError;
+using fs::mad;
+using fs::word_of;
+constexpr int kPoison = fs::kOutside;
 
 enum Mode { kChain, kBytes, kNoShfl, kBand, kRelay };
 
-__device__ __forceinline__ int mad(int a, int b, int c) { // as floyd_steinberg.cu: no reassociation
-    int r;
-    asm("mad.lo.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-    return r;
-}
-
-__device__ __forceinline__ int lane_of(const int4& v, int j) {
-    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
-}
-__device__ __forceinline__ unsigned word_of(const uint4& v, int j) {
-    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+/// The step after the sum's off-chain parts q (the sum's) and q16 (16 in + the sum's): v =
+/// clamp(in + trunc(sum / 16), 0, 255) from the two IMAD pairs, the late error entering last (the
+/// lane's own e when kOwnLast, else the shuffled ur), and whether the pixel is white.
+template <bool kOwnLast> __device__ __forceinline__ int quantize(int e, int ur, int k3, int q, int q16, bool& white) {
+    const int sum = kOwnLast ? mad(7, e, mad(k3, ur, q)) : mad(k3, ur, mad(7, e, q));
+    const int t0 = kOwnLast ? mad(7, e, mad(k3, ur, q16)) : mad(k3, ur, mad(7, e, q16));
+    const int t = t0 + int(unsigned(sum) >> 28); // + 15 when sum < 0 (|sum| < 2^15)
+    white = t >= kWhiteT;
+    return __vimin_s32_relu(t >> 4, 255);
 }
 
 /// The error chain's state of one lane.
@@ -88,15 +95,9 @@ template <Mode M, int S = 2> __device__ __forceinline__ int step(Lane& s, int in
     // Lane 0's error from the band above enters the off-chain part of the sum, as in
     // floyd_steinberg.cu (its shuffled error is weighted by k3 = 0): no select on the chain.
     const int q = M == kBand ? mad(3, s.k ? 0 : h, mad(5, s.u, s.ul)) : mad(5, s.u, s.ul);
-    const int q16 = q + in16;
-    const int k3 = 3 * s.k;
     // The late error enters last (floyd_steinberg.cu's order): the shuffled one for S = 2, the
     // lane's own for S = 3, whose shuffled error is a step old.
-    const int sum = S == 3 ? mad(7, s.e, mad(k3, ur, q)) : mad(k3, ur, mad(7, s.e, q));
-    const int t0 = S == 3 ? mad(7, s.e, mad(k3, ur, q16)) : mad(k3, ur, mad(7, s.e, q16));
-    const int t = t0 + int(unsigned(sum) >> 28); // + 15 when sum < 0 (|sum| < 2^15)
-    white = t >= kWhiteT;
-    const int v = __vimin_s32_relu(t >> 4, 255);
+    const int v = quantize<S == 3>(s.e, ur, 3 * s.k, q, q + in16, white);
     s.e = v - (white ? 255 : 0);
     s.ul = s.u;
     s.u = M == kBand ? (s.k ? ur : h) : ur * s.k;
@@ -112,13 +113,7 @@ __device__ __forceinline__ int step_relay(Lane& s, int in16b, int hb, int from, 
     const int ur = s.pend; // lane i-1's error of two steps ago (S = 3)
     s.pend = shf;
     const int q = mad(5, s.u, s.ul);
-    const int q16 = q + in16b;
-    const int qs = q - 16 * 127;
-    const int sum = mad(7, s.e, mad(3, ur, qs)); // the true sum: its sign rounds
-    const int t0 = mad(7, s.e, mad(3, ur, q16));
-    const int t = t0 + int(unsigned(sum) >> 28);
-    white = t >= kWhiteT;
-    const int v = __vimin_s32_relu(t >> 4, 255);
+    const int v = quantize<true>(s.e, ur, 3, q - 16 * 127, q + in16b, white); // the sum unbiased: its sign rounds
     s.e = v + (white ? 127 - 255 : 127);
     s.ul = s.u;
     s.u = ur;
@@ -132,8 +127,8 @@ __device__ __forceinline__ int step_relay(Lane& s, int in16b, int hb, int from, 
 /// kRelay: the same rows give lane 31 at step t e(y-1, t+2) + 127 (lane 0's at step t+1), and
 /// lane 0 starts with u = u0 and the pending e(y-1, 1) = p0, biased.
 template <Mode M, int S>
-__global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uint4* out8, uint4* hand8,
-                             const int4* above16, const uint4* above8, int u0, int p0, int n_steps, int c_lo, int c_hi,
+__global__ void probe_kernel(const uint4* in16, const uint4* in8, int4* vout, uint4* out8, uint4* hand8,
+                             const uint4* above16, const uint4* above8, int u0, int p0, int n_steps, int c_lo, int c_hi,
                              long long* stamps) {
     const int i = threadIdx.x;
     Lane s;
@@ -149,7 +144,7 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
     const int from = (i + 31) % 32;
     const bool last_lane = i == 31;
     const int n4 = n_steps / 4, n16 = n_steps / 16;
-    const int4* src = in16 + std::size_t(i) * n4;
+    const uint4* src = in16 + std::size_t(i) * n4;
     int4* dst = vout + std::size_t(i) * n4;
     long long t_lo = 0, t_hi = 0;
     const int n_chunks = n_steps / kChunk; // even
@@ -160,8 +155,8 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
     constexpr bool kAbove = M == kBand || M == kRelay;
     auto bytes_chunk = [&](int c) { return (M == kBytes || kAbove) && c >= c_lo && c < c_hi; };
     struct Buf {
-        int4 v[4], h[4]; // int32 inputs and (kBand) errors above, four steps each
-        uint4 v8, h8;    // the same as bytes
+        uint4 v[4], h[4]; // int32 inputs and (kBand, kRelay) errors above, four steps each
+        uint4 v8, h8;     // the same as bytes
     };
     auto load = [&](int c, Buf& b) {
         if (c >= n_chunks) return;
@@ -177,12 +172,11 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
         }
     };
     auto run = [&](int c, const Buf& b) {
-        const int4(&v)[4] = b.v;
         const uint4& v8 = b.v8;
         if (bytes_chunk(c)) {
             // The hand-off bytes e + 127: as floyd_steinberg.cu builds them (from 127, adding e), or
             // (kRelay) OR-ed in, the errors being biased already.
-            constexpr unsigned kH0 = M == kRelay ? 0u : 0x7f7f7f7fu;
+            constexpr unsigned kH0 = M == kRelay ? 0u : kZeroError;
             unsigned ow[4] = {0, 0, 0, 0}, hw[4] = {kH0, kH0, kH0, kH0};
 #pragma unroll
             for (int j = 0; j < kChunk; ++j) {
@@ -210,10 +204,11 @@ __global__ void probe_kernel(const int4* in16, const uint4* in8, int4* vout, uin
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     bool white;
+                    const int in_16 = int(word_of(b.v[g], j)), h = int(word_of(b.h[g], j));
                     if constexpr (M == kRelay)
-                        o[j] = step_relay(s, lane_of(v[g], j) - 16 * 127, lane_of(b.h[g], j), from, last_lane, white);
+                        o[j] = step_relay(s, in_16 - 16 * 127, h, from, last_lane, white);
                     else
-                        o[j] = step<M, S>(s, lane_of(v[g], j), white, M == kBand ? lane_of(b.h[g], j) : 0);
+                        o[j] = step<M, S>(s, in_16, white, M == kBand ? h : 0);
                 }
                 dst[4 * c + g] = make_int4(o[0], o[1], o[2], o[3]);
             }
@@ -371,8 +366,8 @@ static void probe_skew(int S) {
     struct Run {
         const char* name;
         Mode mode;
-        void (*kernel)(const int4*, const uint4*, int4*, uint4*, uint4*, const int4*, const uint4*, int, int, int, int,
-                       int, long long*);
+        void (*kernel)(const uint4*, const uint4*, int4*, uint4*, uint4*, const uint4*, const uint4*, int, int, int,
+                       int, int, long long*);
     };
     const Run runs2[] = {{"chain", kChain, probe_kernel<kChain, 2>},
                          {"bytes", kBytes, probe_kernel<kBytes, 2>},
@@ -385,9 +380,9 @@ static void probe_skew(int S) {
     // No noshfl for S = 3: its shuffle is off the chain already.
     const std::vector<Run> runs = S == 2 ? std::vector<Run>(runs2, runs2 + 4) : std::vector<Run>(runs3, runs3 + 4);
     auto launch = [&](const Run& r) {
-        r.kernel<<<1, 32>>>(static_cast<const int4*>(d16.p), static_cast<const uint4*>(d8.p), static_cast<int4*>(dv.p),
+        r.kernel<<<1, 32>>>(static_cast<const uint4*>(d16.p), static_cast<const uint4*>(d8.p), static_cast<int4*>(dv.p),
                             static_cast<uint4*>(do8.p), static_cast<uint4*>(dh8.p),
-                            static_cast<const int4*>(r.mode == kRelay ? dr16.p : da16.p),
+                            static_cast<const uint4*>(r.mode == kRelay ? dr16.p : da16.p),
                             static_cast<const uint4*>(r.mode == kRelay ? dr8.p : da8.p), e0[0], e0[1], n_steps, c_lo,
                             c_hi, static_cast<long long*>(dst.p));
         PIXFLOW_CUDA_CHECK(cudaGetLastError());
