@@ -4,7 +4,8 @@
 //   schedule.*         the step graph and the TBB loop over it
 //   buffers.*          images in memory and device-memory accounting
 //   launch.*           pf_run_args and the call into the operator
-//   host_callbacks.*   pf_host: scratch, log, cancellation, metrics
+//   host_callbacks.*   pf_host: scratch, log, cancellation, metrics, persistent blocks
+//   persistent.*       the blocks nodes keep between their calls (pf_host.persistent)
 //   output_files.*     temporaries renamed into place when the run succeeded
 //   report.*           the RunReport and trace spans
 //   strips.cpp         a streamed chain: its nodes run strip by strip (planner/strips.hpp)
@@ -16,6 +17,7 @@
 #include "executor/executor.hpp"
 #include "executor/host_callbacks.hpp"
 #include "executor/output_files.hpp"
+#include "executor/persistent.hpp"
 #include "executor/schedule.hpp"
 #include "executor/timing.hpp"
 
@@ -36,6 +38,7 @@ struct Executor::Impl {
     Event fork;                       ///< caller's stream: its work so far, waited on by the others
     std::vector<Event> transfer_done; ///< per transfer: its copy, which the host waits for
     Buffers buffers;
+    PersistentStore persistent; ///< what nodes keep between their calls
     Schedule schedule;
     Timings timings;
     RunSignals signals;

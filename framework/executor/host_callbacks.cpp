@@ -43,15 +43,43 @@ void RunSignals::metric(NodeId v, const char* key, double value) {
     m_metrics[v][key] = value;
 }
 
-StepHost::StepHost(RunSignals& run, DeviceMemoryCounter& device_bytes, const Node& node, NodeId v, const Stream* stream)
-    : m_run(run), m_device_bytes(device_bytes), m_node(node), m_v(v),
-      m_stream(stream), m_table{sizeof(pf_host), this, &cb_alloc, &cb_log, &cb_cancelled, &cb_metric} {}
+StepHost::StepHost(RunSignals& run, DeviceMemoryCounter& device_bytes, PersistentStore& kept, const Node& node,
+                   NodeId v, const Stream* stream)
+    : m_run(run), m_device_bytes(device_bytes), m_kept(kept), m_node(node), m_v(v),
+      m_stream(stream), m_table{sizeof(pf_host), this, &cb_alloc, &cb_log, &cb_cancelled, &cb_metric, &cb_persistent} {}
 
 StepHost::~StepHost() {
     try {
+        return_persistent(false); // still held: the launch did not get as far as returning it
         free_scratch();
     } catch (...) { // already failing; the run reports the first error
     }
+}
+
+int32_t StepHost::cb_persistent(void* self, int32_t device, size_t bytes, void** data, uint64_t** state) {
+    auto* c = static_cast<StepHost*>(self);
+    try {
+        if (!data || !state) return PF_ERR_INVALID;
+        std::lock_guard lk(c->m_mu);
+        const int32_t own = c->m_stream ? int32_t(c->m_stream->device()) : int32_t(PF_HOST);
+        if (device != own || bytes == 0) return PF_ERR_INVALID;
+        if (c->m_block && c->m_block->bytes != bytes) return PF_ERR_INVALID; // one block a call
+        if (!c->m_block) {
+            c->m_block = &c->m_kept.take(c->m_v, device, bytes, c->m_stream, c->m_device_bytes);
+            c->m_taken += bytes; // the scratch estimate covers it
+        }
+        *data = c->m_block->data;
+        *state = &c->m_block->state;
+        return PF_OK;
+    } catch (...) { return PF_ERR_RUNTIME; }
+}
+
+void StepHost::return_persistent(bool ok) {
+    std::lock_guard lk(m_mu);
+    if (!m_block) return;
+    PersistentStore::Block* b = m_block;
+    m_block = nullptr;
+    m_kept.give_back(*b, m_stream, ok);
 }
 
 void* StepHost::cb_alloc(void* self, int32_t device, size_t bytes) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "executor/buffers.hpp"
+#include "executor/persistent.hpp"
 
 #include <atomic>
 #include <functional>
@@ -43,11 +44,13 @@ class RunSignals {
     NodeMap<std::map<std::string, double>> m_metrics;
 };
 
-/// The pf_host of one node's launch, and the scratch memory it handed out.
+/// The pf_host of one node's launch, the scratch memory it handed out and the persistent block
+/// it lent (from `kept`, the Executor's store).
 class StepHost {
   public:
     /// `stream` is the node's stream on CUDA, nullptr on the CPU (which gets no device scratch).
-    StepHost(RunSignals& run, DeviceMemoryCounter& device_bytes, const Node& node, NodeId v, const Stream* stream);
+    StepHost(RunSignals& run, DeviceMemoryCounter& device_bytes, PersistentStore& kept, const Node& node, NodeId v,
+             const Stream* stream);
     StepHost(const StepHost&) = delete;
     StepHost& operator=(const StepHost&) = delete;
     ~StepHost();
@@ -57,14 +60,19 @@ class StepHost {
     /// scratch of a CUDA node may still be read by its queued work (an async copy from it), so
     /// the host waits for the stream first.
     void free_scratch();
-    /// The scratch bytes the operator has taken in this call so far, host and device.
+    /// The scratch bytes the operator has taken in this call so far, host and device, its
+    /// persistent block included.
     std::size_t scratch_taken();
+    /// After the operator returned (ok: PF_OK, its work enqueued): the persistent block goes
+    /// back to the store, to be zeroed before its next use unless ok.
+    void return_persistent(bool ok);
 
   private:
     static void* cb_alloc(void* self, int32_t device, size_t bytes);
     static void cb_log(void* self, int32_t level, const char* msg);
     static int32_t cb_cancelled(void* self);
     static void cb_metric(void* self, const char* key, double value);
+    static int32_t cb_persistent(void* self, int32_t device, size_t bytes, void** data, uint64_t** state);
 
     struct Scratch {
         void* ptr;
@@ -73,6 +81,8 @@ class StepHost {
     };
     RunSignals& m_run;
     DeviceMemoryCounter& m_device_bytes;
+    PersistentStore& m_kept;
+    PersistentStore::Block* m_block = nullptr; ///< the persistent block of this call, if it took one
     const Node& m_node;
     NodeId m_v;
     const Stream* m_stream;

@@ -9,9 +9,9 @@ std::string launch_context(const Node& n, const char* backend) {
     return std::string(n.op ? n.op->desc->name : "input") + " on " + backend;
 }
 
-bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes, Timings& t) {
+bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes, PersistentStore& kept, Timings& t) {
     const pf_op_desc& d = *l.node.op->desc;
-    StepHost host(run, device_bytes, l.node, l.v, l.stream);
+    StepHost host(run, device_bytes, kept, l.node, l.v, l.stream);
     char err[2048] = {0};
     pf_run_args a{sizeof(pf_run_args),
                   l.params,
@@ -66,6 +66,7 @@ bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes,
     } else {
         t.scratch[l.v] = host.scratch_taken();
     }
+    host.return_persistent(status == PF_OK);
     host.free_scratch();
     err[sizeof err - 1] = '\0'; // the plugin may have left it unterminated
     if (status == PF_OK) return true;

@@ -28,6 +28,7 @@ std::string launch_context(const Node& n, const char* backend);
 
 /// Launches l.node's operator once. On failure the operator's message goes to run.fail (the
 /// user's for PF_ERR_INVALID and PF_ERR_UNSUPPORTED) and launch returns false.
-bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes, Timings& t);
+/// `kept` is the Executor's store of persistent blocks (pf_host.persistent).
+bool launch(const Launch& l, RunSignals& run, DeviceMemoryCounter& device_bytes, PersistentStore& kept, Timings& t);
 
 } // namespace pixflow::host

@@ -44,7 +44,7 @@ bool Executor::Impl::launch_node(NodeId v) {
              dev ? &streams[std::size_t(p.stream[v])] : nullptr,
              backend_name(p.backend[v])};
     l.collective = opt && opt->split && !dev ? opt->split->collective(v) : nullptr; // opt: none in bench
-    const bool ok = launch(l, signals, buffers.device_memory(), timings);
+    const bool ok = launch(l, signals, buffers.device_memory(), persistent, timings);
     if (l.collective) opt->split->node_done(v, outs, ok);
     return ok;
 }

@@ -425,7 +425,7 @@ void Executor::Impl::run_chain(int ci) {
             c.carry_bytes[i]};
         Launch l{v, n, files.params(g, v), ins, outs, dev[i] ? s : nullptr, backend_name(p.backend[v]), &strip};
         if (opt->on_node) opt->on_node(v, true);
-        const bool ok = launch(l, signals, buffers.device_memory(), timings);
+        const bool ok = launch(l, signals, buffers.device_memory(), persistent, timings);
         if (opt->on_node) opt->on_node(v, false);
         if (ok && opt->split && mb[i].carry && k == k_last - 1)
             opt->split->carry_out(ci, int(i), mb[i].carry->im.data, c.carry_bytes[i]);

@@ -18,7 +18,8 @@ struct NodeReport {
     std::vector<std::string> replaced;     ///< a fused node: the nodes it stands for
     /// A node of a streamed chain: the strips it ran in (its ms is their sum); 0 on whole images.
     int strips = 0;
-    /// The most scratch memory (ctx.alloc, host and device) one of its run calls took, in bytes.
+    /// The most scratch memory (ctx.alloc, and ctx.persistent's kept block; host and device) one of
+    /// its run calls took, in bytes.
     double scratch_bytes = 0;
 };
 

@@ -97,9 +97,12 @@ struct Integral {
     static void run_cuda(Context& ctx, const Params&) {
         const ImageView in = ctx.input(), out = ctx.output();
         const Strip s = ctx.strip();
-        const std::size_t bytes = integral_cuda_scratch_bytes(in, out);
-        integral_cuda(in, out, bytes ? ctx.alloc(bytes) : nullptr, ctx.stream(), s.out_row0 > 0 ? s.carry : nullptr,
-                      s.carry);
+        // The one-pass kernel's flags in memory the node keeps (ABI 1.6): cleared only when the
+        // layout changes, not before every launch (the memset was 0.037x the floor, 8192^2 RGB).
+        const std::size_t bytes = integral_cuda_scratch_bytes(in, out), kept = integral_cuda_kept_bytes(in, out);
+        const PersistentBlock block = kept ? ctx.persistent(kept) : PersistentBlock{};
+        integral_cuda(in, out, bytes > kept ? ctx.alloc(bytes - kept) : nullptr, ctx.stream(),
+                      s.out_row0 > 0 ? s.carry : nullptr, s.carry, block.data, block.state);
     }
 #endif
 };

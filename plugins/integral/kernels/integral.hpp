@@ -47,11 +47,18 @@ void integral_cpu(const ImageView& in, const ImageView& out, void* scratch, cons
 /// Bytes of device scratch that integral_cuda needs for these views.
 std::size_t integral_cuda_scratch_bytes(const ImageView& in, const ImageView& out);
 
+/// Of those, the bytes that may live in memory kept between calls (pf_host.persistent): the
+/// one-pass kernel's flags (u8 -> u32); 0 for the other kernels.
+std::size_t integral_cuda_kept_bytes(const ImageView& in, const ImageView& out);
+
 /// Same as integral_cpu on device memory; `scratch` holds integral_cuda_scratch_bytes(in, out)
-/// bytes of device memory; `above` and `last` are device memory. Launches on `stream` (a
-/// cudaStream_t); does not synchronise.
+/// bytes of device memory, or that less integral_cuda_kept_bytes(in, out) when `kept` holds those
+/// (device memory that only this caller's launches of integral_cuda ever touch, with
+/// `kept_state` a host word beside it: both zero when new). With kept memory the one-pass kernel
+/// clears its flags only when the layout differs from the last launch's on it. `above` and
+/// `last` are device memory. Launches on `stream` (a cudaStream_t); does not synchronise.
 void integral_cuda(const ImageView& in, const ImageView& out, void* scratch, void* stream, const void* above = nullptr,
-                   void* last = nullptr);
+                   void* last = nullptr, void* kept = nullptr, std::uint64_t* kept_state = nullptr);
 #endif
 
 } // namespace pixflow::integral

@@ -5,6 +5,9 @@
 // columns, at every CPU level, and in bands of rows with the carried row (strips).
 #include "../kernels/integral.hpp"
 #include "support/op_harness.hpp"
+#include "support/paths.hpp"
+
+#include <pixflow/pixflow.hpp>
 
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
@@ -273,6 +276,36 @@ TEST(IntegralCuda, OnePassLookBackMatchesAtTileEdges) {
         for (std::size_t k = 0; k < full.samples(); ++k) full.set(k, 255);
         EXPECT_TRUE(integral("cuda", full, "u32").bytes == integral("cpu", full, "u32").bytes)
             << w << "x" << h << "x" << c;
+    }
+}
+
+// The one-pass kernel's flags live in memory the node keeps between its calls (ABI 1.6,
+// pf_host.persistent), cleared only when the layout changes: each launch of a layout seen just
+// before reads the last launch's flags as not yet published (a later epoch). One pipeline run
+// again and again on new images of one shape (the plan, and so the kept block, reused: with the
+// flags misread, a tile would add a neighbour's sums from the last image), for shapes of 1 to 4
+// channels and several tile rows and columns, each output against the reference bit for bit.
+TEST(IntegralCuda, RunsOfOnePipelineOnNewImagesEachMatchTheReference) {
+    PIXFLOW_REQUIRE_CUDA();
+    static const pixflow::Engine engine({pixflow::testing::plugin_dir()});
+    std::uint32_t seed = 2100;
+    for (auto [w, h, c] : {std::tuple{1537, 95, 3}, std::tuple{2049, 400, 1}, std::tuple{1100, 70, 2},
+                           std::tuple{700, 50, 4}, std::tuple{8192, 64, 3}}) {
+        pixflow::Pipeline p = engine.load_string(
+            "[nodes.src]\nop = \"memory\"\n[nodes.sat]\nop = \"integral\"\ninput = \"src\"\ndtype = \"u32\"\n",
+            "sat.toml");
+        p.backend("cuda");
+        for (int run = 0; run < 5; ++run) {
+            SCOPED_TRACE(describe(w, h, c, DType::u8, "u32") + ", run " + std::to_string(run));
+            Image in = Image::make(w, h, c, DType::u8);
+            fill_random(in, seed++);
+            Image out = Image::make(w, h, c, DType::u32);
+            p.input("src", in.view()).output("sat", out.view());
+            const pixflow::RunReport r = p.run();
+            for (const auto& n : r.nodes)
+                if (n.id == "sat") EXPECT_EQ(n.backend, "cuda");
+            EXPECT_TRUE(out.bytes == reference(in, DType::u32).bytes);
+        }
     }
 }
 

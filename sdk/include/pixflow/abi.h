@@ -40,10 +40,11 @@ extern "C" {
    pf_plugin_desc.access) and strips (pf_run_args.strip); 1.3: pf_access_desc.whole_reason
    (access that depends on parameters); 1.4: PF_OP_SPLIT and pf_run_args.collective (a
    whole-image op run split over cooperating processes); 1.5: scratch estimates (pf_scratch_desc,
-   pf_plugin_desc.scratch). Each define stays on one line: CMake reads both from this file
+   pf_plugin_desc.scratch); 1.6: memory a node keeps between its calls (pf_host.persistent). Each
+   define stays on one line: CMake reads both from this file
    (file(STRINGS) in the top CMakeLists.txt). */
 #define PIXFLOW_ABI_MAJOR 1
-#define PIXFLOW_ABI_MINOR 5
+#define PIXFLOW_ABI_MINOR 6
 
 /* The one symbol every plugin exports. */
 #define PIXFLOW_ENTRY_SYMBOL "pixflow_plugin_entry"
@@ -173,6 +174,23 @@ typedef struct pf_host {
     /* A named number for the run report (PSNR, iterations...), printed and written to JSON. The
      * key is copied. Several calls with one key keep the last value. */
     void (*metric)(void* self, const char* key, double value);
+    /* ABI 1.6 (read only when struct_size covers it). Memory that this node keeps from one call
+     * of the operator to the next, for state that would otherwise be rebuilt at every call (the
+     * cleared flags of a single-pass scan, a launch counter): `bytes` bytes on `device`, which
+     * must be the op's own (its images' CUDA device in run_cuda, PF_HOST in run_cpu), aligned
+     * as alloc's. On PF_OK, *data is the memory and *state a host word beside it, both exactly
+     * as this node's last call that took this block left them (its device work included: the
+     * host orders `stream` after it), or, when the block is new, bytes all zero and *state 0.
+     * A block is this node's alone and one call's at a time: calls that run at once (strips on
+     * several streams or GPUs) get blocks of their own, and a call that asks for other bytes
+     * than its block's gets a new, zeroed one. After a call that failed (any status but PF_OK)
+     * its blocks are zeroed again, state 0, so a half-updated block is never seen. One block a
+     * call: asked again in the same call, it is the same block. The host frees them with the
+     * pipeline. Returns PF_ERR_INVALID for another device, bytes == 0 or, asked again, other
+     * bytes; PF_ERR_RUNTIME when out of memory (the op then
+     * returns that status). Counted in the run's device (host) memory like scratch, and in the
+     * operator's scratch estimate (pf_scratch_desc). */
+    int32_t (*persistent)(void* self, int32_t device, size_t bytes, void** data, uint64_t** state);
 } pf_host;
 
 /* ABI 1.2. Where the current run call lies in a run by horizontal strips (pf_run_args.strip).

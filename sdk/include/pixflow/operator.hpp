@@ -628,6 +628,14 @@ class Collective {
     const pf_collective* m_c;
 };
 
+/// Memory a node keeps between calls (Context::persistent): `data` on the device of the node's
+/// images (the host on the CPU), `state` a host word the operator may use to remember what data
+/// holds (0 when data is new and zero).
+struct PersistentBlock {
+    void* data = nullptr;
+    std::uint64_t* state = nullptr;
+};
+
 /// What a run function receives besides its parameters: images, the stream, scratch memory,
 /// logging, cancellation and metrics.
 class Context {
@@ -674,14 +682,29 @@ class Context {
 
     /// Scratch memory next to the outputs (host or device), freed by the host after the run.
     void* alloc(std::size_t bytes) const {
-        int device = m_args->n_outputs > 0  ? m_args->outputs[0].device
-                     : m_args->n_inputs > 0 ? m_args->inputs[0].device
-                                            : PF_HOST;
-        void* p = m_args->host->alloc(m_args->host->self, device, bytes);
+        void* p = m_args->host->alloc(m_args->host->self, device_of_images(), bytes);
         if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes of scratch", PF_ERR_RUNTIME);
         return p;
     }
     template <class T> T* alloc(std::size_t count) const { return static_cast<T*>(alloc(count * sizeof(T))); }
+    /// ABI 1.6: memory this node keeps from one call to the next (pf_host.persistent): `bytes`
+    /// bytes where alloc's would be, and a host word beside it, as this node's last call with
+    /// the same bytes left them (all zero when new, or after a call that failed). Throws Error
+    /// when out of memory or on a host without it.
+    PersistentBlock persistent(std::size_t bytes) const {
+        const pf_host* h = m_args->host;
+        if (h->struct_size < offsetof(pf_host, persistent) + sizeof(h->persistent) || !h->persistent)
+            throw Error("this host keeps no memory between calls (pf_host.persistent needs ABI 1.6)",
+                        PF_ERR_UNSUPPORTED);
+        PersistentBlock b;
+        const int32_t status = h->persistent(h->self, device_of_images(), bytes, &b.data, &b.state);
+        if (status != PF_OK)
+            throw Error("no memory kept between calls: " + std::to_string(bytes) + " bytes " +
+                            (status == PF_ERR_INVALID ? "refused by the host (another size than before in this call?)"
+                                                      : "(out of memory)"),
+                        status == PF_ERR_INVALID ? PF_ERR_INVALID : PF_ERR_RUNTIME);
+        return b;
+    }
     void log(int level, const std::string& msg) const { m_args->host->log(m_args->host->self, level, msg.c_str()); }
     void info(const std::string& msg) const { log(1, msg); }
     void warn(const std::string& msg) const { log(2, msg); }
@@ -696,6 +719,12 @@ class Context {
     }
 
   private:
+    /// Where alloc and persistent take memory: the outputs' device, else the inputs'.
+    int32_t device_of_images() const {
+        return m_args->n_outputs > 0  ? m_args->outputs[0].device
+               : m_args->n_inputs > 0 ? m_args->inputs[0].device
+                                      : PF_HOST;
+    }
     const pf_run_args* m_args;
     Params m_params;
 };

@@ -180,9 +180,10 @@ __global__ void __launch_bounds__(256) widen_kernel(const std::uint32_t* in, uin
 __global__ void fill_published(unsigned long long* slots, std::size_t n_pk, std::size_t n_other, unsigned* flags,
                                std::size_t n_flags) {
     const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n_pk) slots[i] = (unsigned long long)(pi::lb_aggregate) << pi::pk_status_shift;
-    if (i < n_other) slots[n_pk + i] = pi::make_slot(pi::lb_inclusive, 0);
-    if (i < n_flags) flags[i] = pi::lb_inclusive;
+    constexpr pi::Tags t = pi::Tags::of(1); // LookBack's tags unless a launch says otherwise
+    if (i < n_pk) slots[i] = (unsigned long long)(t.agg) << pi::pk_status_shift;
+    if (i < n_other) slots[n_pk + i] = pi::make_slot(t.inc, 0);
+    if (i < n_flags) flags[i] = t.inc;
     if (i < 2) flags[std::ptrdiff_t(i) - 2] = 0; // the ticket (and its padding word)
 }
 
