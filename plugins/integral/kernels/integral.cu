@@ -14,7 +14,8 @@
 // TH * C row values and C corner values (z): rows and z one value to a 64-bit Slot with its
 // status, so that a reader needs no fence; the columns' aggregates four to a Slot, their
 // inclusive prefixes in a plain array behind a flag per tile (LookBack); and a ticket. The slots,
-// flags and ticket are cleared by a memset before each launch.
+// flags and ticket are cleared by a memset before a launch, unless they lie in memory the node
+// keeps and the launch before on it had the same layout (Tags, launch_lookback).
 // Measured on an H100 (harness of 2026-11-27: the old and new kernels and a device-to-device copy
 // of the floor's bytes in one run, 3 rounds of medians of 25), 8192 x 8192 x 3 u8 -> u32, floor
 // 1.007 GB = 0.339 ms at the copy's 2.97 TB/s: 0.484-0.492 ms, 1.42-1.44x, against 0.506-0.509 ms
@@ -110,6 +111,12 @@
 // (1.15x at best with the strips kept within two iterations of each other; 64-pixel strips 1.19x)
 // where row-major tiles copy at 1.05-1.07x: not pursued; other tile shapes through this kernel's tile path (64 x 248 to
 // 1024 x 15) copy within 1% of 512 x 31 (docs/performance.md).
+// 2026-12-01 (thirty-third session): the slots, flags and ticket in memory the node keeps between
+// launches (ABI 1.6, pf_host.persistent), each launch's statuses tagged with its epoch (Tags), so
+// a launch of the layout seen last needs no memset (launch_lookback). test/bench/kept_check.cu,
+// H200, one run: RGB 0.3214-0.3227 -> 0.3157-0.3175 ms (1.316-1.330x -> 1.293-1.308x the copy),
+// gray 0.1226-0.1243 -> 0.1176-0.1186 ms; byte-exact over launches on new images, and a forged
+// epoch is caught (docs/performance.md).
 //
 // Other integer outputs (u16 and u32 inputs, and u8 -> u64): "reduce, then scan", over tiles of
 // tile_w x th = 512 x 128 pixels (th = tiles_rows: 64, 32 or 16 for images of fewer than 1024

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace pixflow;
@@ -40,6 +41,22 @@ std::vector<std::uint32_t> reference(const std::vector<std::uint8_t>& in, int w,
     return out;
 }
 
+/// Packed views of a w x h image of c channels, u8 at `in`, and of its u32 integral at `out`.
+std::pair<ImageView, ImageView> views(int w, int h, int c, void* in_data, void* out_data) {
+    ImageView in, out;
+    in.width = out.width = w;
+    in.height = out.height = h;
+    in.channels = out.channels = c;
+    in.dtype = DType::u8;
+    out.dtype = DType::u32;
+    in.device = out.device = 0;
+    in.pitch = std::int64_t(w) * c;
+    out.pitch = in.pitch * 4;
+    in.data = in_data;
+    out.data = out_data;
+    return {in, out};
+}
+
 /// One launch on kept memory: a new image of w x h, its output against the reference.
 template <int C> bool launch_matches(int w, int h, void* kept, std::uint64_t* state, std::mt19937& rng) {
     const std::size_t row = std::size_t(w) * C;
@@ -47,17 +64,7 @@ template <int C> bool launch_matches(int w, int h, void* kept, std::uint64_t* st
     for (auto& b : hin) b = std::uint8_t(rng());
     harness::Dev din(hin.size()), dout(hin.size() * 4);
     PIXFLOW_CUDA_CHECK(cudaMemcpy(din.p, hin.data(), hin.size(), cudaMemcpyHostToDevice));
-    ImageView in, out;
-    in.width = out.width = w;
-    in.height = out.height = h;
-    in.channels = out.channels = C;
-    in.dtype = DType::u8;
-    out.dtype = DType::u32;
-    in.device = out.device = 0;
-    in.pitch = std::int64_t(row);
-    out.pitch = std::int64_t(row * 4);
-    in.data = din.p;
-    out.data = dout.p;
+    const auto [in, out] = views(w, h, C, din.p, dout.p);
     constexpr int TH = pi::lb_rows<std::uint32_t, C>();
     const std::size_t plain =
         pi::lookback_scratch_bytes<std::uint32_t, C, TH>(in) - pi::lookback_kept_bytes<std::uint32_t, C, TH>(in);
@@ -98,17 +105,7 @@ template <int C> void time_kept(int w, int h) {
     const std::size_t row = std::size_t(w) * C;
     harness::Dev din(row * h), dout(row * h * 4);
     PIXFLOW_CUDA_CHECK(cudaMemset(din.p, 0x5A, row * h));
-    ImageView in, out;
-    in.width = out.width = w;
-    in.height = out.height = h;
-    in.channels = out.channels = C;
-    in.dtype = DType::u8;
-    out.dtype = DType::u32;
-    in.device = out.device = 0;
-    in.pitch = std::int64_t(row);
-    out.pitch = std::int64_t(row * 4);
-    in.data = din.p;
-    out.data = dout.p;
+    const auto [in, out] = views(w, h, C, din.p, dout.p);
     const std::size_t all = pi::lookback_scratch_bytes<std::uint32_t, C, TH>(in);
     const std::size_t kept_bytes = pi::lookback_kept_bytes<std::uint32_t, C, TH>(in);
     harness::Dev scratch(all), kept(kept_bytes);
