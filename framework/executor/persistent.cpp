@@ -30,8 +30,9 @@ PersistentStore::Block& PersistentStore::take(NodeId v, std::int32_t device, std
         b->device = device;
         if (device != PF_HOST) b->done = Event(true, false);
     }
-    // Device blocks: this call's stream runs after the block's last work.
-    if (device != PF_HOST && b->last_stream && b->last_stream != stream->get()) b->done.wait_on(*stream);
+    // Device blocks: this call's stream runs after the block's last work (on the same stream a
+    // no-op; always made, since a caller's destroyed stream's handle may come back as another).
+    if (device != PF_HOST && b->last_stream) b->done.wait_on(*stream);
     bool zero = b->dirty || b->bytes != bytes;
     if (b->capacity < bytes) { // grows (never shrinks: a batch of mixed sizes does not reallocate each time)
         if (device == PF_HOST) {
@@ -44,6 +45,7 @@ PersistentStore::Block& PersistentStore::take(NodeId v, std::int32_t device, std
             const std::size_t old = b->capacity;
             b->dev = DeviceBuffer(); // frees the old block first
             b->capacity = 0;
+            b->data = nullptr;
             counter.add(-(long long)old);
             b->dev = DeviceBuffer(bytes, device);
             counter.add((long long)bytes);
@@ -53,13 +55,14 @@ PersistentStore::Block& PersistentStore::take(NodeId v, std::int32_t device, std
         zero = true;
     }
     if (zero) {
+        b->dirty = true; // until the clear below is enqueued
+        b->bytes = bytes;
+        b->state = 0;
         if (device == PF_HOST)
             std::memset(b->data, 0, bytes);
         else
             memset_async(b->data, 0, bytes, *stream);
-        b->state = 0;
         b->dirty = false;
-        b->bytes = bytes;
     }
     b->busy = true;
     return *b;

@@ -4,7 +4,7 @@
 // A block belongs to one node and, while a call holds it, to that call alone: calls of one node
 // that run at once (strips on several streams or GPUs) take different blocks. A block's device
 // work is ordered by an event: the stream of the next call that takes it waits for the last
-// call's work when the streams differ. A block that a failed call held is zeroed (and its state
+// call's work. A block that a failed call held is zeroed (and its state
 // reset) before it is used again, so no call ever sees a half-updated block.
 #pragma once
 
