@@ -145,6 +145,15 @@ struct Summing {
     static std::size_t carry_bytes(const Shapes&, const Shapes& out) { return out[0].row_samples() * 8; }
     static void run_cpu(Context& ctx) { g_strip = ctx.strip(); }
 };
+/// Counts its calls in 8 bytes it keeps between them (ctx.persistent, ABI 1.6).
+struct Keeping {
+    static Schema schema() { return Schema("keeping", "x").input("in", 2, 2).output("out", 2, 2); }
+    static void run_cpu(Context& ctx) {
+        const PersistentBlock b = ctx.persistent(8);
+        ++*static_cast<std::uint64_t*>(b.data);
+        ++*b.state;
+    }
+};
 struct CarriedWithoutState {
     static Schema schema() { return Schema("stateless", "x").access(carried()).input("in", 2, 2).output("out", 2, 2); }
     static void run_cpu(Context&) {}
@@ -315,6 +324,54 @@ TEST(Access, ContextStripIsTheWholeImageUnlessTheHostGivesAStrip) {
     a.struct_size = offsetof(pf_run_args, strip); // a host of ABI 1.1 has no strip field
     ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK);
     EXPECT_EQ(g_strip.count, 1);
+}
+
+namespace {
+struct FakeKeeper {
+    std::uint64_t data = 0, state = 0;
+    int32_t status = PF_OK;
+    std::size_t asked = 0;
+    static int32_t persistent(void* self, int32_t device, size_t bytes, void** data, uint64_t** state) {
+        auto* k = static_cast<FakeKeeper*>(self);
+        k->asked = bytes;
+        if (k->status != PF_OK || device != PF_HOST) return k->status != PF_OK ? k->status : PF_ERR_INVALID;
+        *data = &k->data;
+        *state = &k->state;
+        return PF_OK;
+    }
+};
+} // namespace
+
+TEST(Persistent, ContextPersistentUsesTheHostsBlockAndSaysWhenItHasNone) {
+    detail::Plugin<Keeping> p("p", "1");
+    pf_image im{sizeof(pf_image), 5, 7, 1, PF_U8, PF_HOST, 5, nullptr};
+    FakeKeeper keeper;
+    pf_host host{};
+    host.struct_size = sizeof host;
+    host.self = &keeper;
+    host.persistent = &FakeKeeper::persistent;
+    char err[256] = {0};
+    pf_run_args a{};
+    a.struct_size = sizeof a;
+    a.inputs = &im;
+    a.n_inputs = 1;
+    a.outputs = &im;
+    a.n_outputs = 1;
+    a.host = &host;
+    a.error = err;
+    a.error_size = sizeof err;
+    ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK) << err;
+    ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK) << err;
+    EXPECT_EQ(keeper.asked, 8u);
+    EXPECT_EQ(keeper.data, 2u);
+    EXPECT_EQ(keeper.state, 2u);
+    keeper.status = PF_ERR_RUNTIME; // out of memory
+    EXPECT_EQ(p.desc.ops[0].run_cpu(&a), PF_ERR_RUNTIME);
+    EXPECT_EQ(std::string(err), "no memory kept between calls: 8 bytes (out of memory)");
+    host.struct_size = offsetof(pf_host, persistent); // a host of ABI 1.5 has no persistent
+    EXPECT_EQ(p.desc.ops[0].run_cpu(&a), PF_ERR_UNSUPPORTED);
+    EXPECT_EQ(std::string(err), "this host keeps no memory between calls (pf_host.persistent needs ABI 1.6)");
+    EXPECT_EQ(keeper.data, 2u);
 }
 
 TEST(Access, MistakesInTheDeclarationRejectThePluginWhenLoaded) {
