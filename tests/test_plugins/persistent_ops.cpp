@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 using namespace pixflow;
 
@@ -53,7 +54,9 @@ struct TpPersistent {
             bool refused = false;
             try {
                 (void)ctx.persistent(bytes + 8);
-            } catch (const Error& e) { refused = e.status() == PF_ERR_INVALID; }
+            } catch (const Error& e) {
+                refused = e.status() == PF_ERR_RUNTIME && std::string(e.what()).find("refused") != std::string::npos;
+            }
             ctx.metric("other_refused", refused ? 1.0 : 0.0);
         }
         if (p.fail_at > 0 && count == std::uint64_t(p.fail_at))

@@ -187,9 +187,9 @@ typedef struct pf_host {
      * its blocks are zeroed again, state 0, so a half-updated block is never seen. One block a
      * call: asked again in the same call, it is the same block. The host frees them with the
      * pipeline. Returns PF_ERR_INVALID for another device, bytes == 0 or, asked again, other
-     * bytes; PF_ERR_RUNTIME when out of memory (the op then
-     * returns that status). Counted in the run's device (host) memory like scratch, and in the
-     * operator's scratch estimate (pf_scratch_desc). */
+     * bytes (the op's mistake: it then returns PF_ERR_RUNTIME); PF_ERR_RUNTIME when out of
+     * memory. Device blocks count in the run's device memory (peak_device_bytes) from their
+     * first call on; count the bytes in the operator's scratch estimate (pf_scratch_desc). */
     int32_t (*persistent)(void* self, int32_t device, size_t bytes, void** data, uint64_t** state);
 } pf_host;
 

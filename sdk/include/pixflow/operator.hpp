@@ -689,8 +689,9 @@ class Context {
     template <class T> T* alloc(std::size_t count) const { return static_cast<T*>(alloc(count * sizeof(T))); }
     /// ABI 1.6: memory this node keeps from one call to the next (pf_host.persistent): `bytes`
     /// bytes where alloc's would be, and a host word beside it, as this node's last call with
-    /// the same bytes left them (all zero when new, or after a call that failed). Throws Error
-    /// when out of memory or on a host without it.
+    /// the same bytes left them (all zero when new, or after a call that failed). Throws Error:
+    /// PF_ERR_RUNTIME when out of memory or refused (other bytes than before in this call), and
+    /// PF_ERR_UNSUPPORTED on a host without it (ABI 1.5 or older).
     PersistentBlock persistent(std::size_t bytes) const {
         const pf_host* h = m_args->host;
         if (h->struct_size < offsetof(pf_host, persistent) + sizeof(h->persistent) || !h->persistent)
@@ -698,11 +699,11 @@ class Context {
                         PF_ERR_UNSUPPORTED);
         PersistentBlock b;
         const int32_t status = h->persistent(h->self, device_of_images(), bytes, &b.data, &b.state);
-        if (status != PF_OK)
+        if (status != PF_OK) // refused or out of memory: not the user's fault either way
             throw Error("no memory kept between calls: " + std::to_string(bytes) + " bytes " +
-                            (status == PF_ERR_INVALID ? "refused by the host (another size than before in this call?)"
+                            (status == PF_ERR_INVALID ? "refused by the host (other bytes than before in this call?)"
                                                       : "(out of memory)"),
-                        status == PF_ERR_INVALID ? PF_ERR_INVALID : PF_ERR_RUNTIME);
+                        PF_ERR_RUNTIME);
         return b;
     }
     void log(int level, const std::string& msg) const { m_args->host->log(m_args->host->self, level, msg.c_str()); }
