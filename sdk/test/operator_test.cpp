@@ -200,6 +200,21 @@ template <class Edit> int32_t run_with_defaults(const pf_op_desc& o, Edit&& edit
     return s;
 }
 
+/// The arguments of a call with `im` as its one input and one output, `host`'s callbacks and the
+/// error buffer `err`.
+pf_run_args one_image_args(pf_image& im, const pf_host& host, char* err, std::size_t err_size) {
+    pf_run_args a{};
+    a.struct_size = sizeof a;
+    a.inputs = &im;
+    a.n_inputs = 1;
+    a.outputs = &im;
+    a.n_outputs = 1;
+    a.host = &host;
+    a.error = err;
+    a.error_size = err_size;
+    return a;
+}
+
 template <class... Ts> std::string load_error() {
     detail::Plugin<Ts...> p("p", "1");
     if (!p.desc.init) return "";
@@ -299,15 +314,7 @@ TEST(Access, ContextStripIsTheWholeImageUnlessTheHostGivesAStrip) {
     pf_image im{sizeof(pf_image), 5, 7, 1, PF_U8, PF_HOST, 5, nullptr};
     pf_host host{};
     char err[64] = {0};
-    pf_run_args a{};
-    a.struct_size = sizeof a;
-    a.inputs = &im;
-    a.n_inputs = 1;
-    a.outputs = &im;
-    a.n_outputs = 1;
-    a.host = &host;
-    a.error = err;
-    a.error_size = sizeof err;
+    pf_run_args a = one_image_args(im, host, err, sizeof err);
     ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK);
     EXPECT_EQ(g_strip.count, 1);
     EXPECT_EQ(g_strip.out_height, 7);
@@ -351,15 +358,7 @@ TEST(Persistent, ContextPersistentUsesTheHostsBlockAndSaysWhenItHasNone) {
     host.self = &keeper;
     host.persistent = &FakeKeeper::persistent;
     char err[256] = {0};
-    pf_run_args a{};
-    a.struct_size = sizeof a;
-    a.inputs = &im;
-    a.n_inputs = 1;
-    a.outputs = &im;
-    a.n_outputs = 1;
-    a.host = &host;
-    a.error = err;
-    a.error_size = sizeof err;
+    pf_run_args a = one_image_args(im, host, err, sizeof err);
     ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK) << err;
     ASSERT_EQ(p.desc.ops[0].run_cpu(&a), PF_OK) << err;
     EXPECT_EQ(keeper.asked, 8u);
