@@ -32,23 +32,23 @@ TEST(PersistentStore, AHostBlockKeepsItsBytesAndStateForTheNextCallOfItsNode) {
     PersistentStore store;
     DeviceMemoryCounter counter;
     PersistentStore::Block& a = store.take(NodeId(3), PF_HOST, 100, nullptr, counter);
-    EXPECT_TRUE(all_bytes(a.data, 100, 0));
+    EXPECT_TRUE(all_bytes(a.data(), 100, 0));
     EXPECT_EQ(a.state, 0u);
-    std::memset(a.data, 0x5A, 100);
+    std::memset(a.data(), 0x5A, 100);
     a.state = 42;
     store.give_back(a, nullptr, true);
     PersistentStore::Block& again = store.take(NodeId(3), PF_HOST, 100, nullptr, counter);
     EXPECT_EQ(&again, &a);
-    EXPECT_TRUE(all_bytes(again.data, 100, 0x5A));
+    EXPECT_TRUE(all_bytes(again.data(), 100, 0x5A));
     EXPECT_EQ(again.state, 42u);
     // another node, and a second call of node 3 while the first holds its block: blocks of their own
     PersistentStore::Block& other = store.take(NodeId(4), PF_HOST, 100, nullptr, counter);
     PersistentStore::Block& second = store.take(NodeId(3), PF_HOST, 100, nullptr, counter);
     EXPECT_NE(&other, &again);
     EXPECT_NE(&second, &again);
-    EXPECT_NE(second.data, again.data);
-    EXPECT_TRUE(all_bytes(other.data, 100, 0));
-    EXPECT_TRUE(all_bytes(second.data, 100, 0));
+    EXPECT_NE(second.data(), again.data());
+    EXPECT_TRUE(all_bytes(other.data(), 100, 0));
+    EXPECT_TRUE(all_bytes(second.data(), 100, 0));
     EXPECT_EQ(second.state, 0u);
     store.give_back(other, nullptr, true);
     store.give_back(second, nullptr, true);
@@ -60,24 +60,24 @@ TEST(PersistentStore, OtherBytesOrAFailedCallGiveAZeroedBlock) {
     PersistentStore store;
     DeviceMemoryCounter counter;
     PersistentStore::Block& a = store.take(NodeId(0), PF_HOST, 64, nullptr, counter);
-    std::memset(a.data, 1, 64);
+    std::memset(a.data(), 1, 64);
     a.state = 7;
     store.give_back(a, nullptr, true);
     PersistentStore::Block& smaller =
         store.take(NodeId(0), PF_HOST, 32, nullptr, counter); // kept capacity, new contents
-    EXPECT_TRUE(all_bytes(smaller.data, 32, 0));
+    EXPECT_TRUE(all_bytes(smaller.data(), 32, 0));
     EXPECT_EQ(smaller.state, 0u);
-    std::memset(smaller.data, 2, 32);
+    std::memset(smaller.data(), 2, 32);
     smaller.state = 8;
     store.give_back(smaller, nullptr, true);
     PersistentStore::Block& larger = store.take(NodeId(0), PF_HOST, 4096, nullptr, counter);
-    EXPECT_TRUE(all_bytes(larger.data, 4096, 0));
+    EXPECT_TRUE(all_bytes(larger.data(), 4096, 0));
     EXPECT_EQ(larger.state, 0u);
-    std::memset(larger.data, 3, 4096);
+    std::memset(larger.data(), 3, 4096);
     larger.state = 9;
     store.give_back(larger, nullptr, false); // the call failed after writing
     PersistentStore::Block& after = store.take(NodeId(0), PF_HOST, 4096, nullptr, counter);
-    EXPECT_TRUE(all_bytes(after.data, 4096, 0));
+    EXPECT_TRUE(all_bytes(after.data(), 4096, 0));
     EXPECT_EQ(after.state, 0u);
     store.give_back(after, nullptr, true);
 }
@@ -91,18 +91,18 @@ TEST(PersistentStore, ADeviceBlockIsOrderedAfterItsLastCallOnAnotherStream) {
     PersistentStore::Block& a = store.take(NodeId(1), 0, n, &s1, counter);
     EXPECT_EQ(counter.peak(), (long long)n);
     EXPECT_EQ(store.device_bytes(), n);
-    memset_async(a.data, 0x11, n, s1);
-    memset_async(a.data, 0x22, n, s1); // the last call's last write
+    memset_async(a.data(), 0x11, n, s1);
+    memset_async(a.data(), 0x22, n, s1); // the last call's last write
     store.give_back(a, &s1, true);
     PersistentStore::Block& b = store.take(NodeId(1), 0, n, &s2, counter); // s2 waits for s1's writes
     ASSERT_EQ(&b, &a);
     std::vector<unsigned char> host(n);
-    copy_2d_async(host.data(), std::int64_t(n), b.data, std::int64_t(n), n, 1, s2);
+    copy_2d_async(host.data(), std::int64_t(n), b.data(), std::int64_t(n), n, 1, s2);
     s2.synchronize();
     EXPECT_TRUE(all_bytes(host.data(), n, 0x22));
     store.give_back(b, &s2, false); // failed: zeroed on s1 after s2's work
     PersistentStore::Block& c = store.take(NodeId(1), 0, n, &s1, counter);
-    copy_2d_async(host.data(), std::int64_t(n), c.data, std::int64_t(n), n, 1, s1);
+    copy_2d_async(host.data(), std::int64_t(n), c.data(), std::int64_t(n), n, 1, s1);
     s1.synchronize();
     EXPECT_TRUE(all_bytes(host.data(), n, 0));
     EXPECT_EQ(c.state, 0u);

@@ -68,7 +68,7 @@ int32_t StepHost::cb_persistent(void* self, int32_t device, size_t bytes, void**
             c->m_block = &c->m_kept.take(c->m_v, device, bytes, c->m_stream, c->m_device_bytes);
             c->m_taken += bytes; // the scratch estimate covers it
         }
-        *data = c->m_block->data;
+        *data = c->m_block->data();
         *state = &c->m_block->state;
         return PF_OK;
     } catch (...) { return PF_ERR_RUNTIME; }

@@ -1,7 +1,6 @@
 // executor/ persistent memory: blocks kept between a node's calls (persistent.hpp).
 #include "executor/persistent.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -39,17 +38,13 @@ PersistentStore::Block& PersistentStore::take(NodeId v, std::int32_t device, std
             unsigned char* p = static_cast<unsigned char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
             if (!p) throw std::bad_alloc();
             b->host.reset(p);
-            b->data = p;
         } else {
-            if (b->last_stream) b->done.synchronize(); // cudaFree would wait anyway
             const std::size_t old = b->capacity;
-            b->dev = DeviceBuffer(); // frees the old block first
+            b->dev = DeviceBuffer(); // frees the old block first (cudaFree waits for its last work)
             b->capacity = 0;
-            b->data = nullptr;
             counter.add(-(long long)old);
             b->dev = DeviceBuffer(bytes, device);
             counter.add((long long)bytes);
-            b->data = b->dev.get();
         }
         b->capacity = bytes;
         zero = true;
@@ -59,9 +54,9 @@ PersistentStore::Block& PersistentStore::take(NodeId v, std::int32_t device, std
         b->bytes = bytes;
         b->state = 0;
         if (device == PF_HOST)
-            std::memset(b->data, 0, bytes);
+            std::memset(b->data(), 0, bytes);
         else
-            memset_async(b->data, 0, bytes, *stream);
+            memset_async(b->data(), 0, bytes, *stream);
         b->dirty = false;
     }
     b->busy = true;

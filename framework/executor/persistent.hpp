@@ -48,7 +48,6 @@ struct PersistentStore::Block {
     std::int32_t device = 0;  ///< PF_HOST or a CUDA device
     std::size_t capacity = 0; ///< bytes allocated
     std::size_t bytes = 0;    ///< bytes of its last call (the data a caller of other bytes never sees)
-    void* data = nullptr;     ///< device: dev.get(); host: host.get()
     std::uint64_t state = 0;  ///< pf_host.persistent's *state
     DeviceBuffer dev;         ///< device blocks
     std::unique_ptr<unsigned char, void (*)(void*)> host{nullptr, &std::free}; ///< host blocks
@@ -56,6 +55,8 @@ struct PersistentStore::Block {
     void* last_stream = nullptr; ///< device blocks: where `done` was recorded (nullptr: never)
     bool busy = false;           ///< held by a call
     bool dirty = false;          ///< its last call failed: zero before use
+    /// The block's memory (null while it has none).
+    void* data() const { return device == PF_HOST ? static_cast<void*>(host.get()) : dev.get(); }
 };
 
 } // namespace pixflow::host

@@ -341,7 +341,8 @@ struct FakeKeeper {
     static int32_t persistent(void* self, int32_t device, size_t bytes, void** data, uint64_t** state) {
         auto* k = static_cast<FakeKeeper*>(self);
         k->asked = bytes;
-        if (k->status != PF_OK || device != PF_HOST) return k->status != PF_OK ? k->status : PF_ERR_INVALID;
+        if (k->status != PF_OK) return k->status;
+        if (device != PF_HOST) return PF_ERR_INVALID;
         *data = &k->data;
         *state = &k->state;
         return PF_OK;
