@@ -30,8 +30,9 @@ PersistentStore::Block& PersistentStore::take(NodeId v, std::int32_t device, std
         if (device != PF_HOST) b->done = Event(true, false);
     }
     // Device blocks: this call's stream runs after the block's last work (on the same stream a
-    // no-op; always made, since a caller's destroyed stream's handle may come back as another).
-    if (device != PF_HOST && b->last_stream) b->done.wait_on(*stream);
+    // no-op; before the first record `done` holds no work, so no wait; always made, since a
+    // caller's destroyed stream's handle may come back as another).
+    if (device != PF_HOST) b->done.wait_on(*stream);
     bool zero = b->dirty || b->bytes != bytes;
     if (b->capacity < bytes) { // grows (never shrinks: a batch of mixed sizes does not reallocate each time)
         if (device == PF_HOST) {
@@ -65,10 +66,7 @@ PersistentStore::Block& PersistentStore::take(NodeId v, std::int32_t device, std
 
 void PersistentStore::give_back(Block& b, const Stream* stream, bool ok) {
     std::lock_guard lk(m_mu);
-    if (b.device != PF_HOST) {
-        b.done.record(*stream);
-        b.last_stream = stream->get();
-    }
+    if (b.device != PF_HOST) b.done.record(*stream);
     if (!ok) b.dirty = true;
     b.busy = false;
 }

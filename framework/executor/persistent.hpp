@@ -51,10 +51,9 @@ struct PersistentStore::Block {
     std::uint64_t state = 0;  ///< pf_host.persistent's *state
     DeviceBuffer dev;         ///< device blocks
     std::unique_ptr<unsigned char, void (*)(void*)> host{nullptr, &std::free}; ///< host blocks
-    Event done;                  ///< device blocks: the end of the last call's work
-    void* last_stream = nullptr; ///< device blocks: where `done` was recorded (nullptr: never)
-    bool busy = false;           ///< held by a call
-    bool dirty = false;          ///< its last call failed: zero before use
+    Event done;         ///< device blocks: the end of the last call's work (none before the first)
+    bool busy = false;  ///< held by a call
+    bool dirty = false; ///< its last call failed: zero before use
     /// The block's memory (null while it has none).
     void* data() const { return device == PF_HOST ? static_cast<void*>(host.get()) : dev.get(); }
 };
